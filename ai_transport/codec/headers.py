@@ -1,0 +1,230 @@
+"""Header tiers and field encodings of the ``@ably/ai-transport@0.8.0`` wire (pure).
+
+An AI Transport message carries ``extras = {"ai": {"transport": {...}, "codec": {...}}}``: two flat
+string-to-string maps. The transport tier holds session/stream bookkeeping (``stream``, ``status``,
+``stream-id``, ``codec-message-id``, ``run-id`` …), the codec tier the payload fields the codec needs
+(``kind``, ``item_id``, ``output_index`` …). A message without an object ``extras.ai`` is *foreign*.
+
+Field bindings (as 0.8.0's ``strField`` / ``boolField`` / ``jsonField``):
+
+============  ==============================  ==============================================
+binding       write                           read
+============  ==============================  ==============================================
+string        the value if it is a ``str``    missing -> default
+boolean       ``"true"`` / ``"false"``        ``"true"`` -> True, other string -> False
+JSON          ``JSON.stringify`` unless None  ``JSON.parse``; failure -> absent
+============  ==============================  ==============================================
+
+:func:`js_json_dumps` renders exactly what ``JSON.stringify`` renders (numbers included), so a header
+written here is byte-identical to the JS encoder's.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any, Final
+
+__all__ = [
+    "AI",
+    "CODEC",
+    "MISSING",
+    "NAME_INPUT",
+    "NAME_OUTPUT",
+    "TRANSPORT",
+    "build_extras",
+    "codec_headers",
+    "has_ai_envelope",
+    "js_json_dumps",
+    "js_number",
+    "read_bool",
+    "read_json",
+    "read_str",
+    "transport_headers",
+    "write_bool",
+    "write_json",
+    "write_str",
+]
+
+AI: Final = "ai"
+TRANSPORT: Final = "transport"
+CODEC: Final = "codec"
+
+NAME_INPUT: Final = "ai-input"
+NAME_OUTPUT: Final = "ai-output"
+
+
+class _Missing:
+    """Sentinel for an absent header value (distinct from a JSON ``null``)."""
+
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+#: Returned by :func:`read_json` when the header is absent or not valid JSON.
+MISSING: Final = _Missing()
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiers
+
+
+def has_ai_envelope(extras: Any) -> bool:
+    """True when ``extras.ai`` is an object (the message is an AI Transport message)."""
+    return isinstance(extras, Mapping) and isinstance(extras.get(AI), Mapping)
+
+
+def _tier(extras: Any, tier: str) -> dict[str, str]:
+    if not isinstance(extras, Mapping):
+        return {}
+    ai = extras.get(AI)
+    if not isinstance(ai, Mapping):
+        return {}
+    sub = ai.get(tier)
+    if not isinstance(sub, Mapping):
+        return {}
+    return sub  # type: ignore[return-value]
+
+
+def transport_headers(extras: Any) -> dict[str, str]:
+    """The transport tier of ``extras`` (``{}`` when missing or not an object). Not copied."""
+    return _tier(extras, TRANSPORT)
+
+
+def codec_headers(extras: Any) -> dict[str, str]:
+    """The codec tier of ``extras`` (``{}`` when missing or not an object). Not copied."""
+    return _tier(extras, CODEC)
+
+
+def build_extras(transport: Mapping[str, str], codec: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """``{"ai": {"transport": {...}, "codec": {...}}}``; the codec tier is omitted when empty."""
+    ai: dict[str, Any] = {TRANSPORT: dict(transport)}
+    if codec:
+        ai[CODEC] = dict(codec)
+    return {AI: ai}
+
+
+# ---------------------------------------------------------------------------------------------
+# Field bindings
+
+
+def write_str(headers: dict[str, str], key: str, value: Any) -> None:
+    """Set ``headers[key] = value`` only when ``value`` is a string."""
+    if isinstance(value, str):
+        headers[key] = value
+
+
+def write_bool(headers: dict[str, str], key: str, value: Any) -> None:
+    """Set ``"true"``/``"false"`` only when ``value`` is a bool."""
+    if isinstance(value, bool):
+        headers[key] = "true" if value else "false"
+
+
+def write_json(headers: dict[str, str], key: str, value: Any) -> None:
+    """Set ``JSON.stringify(value)`` unless ``value`` is None."""
+    if value is not None:
+        headers[key] = js_json_dumps(value)
+
+
+def read_str(headers: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """The string at ``key``, else ``default`` (a non-string value reads as missing)."""
+    value = headers.get(key)
+    return value if isinstance(value, str) else default
+
+
+def read_bool(headers: Mapping[str, Any], key: str, default: Any = None) -> Any:
+    """``True`` for ``"true"``, ``False`` for any other string, ``default`` when missing."""
+    value = headers.get(key)
+    if value is None:
+        return default
+    return value == "true"
+
+
+def read_json(headers: Mapping[str, Any], key: str) -> Any:
+    """``JSON.parse`` of the value at ``key``; :data:`MISSING` when absent or not valid JSON."""
+    value = headers.get(key)
+    if not isinstance(value, str):
+        return MISSING
+    try:
+        return json.loads(value)
+    except ValueError:
+        return MISSING
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON.stringify-compatible serialisation
+
+
+def js_number(x: float | int) -> str:
+    """Render a number exactly as JavaScript's ``Number.prototype.toString`` / ``JSON.stringify``."""
+    if isinstance(x, bool):
+        return "true" if x else "false"
+    if isinstance(x, int):
+        return str(x)
+    if not math.isfinite(x):
+        return "null"
+    if x == 0:
+        return "0"
+    r = repr(x)
+    if "e" not in r and "E" not in r:
+        return r[:-2] if r.endswith(".0") else r
+    mantissa, exp_s = r.split("e")
+    exp = int(exp_s)
+    digits = mantissa.replace("-", "").replace(".", "")
+    neg = x < 0
+    # JS: exponent form only when the decimal exponent n satisfies n >= 21 or n <= -6.
+    n = exp + 1  # position of the decimal point relative to the digit string
+    if 1 <= n <= 21:
+        out = digits + "0" * (n - len(digits)) if n >= len(digits) else digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        out = "0." + "0" * (-n) + digits
+    else:
+        m = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        out = f"{m}e{'+' if exp > 0 else '-'}{abs(exp)}"
+    return "-" + out if neg else out
+
+
+def _has_float(value: Any) -> bool:
+    if isinstance(value, float):
+        return True
+    if isinstance(value, dict):
+        return any(_has_float(v) for v in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_has_float(v) for v in value)
+    return False
+
+
+def _js_dumps_slow(value: Any) -> str:
+    if value is None or value is True or value is False or isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, (int, float)):
+        return js_number(value)
+    if isinstance(value, dict):
+        return (
+            "{"
+            + ",".join(
+                json.dumps(str(k), ensure_ascii=False) + ":" + _js_dumps_slow(v) for k, v in value.items()
+            )
+            + "}"
+        )
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(_js_dumps_slow(v) for v in value) + "]"
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+
+
+def js_json_dumps(value: Any) -> str:
+    """``JSON.stringify(value)``: compact separators, insertion order, non-ASCII kept, JS numbers."""
+    if not _has_float(value):
+        return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    return _js_dumps_slow(value)

@@ -1,0 +1,174 @@
+"""The ``Channel`` protocol: the small asyncio surface of an Ably channel that ai_transport uses.
+
+Implementations: the in-process channel (the embedded default), the Ably adapter over the real
+``ably`` SDK (Ably's cloud or the local emulator). The codec encoder's *writer* is any object with
+``publish`` / ``append_message`` / ``update_message``, which every ``Channel`` is.
+
+Messages are plain dicts in Ably's JSON shape.
+
+Outbound (what callers pass): ``{"name"?, "data"?, "extras"?, "serial"?}`` (``serial`` required for
+append / update / delete).
+
+Inbound (what subscribers and history get), :class:`InboundMessage`::
+
+    {"id", "name"?, "data", "encoding"?, "extras"?, "action", "serial",
+     "version": {"serial", "timestamp", "clientId"?}, "timestamp", "clientId"?, "connectionId"?}
+
+``action`` is the ably-js string: ``"message.create"``, ``"message.update"``, ``"message.delete"``,
+``"message.append"`` (also ``"meta"``, ``"message.summary"``). Semantics follow Ably's mutable
+messages: a live subscriber that already saw a message gets each append as a fragment
+(``message.append``, fragment ``data``, the append's ``extras``, no ``name``); a first sight of a
+mutated message (late attach, history) is its aggregate as ``message.update``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal, Protocol, TypedDict, Union, runtime_checkable
+
+ActionName = Literal[
+    "message.create", "message.update", "message.delete", "meta", "message.summary", "message.append"
+]
+
+#: Index = Ably's numeric Message action.
+ACTIONS: tuple[str, ...] = (
+    "message.create",
+    "message.update",
+    "message.delete",
+    "meta",
+    "message.summary",
+    "message.append",
+)
+
+
+def action_name(action: Any) -> str | None:
+    """Normalise an action (ably-js string, Ably int, or the ably-python ``MessageAction`` enum)."""
+    if isinstance(action, str):
+        return action if action in ACTIONS else None
+    try:
+        i = int(action)
+    except (TypeError, ValueError):
+        return None
+    return ACTIONS[i] if 0 <= i < len(ACTIONS) else None
+
+
+class MessageVersion(TypedDict, total=False):
+    """``version`` of an inbound message."""
+
+    serial: str
+    timestamp: int
+    clientId: str
+    description: str
+    metadata: dict[str, str]
+
+
+class InboundMessage(TypedDict, total=False):
+    """A message as delivered to subscribers or read from history."""
+
+    id: str
+    name: str
+    data: Any
+    encoding: str
+    extras: dict[str, Any]
+    action: ActionName
+    serial: str
+    version: MessageVersion
+    timestamp: int
+    clientId: str
+    connectionId: str
+
+
+class OutboundMessage(TypedDict, total=False):
+    """A message to publish (or, with ``serial``, to append / update / delete)."""
+
+    name: str
+    data: Any
+    extras: dict[str, Any]
+    serial: str
+    clientId: str
+
+
+Listener = Callable[[InboundMessage], Union[None, Awaitable[None]]]
+
+
+@runtime_checkable
+class HistoryPage(Protocol):
+    """One page of history: ``items`` newest-first (``direction="backwards"``)."""
+
+    items: list[InboundMessage]
+
+    def has_next(self) -> bool:
+        """True when an older page exists."""
+        ...
+
+    async def next(self) -> HistoryPage | None:
+        """The next (older) page, or None."""
+        ...
+
+
+@runtime_checkable
+class Writer(Protocol):
+    """What the codec encoder writes to (every :class:`Channel` is one)."""
+
+    async def publish(self, messages: OutboundMessage | Sequence[OutboundMessage]) -> list[str]:
+        """Publish one or many messages atomically; return their serials in order."""
+        ...
+
+    async def append_message(self, message: OutboundMessage) -> str:
+        """Append ``data`` to the message at ``message["serial"]``; return the new version serial."""
+        ...
+
+    async def update_message(self, message: OutboundMessage) -> str:
+        """Replace the message at ``message["serial"]``; return the new version serial."""
+        ...
+
+
+@runtime_checkable
+class Channel(Writer, Protocol):
+    """A realtime channel with mutable messages, history and ordered subscription."""
+
+    name: str
+
+    @property
+    def client_id(self) -> str | None:
+        """The identity this connection publishes as (Ably ``clientId``), if any."""
+        ...
+
+    @property
+    def attach_serial(self) -> str | None:
+        """The channel serial at the latest attach (history with ``until_attach`` stops there)."""
+        ...
+
+    async def attach(self) -> None:
+        """Attach (idempotent)."""
+        ...
+
+    async def detach(self) -> None:
+        """Detach; subscribers stop receiving."""
+        ...
+
+    async def delete_message(self, message: OutboundMessage) -> str:
+        """Delete the message at ``message["serial"]``; return the new version serial."""
+        ...
+
+    async def subscribe(self, listener: Listener) -> None:
+        """Attach if needed and deliver every message, in channel order, to ``listener``.
+
+        Listeners are called in order, one message at a time; a coroutine listener is awaited
+        before the next delivery.
+        """
+        ...
+
+    def unsubscribe(self, listener: Listener | None = None) -> None:
+        """Remove one listener, or all."""
+        ...
+
+    async def history(
+        self, *, limit: int = 100, direction: str = "backwards", until_attach: bool = False
+    ) -> HistoryPage:
+        """Stored messages (aggregates), newest-first by default, paged by ``limit``."""
+        ...
+
+    async def close(self) -> None:
+        """Release the channel (and its connection where it owns one)."""
+        ...
