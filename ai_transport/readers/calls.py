@@ -106,12 +106,12 @@ def _check_messages(messages: Any) -> Sequence[Any]:
     return messages if isinstance(messages, Sequence) else list(messages)
 
 
-def _item_type(item: Any, index: int, item_index: int) -> Any:
-    if not isinstance(item, Mapping):
-        raise InvalidTypeError(
-            f"messages[{index}].items[{item_index}] must be an object, got {type_name(item)}"
-        )
-    return item.get("type")
+def _bad_item(items: list[Any], index: int) -> InvalidTypeError:
+    """The error for the first item of ``items`` that is not an object (called off the hot path)."""
+    for j, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            return InvalidTypeError(f"messages[{index}].items[{j}] must be an object, got {type_name(item)}")
+    raise AssertionError("no bad item")  # pragma: no cover
 
 
 def to_responses_input(messages: Sequence[MessageLike]) -> list[OpenAIItem]:
@@ -124,8 +124,9 @@ def to_responses_input(messages: Sequence[MessageLike]) -> list[OpenAIItem]:
     out: list[OpenAIItem] = []
     for i, message in enumerate(_check_messages(messages)):
         items, _ = _message_parts(message, i)
-        for j, item in enumerate(items):
-            _item_type(item, i, j)
+        for item in items:
+            if item.__class__ is not dict and not isinstance(item, Mapping):
+                raise _bad_item(items, i)
         out.extend(items)
     return out
 
@@ -138,13 +139,16 @@ def resolved_call_ids(messages: Sequence[MessageLike]) -> CallIdSet:
     without a ``call_id`` contributes ``None`` (JS ``undefined``), which resolves calls that also
     lack one.
     """
-    ids = CallIdSet()
+    found: dict[Any, None] = {}
     for i, message in enumerate(_check_messages(messages)):
         items, _ = _message_parts(message, i)
-        for j, item in enumerate(items):
-            if _item_type(item, i, j) == "function_call_output":
-                ids.add(item.get("call_id"))
-    return ids
+        try:
+            for item in items:
+                if item.get("type") == "function_call_output":
+                    found[item.get("call_id")] = None
+        except AttributeError:
+            raise _bad_item(items, i) from None
+    return CallIdSet(found)
 
 
 def _open_calls(messages: Sequence[MessageLike], approved: bool) -> list[OpenAIItem]:
@@ -153,16 +157,21 @@ def _open_calls(messages: Sequence[MessageLike], approved: bool) -> list[OpenAII
     calls: list[OpenAIItem] = []
     for i, message in enumerate(messages):
         items, states = _message_parts(message, i)
-        for item in items:
-            if item.get("type") != "function_call":
-                continue
-            call_id = item.get("call_id")
-            if call_id in resolved:
-                continue
-            state = states.get(call_id) if isinstance(call_id, str) else None
-            is_approved = isinstance(state, Mapping) and state.get("approval") == "approved"
-            if is_approved == approved:
-                calls.append(item)
+        try:
+            for item in items:
+                if item.get("type") != "function_call":
+                    continue
+                call_id = item.get("call_id")
+                if call_id in resolved:
+                    continue
+                state = states.get(call_id) if states and isinstance(call_id, str) else None
+                is_approved = state.__class__ is dict and state.get("approval") == "approved"
+                if not is_approved and state is not None and state.__class__ is not dict:
+                    is_approved = isinstance(state, Mapping) and state.get("approval") == "approved"
+                if is_approved == approved:
+                    calls.append(item)
+        except AttributeError:
+            raise _bad_item(items, i) from None
     return calls
 
 
