@@ -195,13 +195,31 @@ def js_number(x: float | int) -> str:
     return "-" + out if neg else out
 
 
-def _has_float(value: Any) -> bool:
+_MAX_INDEX = 2**32 - 2
+
+
+def _is_array_index(key: str) -> bool:
+    """True for a canonical JS array index ("0", "7", not "07"): JS objects order these first."""
+    return key.isdigit() and key.isascii() and (key == "0" or key[0] != "0") and int(key) <= _MAX_INDEX
+
+
+def _js_key_order(d: dict[Any, Any]) -> list[Any]:
+    """Keys in JS property order: array indices ascending, then the rest in insertion order."""
+    keys = [str(k) for k in d]
+    idx = sorted((k for k in keys if _is_array_index(k)), key=int)
+    return idx + [k for k in keys if not _is_array_index(k)] if idx else keys
+
+
+def _needs_slow(value: Any) -> bool:
+    """True when ``json.dumps`` would differ from ``JSON.stringify`` (floats, index-like keys)."""
     if isinstance(value, float):
         return True
     if isinstance(value, dict):
-        return any(_has_float(v) for v in value.values())
+        return any((k.__class__ is not str or k[:1].isdigit()) for k in value) or any(
+            _needs_slow(v) for v in value.values()
+        )
     if isinstance(value, (list, tuple)):
-        return any(_has_float(v) for v in value)
+        return any(_needs_slow(v) for v in value)
     return False
 
 
@@ -211,10 +229,11 @@ def _js_dumps_slow(value: Any) -> str:
     if isinstance(value, (int, float)):
         return js_number(value)
     if isinstance(value, dict):
+        by_str = {str(k): v for k, v in value.items()}
         return (
             "{"
             + ",".join(
-                json.dumps(str(k), ensure_ascii=False) + ":" + _js_dumps_slow(v) for k, v in value.items()
+                json.dumps(k, ensure_ascii=False) + ":" + _js_dumps_slow(by_str[k]) for k in _js_key_order(value)
             )
             + "}"
         )
@@ -224,7 +243,11 @@ def _js_dumps_slow(value: Any) -> str:
 
 
 def js_json_dumps(value: Any) -> str:
-    """``JSON.stringify(value)``: compact separators, insertion order, non-ASCII kept, JS numbers."""
-    if not _has_float(value):
+    """``JSON.stringify(value)`` of the object JS would hold after parsing the same JSON.
+
+    Compact separators, non-ASCII kept, numbers as JS prints them, and keys in JS property order
+    (canonical array-index keys such as ``"0"`` first in ascending order, then insertion order).
+    """
+    if not _needs_slow(value):
         return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
     return _js_dumps_slow(value)
