@@ -1,0 +1,195 @@
+"""The ``ai-transport`` command line (also ``python -m ai_transport``).
+
+Subcommands:
+
+* ``demo`` — a whole agent run with a gated tool call, approval and resume, end to end on this machine
+  (no account, no API key): an in-process channel by default, or the local Ably emulator with
+  ``--emulator``; a local model server speaking the OpenAI Responses SSE wire (or the real API with
+  ``OPENAI_API_KEY`` and ``--model``).
+* ``emulator`` — start the local Ably-compatible server and print how to connect to it.
+* ``tail CHANNEL`` — follow the runs on a channel as a readable conversation (history, then live).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from ..errors import AITransportError
+
+__all__ = ["build_parser", "main"]
+
+_EPILOG_DEMO = """\
+examples:
+  ai-transport demo                      approve the gated call (in-process channel)
+  ai-transport demo --deny "not today"   deny it with a reason
+  ai-transport demo --emulator           same, over the local Ably emulator and the real ably SDK
+  OPENAI_API_KEY=sk-... ai-transport demo --model gpt-5-mini
+                                         talk to the real OpenAI Responses API
+"""
+
+_EPILOG_TAIL = """\
+examples:
+  ai-transport tail demo-chat --emulator http://127.0.0.1:8090
+  ai-transport tail my-channel --key "$ABLY_KEY"
+  ai-transport tail demo-chat --emulator http://127.0.0.1:8090 --no-follow
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``ai-transport`` command."""
+    parser = argparse.ArgumentParser(
+        prog="ai-transport",
+        description=(
+            "Carry OpenAI Responses agent runs over Ably realtime channels "
+            "(wire-compatible with @ably/ai-transport 0.8.0)."
+        ),
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser(
+        "demo",
+        help="run an agent with a gated tool call, an approval and a resumed run, end to end",
+        description=(
+            "Run the whole product on this machine: a user asks a question, the model answers with "
+            "reasoning, text and a tool call that needs approval; the agent streams it over the channel "
+            "and suspends; a client approves (or denies); the agent resumes, runs the tool, asks the "
+            "model again and streams the final answer. The conversation is printed live as it streams."
+        ),
+        epilog=_EPILOG_DEMO,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    demo.add_argument(
+        "--emulator",
+        nargs="?",
+        const="start",
+        default=None,
+        metavar="URL",
+        help=(
+            "use the Ably emulator and the real ably SDK instead of the in-process channel; "
+            "without URL a fresh emulator is started on a free port"
+        ),
+    )
+    demo.add_argument(
+        "--deny",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="REASON",
+        help="deny the gated tool call (optionally with a reason) instead of approving it",
+    )
+    demo.add_argument(
+        "--question",
+        default="What's the weather in Paris right now? Should I take an umbrella?",
+        help="what the user asks (default: %(default)r)",
+    )
+    demo.add_argument(
+        "--model",
+        default=None,
+        help=(
+            "with OPENAI_API_KEY set: talk to the real OpenAI Responses API with this model; "
+            "otherwise the local scripted model server is used"
+        ),
+    )
+    demo.add_argument("--channel", default=None, help="channel name (default: a fresh demo-<id>)")
+    demo.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning summary")
+    demo.add_argument("--delay", type=float, default=0.01, help="seconds between scripted deltas (default 0.01)")
+    _add_color(demo)
+
+    emu = sub.add_parser(
+        "emulator",
+        help="start the local Ably-compatible server (no account needed)",
+        description=(
+            "Start the local Ably-compatible emulator (WebSocket + REST on one port, in memory) and "
+            "print how to connect ably-python and ably-js to it. Runs until interrupted (Ctrl-C)."
+        ),
+    )
+    emu.add_argument("--host", default="127.0.0.1", help="interface to bind (default %(default)s)")
+    emu.add_argument("--port", type=int, default=8090, help="port to listen on (default %(default)s; 0 = any free port)")
+
+    tail = sub.add_parser(
+        "tail",
+        help="follow the runs on a channel as a readable conversation",
+        description=(
+            "Connect to CHANNEL (on the local emulator, or on Ably with a key), print the conversation "
+            "already in its history, then follow new runs live until interrupted."
+        ),
+        epilog=_EPILOG_TAIL,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    tail.add_argument("channel", metavar="CHANNEL", help="the channel name")
+    where = tail.add_mutually_exclusive_group()
+    where.add_argument(
+        "--emulator",
+        metavar="URL",
+        default=None,
+        help="URL of a running emulator, e.g. http://127.0.0.1:8090 (default: $AIT_EMULATOR_URL)",
+    )
+    where.add_argument("--key", default=None, help="an Ably API key 'name:secret' (default: $ABLY_KEY)")
+    tail.add_argument("--no-follow", action="store_true", help="print the history and exit")
+    tail.add_argument("--no-reasoning", action="store_true", help="hide reasoning summaries")
+    tail.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the connection (default 10)")
+    _add_color(tail)
+    return parser
+
+
+def _add_color(p: argparse.ArgumentParser) -> None:
+    g = p.add_mutually_exclusive_group()
+    g.add_argument("--color", dest="color", action="store_true", default=None, help="force colour output")
+    g.add_argument("--no-color", dest="color", action="store_false", help="plain output")
+
+
+def _error(msg: str) -> None:
+    print(f"ai-transport: error: {msg}", file=sys.stderr)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``ai-transport`` console script; returns the process exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.version:
+        from .. import __version__
+
+        print(f"ai-transport {__version__}")
+        return 0
+    if args.command is None:
+        parser.print_help()
+        return 2
+    if getattr(args, "color", None) is None and os.environ.get("NO_COLOR"):
+        args.color = False
+    try:
+        if args.command == "demo":
+            from .demo import run_demo_command
+
+            return asyncio.run(run_demo_command(args))
+        if args.command == "emulator":
+            from .emulator_cmd import run_emulator_command
+
+            return asyncio.run(run_emulator_command(args))
+        if args.command == "tail":
+            from .tail import run_tail_command
+
+            return asyncio.run(run_tail_command(args))
+    except KeyboardInterrupt:
+        print("", file=sys.stderr)
+        return 130
+    except CliError as e:
+        _error(str(e))
+        return e.exit_code
+    except AITransportError as e:
+        _error(f"{e.message} (code {e.code})")
+        return 1
+    parser.error(f"unknown command {args.command!r}")
+    return 2  # pragma: no cover
+
+
+class CliError(Exception):
+    """A user-facing failure: printed as ``ai-transport: error: <message>``, exit code ``exit_code``."""
+
+    def __init__(self, message: str, exit_code: int = 1) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
