@@ -1,0 +1,704 @@
+"""The in-process channel: Ably's mutable-message channel semantics inside one asyncio process.
+
+This is the embedded default transport: an agent and its clients that live in one process share
+named channels through an :class:`InProcessHub`. It follows Ably for everything ``ai_transport``
+relies on (see ``ably-protocol.md`` §5-§7):
+
+* every accepted message gets a ``serial`` from a per-channel counter, zero-padded so that serials
+  sort lexicographically in acceptance order; version serials of updates / deletes / appends come
+  from the same counter, so a new version always sorts after the message and its earlier versions;
+* ``publish`` of a list is atomic: the messages get consecutive serials and are delivered together;
+* every publish is echoed to the publisher's own subscription (Ably's default ``echo``);
+* an attachment that has already received a message gets each later append as a *fragment*
+  (``action: "message.append"``, only the appended ``data``, the append's ``extras``, no ``name``,
+  the original ``serial``, the new ``version``); an attachment seeing the message for the first
+  time (it attached after the create) and history get the *aggregate* as ``message.update``;
+* an append concatenates ``data`` (``str`` + ``str`` or ``bytes`` + ``bytes`` only, else error
+  40013), replaces ``extras`` wholesale (no merge) and ``name`` when supplied; an update replaces
+  ``data`` / ``name`` / ``extras`` when supplied; a delete marks the message deleted;
+* listeners of one channel object are called one message at a time, in channel order; coroutine
+  listeners are awaited before the next delivery. Each attachment has its own queue and delivery
+  task, so a slow listener never blocks publishers or other subscribers.
+
+**Append roll-up.** Ably can conflate appends to one message that arrive within its
+``appendRollupWindow`` (40 ms by default on Ably). Here roll-up is *off by default*
+(``append_rollup_window=0``) so that delivery is exact and deterministic; pass e.g.
+``InProcessHub(append_rollup_window=0.04)`` to get Ably-like conflation. With a window, the first
+append to a message is delivered at once; later appends inside the window are merged (data
+concatenated, latest ``extras`` and ``version``) into one fragment delivered when the window
+closes, or earlier if anything else must be delivered to that attachment first (channel order is
+kept). History and first-sight aggregates are never affected.
+
+The hub is not thread-safe: use it from one event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import inspect
+import itertools
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
+from .channel import InboundMessage, Listener, OutboundMessage
+
+__all__ = [
+    "InProcessChannel",
+    "InProcessClient",
+    "InProcessHistoryPage",
+    "InProcessHub",
+    "SERIAL_WIDTH",
+]
+
+logger = logging.getLogger("ai_transport.transport.memory")
+
+#: Digits in a serial (zero-padded decimal counter, so string order == numeric order).
+SERIAL_WIDTH = 20
+
+#: Ably's "invalid message data or encoding" (used for an append whose data type differs).
+INVALID_DATA_CODE = 40013
+#: Ably's "not found" (operation on an unknown serial).
+NOT_FOUND_CODE = 40400
+#: Ably's "mismatched clientId".
+MISMATCHED_CLIENT_ID_CODE = 40012
+#: Ably's "channel operation failed: invalid channel state" (until_attach without attach).
+INVALID_STATE_CODE = 90001
+
+_MAX_HISTORY_LIMIT = 1000
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _format_serial(n: int) -> str:
+    return f"{n:0{SERIAL_WIDTH}d}"
+
+
+# --------------------------------------------------------------------------------------------
+# Shared channel state (one per channel name in a hub)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stored:
+    """A stored message: its aggregate (the latest version)."""
+
+    aggregate: dict[str, Any]
+
+
+class _ChannelState:
+    """Everything the hub keeps for one channel name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.counter = 0
+        self.messages: list[_Stored] = []  # in serial order
+        self.by_serial: dict[str, _Stored] = {}
+        self.attachments: list[InProcessChannel] = []
+
+    def next_serial(self) -> str:
+        self.counter += 1
+        return _format_serial(self.counter)
+
+    @property
+    def channel_serial(self) -> str:
+        return _format_serial(self.counter)
+
+
+# --------------------------------------------------------------------------------------------
+# Hub and clients
+# --------------------------------------------------------------------------------------------
+
+
+class InProcessHub:
+    """Holds named in-process channels shared by every client of this hub.
+
+    Args:
+        append_rollup_window: seconds within which consecutive appends to one message are
+            conflated for live subscribers (Ably's ``appendRollupWindow``); ``0`` (default) = off.
+    """
+
+    def __init__(self, *, append_rollup_window: float = 0.0) -> None:
+        if not isinstance(append_rollup_window, (int, float)) or append_rollup_window < 0:
+            raise InvalidArgumentError(
+                "unable to create hub; append_rollup_window must be a non-negative number of seconds",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        self.append_rollup_window = float(append_rollup_window)
+        self._channels: dict[str, _ChannelState] = {}
+        self._connection_ids = itertools.count(1)
+        self._prefix = uuid.uuid4().hex[:8]
+
+    def _state(self, name: str) -> _ChannelState:
+        state = self._channels.get(name)
+        if state is None:
+            state = self._channels[name] = _ChannelState(name)
+        return state
+
+    def client(self, client_id: str | None = None, *, connection_id: str | None = None) -> InProcessClient:
+        """A new client (one connection) with an optional ``client_id``."""
+        if client_id is not None and not isinstance(client_id, str):
+            raise InvalidTypeError(
+                f"unable to create client; client_id must be a string, got {type_name(client_id)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        if connection_id is None:
+            connection_id = f"{self._prefix}-{next(self._connection_ids)}"
+        return InProcessClient(self, client_id, connection_id)
+
+    def channel(
+        self, name: str, *, client_id: str | None = None, connection_id: str | None = None
+    ) -> InProcessChannel:
+        """Shortcut: a channel object on a fresh client (own connection)."""
+        return self.client(client_id, connection_id=connection_id).channel(name)
+
+    def channel_names(self) -> list[str]:
+        """Names of every channel used so far."""
+        return list(self._channels)
+
+
+class InProcessClient:
+    """One connection to an :class:`InProcessHub` (its ``client_id`` and ``connection_id``)."""
+
+    def __init__(self, hub: InProcessHub, client_id: str | None, connection_id: str) -> None:
+        self.hub = hub
+        self.client_id = client_id
+        self.connection_id = connection_id
+        self._msg_serial = itertools.count(0)
+        self._channels: dict[str, InProcessChannel] = {}
+
+    def channel(self, name: str) -> InProcessChannel:
+        """The channel object for ``name`` on this connection (one per name, like Ably)."""
+        if not isinstance(name, str) or not name:
+            raise InvalidArgumentError(
+                "unable to get channel; name must be a non-empty string", ErrorCode.INVALID_ARGUMENT
+            )
+        ch = self._channels.get(name)
+        if ch is None:
+            ch = self._channels[name] = InProcessChannel(self, self.hub._state(name))
+        return ch
+
+    def next_msg_serial(self) -> int:
+        return next(self._msg_serial)
+
+    async def close(self) -> None:
+        """Close every channel of this connection."""
+        for ch in list(self._channels.values()):
+            await ch.close()
+
+
+# --------------------------------------------------------------------------------------------
+# History
+# --------------------------------------------------------------------------------------------
+
+
+class InProcessHistoryPage:
+    """One page of in-process history (``items`` in the requested direction)."""
+
+    def __init__(
+        self,
+        state: _ChannelState,
+        items: list[InboundMessage],
+        *,
+        limit: int,
+        direction: str,
+        bound: str | None,
+        cursor: str | None,
+        more: bool,
+    ) -> None:
+        self.items = items
+        self._state = state
+        self._limit = limit
+        self._direction = direction
+        self._bound = bound
+        self._cursor = cursor
+        self._more = more
+
+    def has_next(self) -> bool:
+        """True when another page (older for ``backwards``) exists."""
+        return self._more
+
+    def is_last(self) -> bool:
+        """True on the last page."""
+        return not self._more
+
+    async def next(self) -> InProcessHistoryPage | None:
+        """The next page, or None after the last."""
+        if not self._more:
+            return None
+        return _history_page(self._state, self._limit, self._direction, self._bound, self._cursor)
+
+
+def _history_page(
+    state: _ChannelState, limit: int, direction: str, bound: str | None, cursor: str | None
+) -> InProcessHistoryPage:
+    msgs = state.messages
+    if direction == "backwards":
+        candidates = (
+            s for s in reversed(msgs)
+            if (bound is None or s.aggregate["serial"] <= bound)
+            and (cursor is None or s.aggregate["serial"] < cursor)
+        )
+    else:
+        candidates = (
+            s for s in msgs
+            if (bound is None or s.aggregate["serial"] <= bound)
+            and (cursor is None or s.aggregate["serial"] > cursor)
+        )
+    chosen = list(itertools.islice(candidates, limit + 1))
+    more = len(chosen) > limit
+    chosen = chosen[:limit]
+    items = [_copy_message(s.aggregate) for s in chosen]
+    next_cursor = items[-1]["serial"] if items else cursor
+    return InProcessHistoryPage(
+        state, items, limit=limit, direction=direction, bound=bound, cursor=next_cursor, more=more
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# The channel
+# --------------------------------------------------------------------------------------------
+
+
+def _copy_message(msg: dict[str, Any]) -> InboundMessage:
+    out = dict(msg)
+    for key in ("extras", "version", "data"):
+        if key in out and isinstance(out[key], (dict, list, bytearray)):
+            out[key] = copy.deepcopy(out[key])
+    return out  # type: ignore[return-value]
+
+
+@dataclass
+class _Held:
+    """A held (rolled-up) append fragment for one message on one attachment."""
+
+    fragment: dict[str, Any]
+    timer: asyncio.TimerHandle | None = None
+
+
+@dataclass
+class _Attachment:
+    """Per-attachment delivery state."""
+
+    seen: set[str] = field(default_factory=set)
+    last_fragment_at: dict[str, float] = field(default_factory=dict)
+    held: dict[str, _Held] = field(default_factory=dict)
+
+
+class InProcessChannel:
+    """A :class:`~ai_transport.transport.channel.Channel` on an :class:`InProcessHub`.
+
+    Get one with ``hub.channel(name, client_id=...)`` or ``hub.client(client_id).channel(name)``.
+    """
+
+    def __init__(self, client: InProcessClient, state: _ChannelState) -> None:
+        self.name = state.name
+        self._client = client
+        self._state = state
+        self._listeners: list[Listener] = []
+        self._attached = False
+        self._attach_serial: str | None = None
+        self._att = _Attachment()
+        self._queue: asyncio.Queue[tuple[InboundMessage, tuple[Listener, ...]] | None] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._closed = False
+
+    # -- identity ---------------------------------------------------------------------------
+
+    @property
+    def client_id(self) -> str | None:
+        """The ``clientId`` this channel publishes as."""
+        return self._client.client_id
+
+    @property
+    def connection_id(self) -> str:
+        """The connection id stamped on this channel's messages."""
+        return self._client.connection_id
+
+    @property
+    def attach_serial(self) -> str | None:
+        """The channel serial at the latest attach (None while detached / never attached)."""
+        return self._attach_serial
+
+    @property
+    def state(self) -> str:
+        """``"attached"``, ``"detached"`` or ``"initialized"`` (never attached)."""
+        if self._attached:
+            return "attached"
+        return "detached" if self._attach_serial is not None else "initialized"
+
+    # -- attach / detach --------------------------------------------------------------------
+
+    async def attach(self) -> None:
+        """Attach (idempotent): from now on, new messages are delivered to subscribers."""
+        self._check_open("attach")
+        if self._attached:
+            return
+        self._attached = True
+        self._attach_serial = self._state.channel_serial
+        self._att = _Attachment()
+        self._state.attachments.append(self)
+
+    async def detach(self) -> None:
+        """Detach: stop delivery (queued, not yet delivered messages are dropped)."""
+        if not self._attached:
+            return
+        self._attached = False
+        try:
+            self._state.attachments.remove(self)
+        except ValueError:  # pragma: no cover - defensive
+            pass
+        for held in self._att.held.values():
+            if held.timer is not None:
+                held.timer.cancel()
+        self._att = _Attachment()
+        if self._queue is not None:
+            while not self._queue.empty():
+                self._queue.get_nowait()
+
+    async def close(self) -> None:
+        """Detach and stop the delivery task."""
+        await self.detach()
+        self._listeners.clear()
+        self._closed = True
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+
+    # -- subscribe --------------------------------------------------------------------------
+
+    async def subscribe(self, listener: Listener) -> None:
+        """Attach if needed and deliver every later message, in channel order, to ``listener``."""
+        if not callable(listener):
+            raise InvalidTypeError(
+                f"unable to subscribe; listener must be callable, got {type_name(listener)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        self._check_open("subscribe")
+        if self._task is None:
+            self._queue = asyncio.Queue()
+            self._task = asyncio.get_running_loop().create_task(self._deliver_loop())
+        self._listeners.append(listener)
+        await self.attach()
+
+    def unsubscribe(self, listener: Listener | None = None) -> None:
+        """Remove one listener (every registration of it), or all listeners."""
+        if listener is None:
+            self._listeners.clear()
+        else:
+            self._listeners = [x for x in self._listeners if x is not listener]
+
+    async def _deliver_loop(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            msg, listeners = item
+            for listener in listeners:
+                if not any(x is listener for x in self._listeners):
+                    continue
+                try:
+                    result = listener(_copy_message(msg))  # type: ignore[arg-type]
+                    if inspect.isawaitable(result):
+                        await result
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001 - a listener error must not stop delivery
+                    logger.exception("listener raised on channel %r", self.name)
+
+    # Called by the publishing side (synchronously, inside the publisher's operation).
+
+    def _enqueue(self, msg: dict[str, Any]) -> None:
+        if self._queue is None or not self._listeners:
+            return
+        self._queue.put_nowait((msg, tuple(self._listeners)))  # type: ignore[arg-type]
+
+    def _flush_held(self, serial: str | None = None) -> None:
+        """Deliver held roll-up fragments (one serial, or all) now."""
+        held_map = self._att.held
+        keys = [serial] if serial is not None else list(held_map)
+        for key in keys:
+            held = held_map.pop(key, None)
+            if held is None:
+                continue
+            if held.timer is not None:
+                held.timer.cancel()
+            self._att.last_fragment_at[key] = time.monotonic()
+            self._enqueue(held.fragment)
+
+    def _on_timer(self, serial: str) -> None:
+        if serial in self._att.held:
+            self._flush_held(serial)
+
+    def _deliver_full(self, msg: dict[str, Any]) -> None:
+        """Deliver a create / update / delete (or first-sight aggregate) in channel order."""
+        self._flush_held()
+        self._att.seen.add(msg["serial"])
+        self._enqueue(msg)
+
+    def _deliver_append(self, aggregate: dict[str, Any], fragment: dict[str, Any]) -> None:
+        serial = aggregate["serial"]
+        if serial not in self._att.seen:
+            # First sight of the message on this attachment: the aggregate, as an update.
+            self._deliver_full(aggregate)
+            return
+        window = self._client.hub.append_rollup_window
+        if window <= 0:
+            self._flush_held()
+            self._enqueue(fragment)
+            return
+        held = self._att.held.get(serial)
+        if held is not None:
+            prev = held.fragment
+            merged = dict(fragment)
+            merged["data"] = prev.get("data", "") + fragment.get("data", "")  # same type (checked)
+            held.fragment = merged
+            return
+        # Anything held for other messages was accepted before this append: deliver it first.
+        self._flush_held()
+        now = time.monotonic()
+        last = self._att.last_fragment_at.get(serial)
+        if last is None or now - last >= window:
+            self._att.last_fragment_at[serial] = now
+            self._enqueue(fragment)
+            return
+        loop = asyncio.get_running_loop()
+        h = _Held(fragment=dict(fragment))
+        h.timer = loop.call_later(window - (now - last), self._on_timer, serial)
+        self._att.held[serial] = h
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _check_open(self, op: str) -> None:
+        if self._closed:
+            raise AITransportError(
+                f"unable to {op}; channel '{self.name}' is closed", INVALID_STATE_CODE, 400
+            )
+
+    def _check_outbound(self, msg: Any, op: str, *, need_serial: bool) -> dict[str, Any]:
+        if not isinstance(msg, dict):
+            raise InvalidTypeError(
+                f"unable to {op}; message must be a dict, got {type_name(msg)}", ErrorCode.INVALID_ARGUMENT
+            )
+        name = msg.get("name")
+        if name is not None and not isinstance(name, str):
+            raise InvalidTypeError(
+                f"unable to {op}; message.name must be a string, got {type_name(name)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        extras = msg.get("extras")
+        if extras is not None and not isinstance(extras, dict):
+            raise InvalidTypeError(
+                f"unable to {op}; message.extras must be a dict, got {type_name(extras)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        data = msg.get("data")
+        if data is not None and not isinstance(data, (str, bytes, bytearray, dict, list, int, float, bool)):
+            raise InvalidTypeError(
+                f"unable to {op}; message.data must be str, bytes or JSON-shaped, got {type_name(data)}",
+                INVALID_DATA_CODE,
+            )
+        cid = msg.get("clientId")
+        if cid is not None and cid != self.client_id:
+            raise AITransportError(
+                f"unable to {op}; message.clientId '{cid}' does not match the connection's clientId "
+                f"'{self.client_id}'",
+                MISMATCHED_CLIENT_ID_CODE,
+                400,
+            )
+        if need_serial:
+            serial = msg.get("serial")
+            if not isinstance(serial, str) or not serial:
+                raise InvalidArgumentError(
+                    f"unable to {op}; message.serial must be a non-empty string", ErrorCode.INVALID_ARGUMENT
+                )
+        return msg
+
+    @staticmethod
+    def _norm_data(data: Any) -> Any:
+        if isinstance(data, bytearray):
+            return bytes(data)
+        return copy.deepcopy(data) if isinstance(data, (dict, list)) else data
+
+    async def publish(self, messages: OutboundMessage | Sequence[OutboundMessage]) -> list[str]:
+        """Publish one message or a list atomically; return the serials in order."""
+        self._check_open("publish")
+        batch = [messages] if isinstance(messages, dict) else list(messages) if isinstance(
+            messages, (list, tuple)
+        ) else None
+        if batch is None:
+            raise InvalidTypeError(
+                f"unable to publish; messages must be a dict or a list of dicts, got {type_name(messages)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        for m in batch:
+            self._check_outbound(m, "publish", need_serial=False)
+        state = self._state
+        ts = _now_ms()
+        msg_serial = self._client.next_msg_serial()
+        stored: list[dict[str, Any]] = []
+        for i, m in enumerate(batch):
+            serial = state.next_serial()
+            agg: dict[str, Any] = {"id": m.get("id") or f"{self.connection_id}:{msg_serial}:{i}"}
+            if m.get("name") is not None:
+                agg["name"] = m["name"]
+            agg["data"] = self._norm_data(m.get("data"))
+            if m.get("extras") is not None:
+                agg["extras"] = copy.deepcopy(m["extras"])
+            agg["action"] = "message.create"
+            agg["serial"] = serial
+            agg["version"] = {"serial": serial, "timestamp": ts}
+            agg["timestamp"] = ts
+            if self.client_id is not None:
+                agg["clientId"] = self.client_id
+            agg["connectionId"] = self.connection_id
+            entry = _Stored(agg)
+            state.messages.append(entry)
+            state.by_serial[serial] = entry
+            stored.append(agg)
+        for att in list(state.attachments):
+            for agg in stored:
+                att._deliver_full(_copy_message(agg))  # type: ignore[arg-type]
+        return [a["serial"] for a in stored]
+
+    def _lookup(self, serial: str, op: str) -> _Stored:
+        entry = self._state.by_serial.get(serial)
+        if entry is None:
+            raise AITransportError(
+                f"unable to {op}; no message with serial '{serial}' on channel '{self.name}'",
+                NOT_FOUND_CODE,
+                404,
+            )
+        return entry
+
+    def _new_version(self) -> dict[str, Any]:
+        version: dict[str, Any] = {"serial": self._state.next_serial(), "timestamp": _now_ms()}
+        if self.client_id is not None:
+            version["clientId"] = self.client_id
+        return version
+
+    async def append_message(self, message: OutboundMessage) -> str:
+        """Append ``data`` to the message at ``message["serial"]``; return the new version serial."""
+        self._check_open("append message")
+        self._check_outbound(message, "append message", need_serial=True)
+        entry = self._lookup(message["serial"], "append message")
+        agg = entry.aggregate
+        old = agg.get("data")
+        frag = message.get("data")
+        if isinstance(frag, bytearray):
+            frag = bytes(frag)
+        if frag is None:
+            frag = b"" if isinstance(old, bytes) else ""
+        if old is None:
+            old = b"" if isinstance(frag, bytes) else ""
+        if not (
+            (isinstance(old, str) and isinstance(frag, str))
+            or (isinstance(old, bytes) and isinstance(frag, bytes))
+        ):
+            raise AITransportError(
+                f"unable to append message; message.data is {type_name(frag)} but the message at serial "
+                f"'{message['serial']}' holds {type_name(old)} (append needs string+string or bytes+bytes)",
+                INVALID_DATA_CODE,
+                400,
+            )
+        version = self._new_version()
+        agg["data"] = old + frag
+        if message.get("name") is not None:
+            agg["name"] = message["name"]
+        if message.get("extras") is not None:
+            agg["extras"] = copy.deepcopy(message["extras"])
+        agg["action"] = "message.update"
+        agg["version"] = version
+        fragment: dict[str, Any] = {"id": agg["id"], "data": frag}
+        if message.get("extras") is not None:
+            fragment["extras"] = copy.deepcopy(message["extras"])
+        fragment.update(
+            action="message.append",
+            serial=agg["serial"],
+            version=dict(version),
+            timestamp=agg["timestamp"],
+            connectionId=agg["connectionId"],
+        )
+        if "clientId" in agg:
+            fragment["clientId"] = agg["clientId"]
+        for att in list(self._state.attachments):
+            att._deliver_append(_copy_message(agg), _copy_message(fragment))  # type: ignore[arg-type]
+        return version["serial"]
+
+    async def _replace(self, message: OutboundMessage, op: str, action: str) -> str:
+        self._check_open(op)
+        self._check_outbound(message, op, need_serial=True)
+        entry = self._lookup(message["serial"], op)
+        agg = entry.aggregate
+        version = self._new_version()
+        if "data" in message and message["data"] is not None:
+            agg["data"] = self._norm_data(message["data"])
+        if message.get("name") is not None:
+            agg["name"] = message["name"]
+        if message.get("extras") is not None:
+            agg["extras"] = copy.deepcopy(message["extras"])
+        agg["action"] = action
+        agg["version"] = version
+        for att in list(self._state.attachments):
+            att._deliver_full(_copy_message(agg))  # type: ignore[arg-type]
+        return version["serial"]
+
+    async def update_message(self, message: OutboundMessage) -> str:
+        """Replace ``data`` / ``name`` / ``extras`` (those supplied); return the new version serial."""
+        return await self._replace(message, "update message", "message.update")
+
+    async def delete_message(self, message: OutboundMessage) -> str:
+        """Mark the message at ``message["serial"]`` deleted; return the new version serial."""
+        return await self._replace(message, "delete message", "message.delete")
+
+    async def get_message(self, serial: str) -> InboundMessage:
+        """The aggregate (latest version) of the message at ``serial``."""
+        return _copy_message(self._lookup(serial, "get message").aggregate)
+
+    async def history(
+        self, *, limit: int = 100, direction: str = "backwards", until_attach: bool = False
+    ) -> InProcessHistoryPage:
+        """Stored aggregates, newest-first by default, paged by ``limit`` (1..1000).
+
+        With ``until_attach`` only messages at or before the attach serial are returned (the
+        channel must be attached).
+        """
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_HISTORY_LIMIT:
+            raise InvalidArgumentError(
+                f"unable to get history; limit must be an integer in 1..{_MAX_HISTORY_LIMIT}, got {limit!r}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        if direction not in ("backwards", "forwards"):
+            raise InvalidArgumentError(
+                f"unable to get history; direction must be 'backwards' or 'forwards', got {direction!r}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        bound = None
+        if until_attach:
+            if not self._attached or self._attach_serial is None:
+                raise AITransportError(
+                    "unable to get history; until_attach was specified but the channel is not attached",
+                    ErrorCode.BAD_REQUEST,
+                    400,
+                )
+            bound = self._attach_serial
+        return _history_page(self._state, limit, direction, bound, None)
+
+    def __repr__(self) -> str:
+        return (
+            f"InProcessChannel(name={self.name!r}, client_id={self.client_id!r}, "
+            f"connection_id={self.connection_id!r}, state={self.state!r})"
+        )
