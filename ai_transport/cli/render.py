@@ -144,7 +144,8 @@ def transcript_blocks(messages: Iterable[Any]) -> list[Block]:
         base = mid or f"#{index}"
         seen_calls: set[str] = set()
         for i, item in enumerate(msg.items):
-            key = f"{base}/{i}"
+            item_id = item.get("id")
+            key = f"{base}/{item_id}" if isinstance(item_id, str) and item_id else f"{base}/#{i}"
             kind = item.get("type")
             if kind == "message":
                 content = item.get("content")
