@@ -299,3 +299,106 @@ async def test_fold_of_live_deliveries_equals_history(channel_kind: Any) -> None
     folded = fold(rec.messages)
     assert sorted(essence(m) for m in folded.values()) == sorted(essence(m) for m in hist)
     assert {m["serial"]: m["data"] for m in hist} == {s1: "A1A2", s2: "over+"}
+
+
+# ---------------------------------------------------------------------------------------------
+# Property: random interleavings from several clients; every subscriber's fold == history
+# ---------------------------------------------------------------------------------------------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_text = st.text(alphabet="ab✓ \n\"{}", max_size=4)
+_op = st.one_of(
+    st.tuples(st.just("publish"), st.integers(0, 2), _text),
+    st.tuples(st.just("batch"), st.integers(0, 2), st.lists(_text, min_size=1, max_size=3)),
+    st.tuples(st.just("append"), st.integers(0, 2), st.integers(0, 50), _text),
+    st.tuples(st.just("update"), st.integers(0, 2), st.integers(0, 50), _text),
+)
+
+
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(ops=st.lists(_op, min_size=1, max_size=14), late_at=st.integers(0, 14), concurrent=st.booleans())
+async def test_property_fold_of_live_equals_history(
+    channel_kind: Any, ops: list[tuple], late_at: int, concurrent: bool
+) -> None:
+    name = unique_name("prop")
+    clients = [await channel_kind.open(name, client_id=f"c{i}") for i in range(3)]
+    recs = [await subscribed(c) for c in clients]
+    own: list[list[str]] = [[] for _ in clients]  # serials each client created
+    returned: list[list[str]] = [[] for _ in clients]  # serials/version serials in op order
+    late_rec = None
+
+    async def run(i: int, op: tuple) -> None:
+        ch = clients[i]
+        kind = op[0]
+        if kind == "publish":
+            s = await ch.publish({"name": f"n{i}", "data": op[2], "extras": {"headers": {"by": f"c{i}"}}})
+            own[i] += s
+            returned[i] += s
+        elif kind == "batch":
+            s = await ch.publish([{"name": f"b{i}", "data": t} for t in op[2]])
+            assert s == sorted(s) and len(set(s)) == len(op[2])
+            own[i] += s
+            returned[i] += s
+        elif own[i]:
+            target = own[i][op[2] % len(own[i])]
+            if kind == "append":
+                v = await ch.append_message({"serial": target, "data": op[3], "extras": {"headers": {"t": op[3]}}})
+            else:
+                v = await ch.update_message({"serial": target, "data": op[3]})
+            assert v > target
+            returned[i].append(v)
+
+    if concurrent:
+        per_client: list[list[tuple]] = [[] for _ in clients]
+        for op in ops:
+            per_client[op[1]].append(op)
+
+        async def client_loop(i: int) -> None:
+            for op in per_client[i]:
+                await run(i, op)
+                await asyncio.sleep(0)
+
+        await asyncio.gather(*(client_loop(i) for i in range(3)))
+        late = await channel_kind.open(name, client_id="late")
+        late_rec = await subscribed(late)
+        # A few more appends after the late attach, so it sees first-sight aggregates.
+        for i in range(3):
+            for target in own[i][:2]:
+                returned[i].append(await clients[i].append_message({"serial": target, "data": "z"}))
+    else:
+        for idx, op in enumerate(ops):
+            if idx == late_at and late_rec is None:
+                late = await channel_kind.open(name, client_id="late")
+                late_rec = await subscribed(late)
+            await run(op[1], op)
+
+    # Per publisher, serials and version serials strictly increase in operation order.
+    for seq in returned:
+        assert all(a < b for a, b in zip(seq, seq[1:])), seq
+    hist = await all_history(clients[0], limit=7)
+    assert [m["serial"] for m in hist] == sorted((m["serial"] for m in hist), reverse=True)
+    assert sorted(m["serial"] for m in hist) == sorted(s for o in own for s in o)
+    newest = max((m["version"]["serial"] for m in hist), default=None)
+    by_serial = {m["serial"]: m for m in hist}
+    all_recs = recs + ([late_rec] if late_rec is not None else [])
+    for rec in all_recs:
+        if newest is not None and rec is not late_rec:
+            await rec.wait_for(lambda ms: any(m["version"]["serial"] == newest for m in ms))
+    if late_rec is not None:
+        await late_rec.settle(0.05 if channel_kind.name == "inprocess" else 0.3)
+    for rec in all_recs:
+        vs = [m["version"]["serial"] for m in rec.messages]
+        assert all(a < b for a, b in zip(vs, vs[1:])), vs
+        folded = fold(rec.messages)
+        if rec is late_rec:
+            assert set(folded) <= set(by_serial)
+        else:
+            assert set(folded) == set(by_serial)
+        for serial, agg in folded.items():
+            assert essence(agg) == essence(by_serial[serial])

@@ -1,0 +1,236 @@
+"""In-process channel specifics: delivery mechanics, roll-up window, identity, errors, isolation."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from ai_transport.errors import AITransportError, InvalidArgumentError, InvalidTypeError
+from ai_transport.transport import Channel, InProcessHub, Writer
+from support_channels import Recorder, all_history, essence, fold, subscribed
+
+
+async def test_is_a_channel_and_a_writer() -> None:
+    ch = InProcessHub().channel("c", client_id="a")
+    assert isinstance(ch, Channel) and isinstance(ch, Writer)
+    await ch.close()
+
+
+async def test_clients_and_connections() -> None:
+    hub = InProcessHub()
+    alice = hub.client("alice")
+    assert alice.channel("c") is alice.channel("c")
+    other = hub.channel("c", client_id="bob")
+    assert other.connection_id != alice.channel("c").connection_id
+    rec = await subscribed(other)
+    await alice.channel("c").publish([{"name": "x", "data": "1"}, {"name": "x", "data": "2"}])
+    await alice.channel("c").publish({"name": "x", "data": "3"})
+    got = await rec.wait_count(3)
+    cid = alice.connection_id
+    assert [m["id"] for m in got] == [f"{cid}:0:0", f"{cid}:0:1", f"{cid}:1:0"]
+    assert all(m["connectionId"] == cid and m["clientId"] == "alice" for m in got)
+    assert hub.channel_names() == ["c"]
+    await alice.close()
+    await other.close()
+
+
+async def test_serials_are_fixed_width_and_sort_numerically() -> None:
+    hub = InProcessHub()
+    ch = hub.channel("c")
+    serials = []
+    for i in range(12):
+        serials += await ch.publish({"data": str(i)})
+    assert len({len(s) for s in serials}) == 1
+    assert serials == sorted(serials)
+    assert ch.client_id is None
+    (m,) = (await ch.history(limit=1)).items
+    assert "clientId" not in m
+
+
+async def test_coroutine_listeners_are_awaited_in_order_and_never_block_publishers() -> None:
+    hub = InProcessHub()
+    pub = hub.channel("c", client_id="p")
+    sub = hub.channel("c", client_id="s")
+    calls: list[tuple[str, str]] = []
+    release = asyncio.Event()
+
+    async def slow(msg: dict[str, Any]) -> None:
+        calls.append(("slow", msg["data"]))
+        await release.wait()
+
+    def fast(msg: dict[str, Any]) -> None:
+        calls.append(("fast", msg["data"]))
+
+    await sub.subscribe(slow)
+    await sub.subscribe(fast)
+    other = await subscribed(hub.channel("c", client_id="o"))
+    for i in range(5):
+        await pub.publish({"data": str(i)})  # returns although the slow listener is stuck
+    await other.wait_count(5)  # another attachment is not held up by the slow one
+    assert calls == [("slow", "0")]
+    release.set()
+    for _ in range(50):
+        if len(calls) == 10:
+            break
+        await asyncio.sleep(0.01)
+    assert calls == [(who, str(i)) for i in range(5) for who in ("slow", "fast")]
+    await sub.close()
+
+
+async def test_listener_errors_are_logged_and_delivery_continues(caplog: pytest.LogCaptureFixture) -> None:
+    hub = InProcessHub()
+    ch = hub.channel("c")
+
+    def boom(msg: dict[str, Any]) -> None:
+        raise RuntimeError("boom")
+
+    await ch.subscribe(boom)
+    rec = await subscribed(ch)
+    with caplog.at_level(logging.ERROR, logger="ai_transport.transport.memory"):
+        await ch.publish({"data": "1"})
+        await ch.publish({"data": "2"})
+        await rec.wait_count(2)
+    assert [m["data"] for m in rec.messages] == ["1", "2"]
+    assert sum("listener raised" in r.message for r in caplog.records) == 2
+    await ch.close()
+
+
+async def test_unsubscribe_one_or_all() -> None:
+    ch = InProcessHub().channel("c")
+    a, b = Recorder(), Recorder()
+    await ch.subscribe(a)
+    await ch.subscribe(b)
+    await ch.publish({"data": "1"})
+    await b.wait_count(1)
+    ch.unsubscribe(a)
+    await ch.publish({"data": "2"})
+    await b.wait_count(2)
+    ch.unsubscribe()
+    await ch.publish({"data": "3"})
+    await asyncio.sleep(0.02)
+    assert [m["data"] for m in a.messages] == ["1"]
+    assert [m["data"] for m in b.messages] == ["1", "2"]
+    await ch.close()
+
+
+async def test_reattach_sees_mutated_messages_as_aggregates_again() -> None:
+    hub = InProcessHub()
+    pub = hub.channel("c", client_id="p")
+    sub = hub.channel("c", client_id="s")
+    rec = await subscribed(sub)
+    (s,) = await pub.publish({"name": "n", "data": "a"})
+    await pub.append_message({"serial": s, "data": "b"})
+    await rec.wait_count(2)
+    await sub.detach()
+    assert sub.state == "detached"
+    await pub.append_message({"serial": s, "data": "c"})
+    await sub.attach()
+    assert sub.state == "attached" and sub.attach_serial is not None
+    await pub.append_message({"serial": s, "data": "d"})
+    got = await rec.wait_count(3)
+    assert (got[2]["action"], got[2]["data"], got[2]["name"]) == ("message.update", "abcd", "n")
+    await sub.close()
+    await pub.close()
+
+
+async def test_append_rollup_window_conflates_live_fragments() -> None:
+    hub = InProcessHub(append_rollup_window=0.05)
+    pub = hub.channel("c", client_id="p")
+    rec = await subscribed(hub.channel("c", client_id="s"))
+    (s1,) = await pub.publish({"name": "a", "data": ""})
+    for i in range(10):
+        await pub.append_message({"serial": s1, "data": str(i), "extras": {"headers": {"i": str(i)}}})
+    (s2,) = await pub.publish({"name": "b", "data": "B"})  # forces the held fragment out first
+    for i in range(5):
+        await pub.append_message({"serial": s1, "data": chr(97 + i)})
+    last = await pub.append_message({"serial": s1, "data": "!", "extras": {"headers": {"end": "1"}}})
+    await rec.wait_for(lambda ms: any(m["version"]["serial"] == last for m in ms), timeout=2)
+    got = rec.messages
+    frags = [m for m in got if m["action"] == "message.append"]
+    assert len(frags) < 16  # conflated
+    assert frags[0]["data"] == "0"  # the first append of a message goes out at once
+    assert [m["serial"] for m in got if m["action"] == "message.create"] == [s1, s2]
+    # Everything appended before the publish of s2 arrives before s2.
+    before_b = "".join(m["data"] for m in got[: got.index(next(m for m in got if m["serial"] == s2))]
+                       if m["action"] == "message.append")
+    assert before_b == "0123456789"
+    assert got[-1]["extras"] == {"headers": {"end": "1"}} and got[-1]["version"]["serial"] == last
+    hist = await all_history(pub)
+    folded = fold(got)
+    assert sorted(essence(m) for m in folded.values()) == sorted(essence(m) for m in hist)
+    assert folded[s1]["data"] == "0123456789abcde!"
+
+
+async def test_rollup_off_by_default_delivers_every_append() -> None:
+    hub = InProcessHub()
+    assert hub.append_rollup_window == 0
+    pub = hub.channel("c")
+    rec = await subscribed(pub)
+    (s,) = await pub.publish({"data": ""})
+    for i in range(20):
+        await pub.append_message({"serial": s, "data": str(i % 10)})
+    got = await rec.wait_count(21)
+    assert [m["data"] for m in got[1:]] == [str(i % 10) for i in range(20)]
+
+
+async def test_inputs_and_outputs_are_isolated_copies() -> None:
+    hub = InProcessHub()
+    pub = hub.channel("c")
+    a, b = await subscribed(pub), await subscribed(hub.channel("c"))
+    extras = {"headers": {"k": "v"}}
+    data = {"list": [1, 2]}
+    (s,) = await pub.publish({"data": data, "extras": extras})
+    extras["headers"]["k"] = "changed"
+    data["list"].append(3)
+    got_a = (await a.wait_count(1))[0]
+    got_a["extras"]["headers"]["k"] = "mutated by a"
+    got_b = (await b.wait_count(1))[0]
+    assert got_b["extras"] == {"headers": {"k": "v"}} and got_b["data"] == {"list": [1, 2]}
+    (h,) = (await pub.history()).items
+    h["extras"]["headers"]["k"] = "mutated"
+    assert (await pub.get_message(s))["extras"] == {"headers": {"k": "v"}}
+
+
+async def test_bad_input_raises_coded_errors_naming_the_field() -> None:
+    hub = InProcessHub()
+    ch = hub.channel("c", client_id="alice")
+    (s,) = await ch.publish({"data": "x"})
+    cases = [
+        (ch.publish("nope"), InvalidTypeError, 40003, "messages"),
+        (ch.publish({"name": 3}), InvalidTypeError, 40003, "message.name"),
+        (ch.publish({"extras": []}), InvalidTypeError, 40003, "message.extras"),
+        (ch.publish({"data": object()}), InvalidTypeError, 40013, "message.data"),
+        (ch.publish({"clientId": "mallory"}), AITransportError, 40012, "clientId"),
+        (ch.append_message({"data": "x"}), InvalidArgumentError, 40003, "message.serial"),
+        (ch.append_message({"serial": "nope", "data": "x"}), AITransportError, 40400, "nope"),
+        (ch.update_message({"serial": "", "data": "x"}), InvalidArgumentError, 40003, "message.serial"),
+        (ch.append_message({"serial": s, "data": 5}), AITransportError, 40013, "message.data"),
+        (ch.history(limit=0), InvalidArgumentError, 40003, "limit"),
+        (ch.history(limit=1001), InvalidArgumentError, 40003, "limit"),
+        (ch.history(direction="sideways"), InvalidArgumentError, 40003, "direction"),
+        (ch.history(until_attach=True), AITransportError, 40000, "until_attach"),
+        (ch.subscribe("not callable"), InvalidTypeError, 40003, "listener"),
+    ]
+    for coro, exc_type, code, needle in cases:
+        with pytest.raises(exc_type) as info:
+            await coro
+        assert info.value.code == code, (needle, info.value)
+        assert needle in info.value.message
+    with pytest.raises(InvalidArgumentError):
+        InProcessHub(append_rollup_window=-1)
+    await ch.close()
+    with pytest.raises(AITransportError, match="closed"):
+        await ch.publish({"data": "x"})
+
+
+async def test_history_empty_and_until_attach_on_empty_channel() -> None:
+    ch = InProcessHub().channel("c")
+    page = await ch.history()
+    assert page.items == [] and not page.has_next() and await page.next() is None
+    await ch.attach()
+    await ch.publish({"data": "after"})
+    assert (await ch.history(until_attach=True)).items == []
+    assert [m["data"] for m in (await ch.history()).items] == ["after"]
