@@ -24,7 +24,7 @@ class InProcessKind:
 
     name = "inprocess"
     #: Error codes the kind may raise for an append whose data type differs from the message's.
-    append_type_error_codes = {40013}
+    append_type_error_codes = {40003}
 
     def __init__(self) -> None:
         self.hub = InProcessHub()
@@ -131,8 +131,10 @@ def fold(deliveries: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
             assert cur is not None, f"fragment before its message: {m!r}"
             cur = dict(cur)
             cur["data"] = (cur.get("data") or type(m["data"])()) + m["data"]
-            if "extras" in m:
+            if "extras" in m:  # an append replaces extras wholesale
                 cur["extras"] = m["extras"]
+            else:
+                cur.pop("extras", None)
             cur["version"] = m["version"]
             out[serial] = cur
         else:

@@ -140,6 +140,22 @@ async def test_update_replaces_supplied_fields(channel_kind: Any) -> None:
     assert v2 > v
     (h,) = await all_history(pub)
     assert h["name"] == "renamed" and h["data"] == "final2" and h["version"]["serial"] == v2
+    # An update always replaces data (none supplied -> none); name and extras only when supplied.
+    await pub.update_message({"serial": serial})
+    (h,) = await all_history(pub)
+    assert h["data"] is None and h["name"] == "renamed" and h["extras"] == {"headers": {"b": "2"}}
+
+
+async def test_append_replaces_extras_wholesale(channel_kind: Any) -> None:
+    name = unique_name("wholesale")
+    pub = await channel_kind.open(name, client_id="agent")
+    (serial,) = await pub.publish({"name": "n", "data": "", "extras": {"headers": {"a": "1", "b": "2"}}})
+    await pub.append_message({"serial": serial, "data": "x", "extras": {"headers": {"c": "3"}}})
+    (h,) = await all_history(pub)
+    assert h["extras"] == {"headers": {"c": "3"}}  # replaced, not merged
+    await pub.append_message({"serial": serial, "data": "y", "name": "renamed"})
+    (h,) = await all_history(pub)
+    assert h["data"] == "xy" and h["name"] == "renamed" and not h.get("extras")
 
 
 async def test_delete_marks_deleted(channel_kind: Any) -> None:

@@ -207,7 +207,7 @@ async def test_bad_input_raises_coded_errors_naming_the_field() -> None:
         (ch.append_message({"data": "x"}), InvalidArgumentError, 40003, "message.serial"),
         (ch.append_message({"serial": "nope", "data": "x"}), AITransportError, 40400, "nope"),
         (ch.update_message({"serial": "", "data": "x"}), InvalidArgumentError, 40003, "message.serial"),
-        (ch.append_message({"serial": s, "data": 5}), AITransportError, 40013, "message.data"),
+        (ch.append_message({"serial": s, "data": 5}), AITransportError, 40003, "message.data"),
         (ch.history(limit=0), InvalidArgumentError, 40003, "limit"),
         (ch.history(limit=1001), InvalidArgumentError, 40003, "limit"),
         (ch.history(direction="sideways"), InvalidArgumentError, 40003, "direction"),

@@ -14,8 +14,9 @@ relies on (see ``ably-protocol.md`` §5-§7):
   the original ``serial``, the new ``version``); an attachment seeing the message for the first
   time (it attached after the create) and history get the *aggregate* as ``message.update``;
 * an append concatenates ``data`` (``str`` + ``str`` or ``bytes`` + ``bytes`` only, else error
-  40013), replaces ``extras`` wholesale (no merge) and ``name`` when supplied; an update replaces
-  ``data`` / ``name`` / ``extras`` when supplied; a delete marks the message deleted;
+  40003), replaces ``extras`` wholesale (an append without ``extras`` leaves none) and ``name``
+  when one is supplied; an update replaces ``data`` (always) and ``name`` / ``extras`` (when
+  supplied); a delete only marks the message deleted (``action: "message.delete"``);
 * listeners of one channel object are called one message at a time, in channel order; coroutine
   listeners are awaited before the next delivery. Each attachment has its own queue and delivery
   task, so a slow listener never blocks publishers or other subscribers.
@@ -61,7 +62,7 @@ logger = logging.getLogger("ai_transport.transport.memory")
 #: Digits in a serial (zero-padded decimal counter, so string order == numeric order).
 SERIAL_WIDTH = 20
 
-#: Ably's "invalid message data or encoding" (used for an append whose data type differs).
+#: Ably's "invalid message data or encoding" (publish of data that is not str/bytes/JSON).
 INVALID_DATA_CODE = 40013
 #: Ably's "not found" (operation on an unknown serial).
 NOT_FOUND_CODE = 40400
@@ -611,7 +612,7 @@ class InProcessChannel:
             raise AITransportError(
                 f"unable to append message; message.data is {type_name(frag)} but the message at serial "
                 f"'{message['serial']}' holds {type_name(old)} (append needs string+string or bytes+bytes)",
-                INVALID_DATA_CODE,
+                ErrorCode.INVALID_ARGUMENT,
                 400,
             )
         version = self._new_version()
@@ -620,7 +621,10 @@ class InProcessChannel:
             agg["name"] = message["name"]
         if message.get("extras") is not None:
             agg["extras"] = copy.deepcopy(message["extras"])
-        agg["action"] = "message.update"
+        else:
+            agg.pop("extras", None)
+        if agg["action"] != "message.delete":
+            agg["action"] = "message.update"
         agg["version"] = version
         fragment: dict[str, Any] = {"id": agg["id"], "data": frag}
         if message.get("extras") is not None:
@@ -644,12 +648,12 @@ class InProcessChannel:
         entry = self._lookup(message["serial"], op)
         agg = entry.aggregate
         version = self._new_version()
-        if "data" in message and message["data"] is not None:
-            agg["data"] = self._norm_data(message["data"])
-        if message.get("name") is not None:
-            agg["name"] = message["name"]
-        if message.get("extras") is not None:
-            agg["extras"] = copy.deepcopy(message["extras"])
+        if action == "message.update":
+            agg["data"] = self._norm_data(message.get("data"))
+            if message.get("name") is not None:
+                agg["name"] = message["name"]
+            if message.get("extras") is not None:
+                agg["extras"] = copy.deepcopy(message["extras"])
         agg["action"] = action
         agg["version"] = version
         for att in list(self._state.attachments):
@@ -657,7 +661,7 @@ class InProcessChannel:
         return version["serial"]
 
     async def update_message(self, message: OutboundMessage) -> str:
-        """Replace ``data`` / ``name`` / ``extras`` (those supplied); return the new version serial."""
+        """Replace ``data`` and the supplied ``name`` / ``extras``; return the new version serial."""
         return await self._replace(message, "update message", "message.update")
 
     async def delete_message(self, message: OutboundMessage) -> str:
