@@ -485,7 +485,7 @@ def build_response_events(
     input_tokens = _estimate_tokens(req.get("input", "")) + _estimate_tokens(req.get("instructions") or "")
     usage = {
         "input_tokens": input_tokens,
-        "input_tokens_details": {"cached_tokens": 0},
+        "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0},
         "output_tokens": output_tokens + reasoning_tokens,
         "output_tokens_details": {"reasoning_tokens": reasoning_tokens},
         "total_tokens": input_tokens + output_tokens + reasoning_tokens,
