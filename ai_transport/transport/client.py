@@ -1,0 +1,330 @@
+"""Client side of a session: :class:`ClientSession`, :class:`ClientView`, :class:`ClientRun`.
+
+``createClientSession`` of 0.8.0: the client folds the whole channel into a tree, renders the
+selected branch (:class:`ClientView`) and publishes ``ai-input`` messages. The agent is woken out of
+band: POST ``run.invocation.to_json()`` (``{inputEventId, sessionName}``) to it — the SDK does no HTTP.
+
+* ``view.send(inputs, run_id=None, parent=None, ...)``: one ``ai-input`` per input, fresh
+  ``event-id`` each, the last input is the trigger. A fresh user message folds locally at once
+  (optimistic, replaced by the echo); tool results and approvals (inputs with a
+  ``codecMessageId``) and regenerates are wire-only. At most one new message per send (40003).
+* Answer a gated call with ``create_tool_approval_response(<codec-message-id of the message holding
+  the call>, {...})`` sent with ``run_id=<the suspended run>``.
+* ``cancel(run_id)`` publishes ``ai-cancel``.
+* ``trusted_agent_ids``: when given, ``ai-output`` and lifecycle messages from other publishers are
+  ignored (default: every publisher is trusted, as 0.8.0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .channel import action_name
+from .invocation import Invocation
+from .lifecycle import (
+    EVENT_AI_OUTPUT,
+    EVENT_RUN_END,
+    EVENT_RUN_RESUME,
+    EVENT_RUN_START,
+    EVENT_RUN_SUSPEND,
+    EVENT_STEP_END,
+    EVENT_STEP_START,
+    H_INPUT_CODEC_MESSAGE_ID,
+    CancelTarget,
+    RunLifecycleEvent,
+    build_cancel_message,
+    build_transport_headers,
+)
+from .run import RunInfo
+from .tree import Tree, WireApplier
+from .view import DEFAULT_HISTORY_PAGE_SIZE, HistoryHydrator, TreeBranch, View
+
+__all__ = ["ClientRun", "ClientSession", "ClientView"]
+
+logger = logging.getLogger("ai_transport.transport.client")
+
+_AGENT_NAMES = frozenset(
+    {EVENT_AI_OUTPUT, EVENT_RUN_START, EVENT_RUN_RESUME, EVENT_RUN_SUSPEND, EVENT_RUN_END, EVENT_STEP_START, EVENT_STEP_END}
+)
+
+
+def _is_wire_only(inp: Mapping[str, Any]) -> bool:
+    kind = inp.get("kind")
+    return kind != "user-message" and (kind == "regenerate" or inp.get("codecMessageId") is not None)
+
+
+class ClientRun:
+    """What a send started: the trigger's ids, the run it becomes, the invocation to POST."""
+
+    def __init__(self, session: ClientSession, input_codec_message_id: str, input_event_id: str, run_id: str | None):
+        self._session = session
+        #: codec-message-id of the trigger input.
+        self.input_codec_message_id = input_codec_message_id
+        #: event-id of the trigger input (the invocation's ``inputEventId``).
+        self.input_event_id = input_event_id
+        self._known_run_id = run_id
+        #: Resolves with the run id when the agent's ``ai-run-start``/``ai-run-resume`` names this input.
+        self.started: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+
+    @property
+    def run_id(self) -> str:
+        """The agent-minted run id ('' until the run starts), or the continued run's id."""
+        if self.started.done() and not self.started.cancelled() and self.started.exception() is None:
+            return self.started.result()
+        return self._known_run_id or ""
+
+    @property
+    def invocation(self) -> Invocation:
+        """The body to POST to the agent: ``invocation.to_json()``."""
+        return Invocation(self.input_event_id, self._session.channel.name)
+
+    def to_invocation(self) -> Invocation:
+        """Same as :attr:`invocation` (``toInvocation`` of 0.8.0)."""
+        return self.invocation
+
+    @property
+    def status(self) -> str | None:
+        """The run's status once the run id is known."""
+        info = self.info()
+        return info.status if info is not None else None
+
+    def info(self) -> RunInfo | None:
+        """:class:`RunInfo` of the run once known."""
+        rid = self.run_id
+        return self._session.view.run(rid) if rid else None
+
+    async def cancel(self) -> None:
+        """Publish ``ai-cancel`` for this run (by input codec-message-id, plus run id when known)."""
+        await self._session._publish_cancel(CancelTarget(self._known_run_id, self.input_codec_message_id))
+
+
+class ClientView(View):
+    """A :class:`View` that can also send inputs (``ClientView`` of 0.8.0)."""
+
+    def __init__(self, session: ClientSession) -> None:
+        self._session = session
+        super().__init__(lambda: session.tree, lambda: session.hydrator, TreeBranch(session.tree))
+
+    async def send(
+        self,
+        input: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        run_id: str | None = None,
+        parent: str | None = None,
+        *,
+        fork_of: str | None = None,
+        role: str = "user",
+        supersedes: str | None = None,
+    ) -> ClientRun:
+        """Publish ``input`` (one input dict or a list) as ``ai-input`` messages; see the module doc.
+
+        ``run_id`` continues a run (approvals, tool results); ``parent`` defaults to the last
+        visible message.
+        """
+        inputs = [input] if isinstance(input, Mapping) else list(input)
+        last = self.get_messages()
+        auto_parent = last[-1].codec_message_id if last and parent is None and not fork_of else None
+        return await self._session._send(inputs, run_id, parent, auto_parent, fork_of, role, supersedes)
+
+    def select(self, node_key: str) -> None:
+        """Show sibling ``node_key`` (run id / input codec-message-id) at its fork."""
+        branch = self.branch
+        assert isinstance(branch, TreeBranch)
+        branch.select(node_key)
+        self._emitter.emit("update")
+
+
+class ClientSession:
+    """The client's end of one session (channel).
+
+    Args:
+        channel: a :class:`~ai_transport.transport.channel.Channel`.
+        codec: the codec (default :class:`~ai_transport.codec.codec.ResponsesCodec`).
+        trusted_agent_ids: when given, only these publishers' outputs/lifecycle are folded.
+        history_page_size: history page size (default 100).
+    """
+
+    def __init__(
+        self,
+        channel: Any,
+        codec: Any = None,
+        *,
+        trusted_agent_ids: Iterable[str | None] | None = None,
+        history_page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
+    ) -> None:
+        if codec is None:
+            from ..codec.codec import ResponsesCodec
+
+            codec = ResponsesCodec
+        self.channel = channel
+        self.codec = codec
+        self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else None
+        self.tree = Tree(codec)
+        self._applier = WireApplier(self.tree, codec.create_decoder())
+        self.hydrator = HistoryHydrator(channel, self._applier, self._on_wire, history_page_size)
+        self._encoder = codec.create_encoder(channel)
+        self._pending: dict[str, ClientRun] = {}
+        self._accepted: set[str] = set()
+        self._connected = False
+        self._closed = False
+        #: The default view (selected branch).
+        self.view = ClientView(self)
+
+    async def connect(self) -> None:
+        """Subscribe to every message and attach."""
+        if self._closed:
+            raise AITransportError("unable to connect; session is closed", ErrorCode.SESSION_CLOSED, 400)
+        if self._connected:
+            return
+        await self.channel.subscribe(self._on_live)
+        await self.channel.attach()
+        self._connected = True
+
+    def _trusted(self, message: Mapping[str, Any]) -> bool:
+        if self.trusted_agent_ids is None:
+            return True
+        name = message.get("name")
+        serial = message.get("serial")
+        if name in _AGENT_NAMES:
+            if message.get("clientId") not in self.trusted_agent_ids:
+                logger.warning("ignored %s from untrusted publisher %r", name, message.get("clientId"))
+                return False
+            if name == EVENT_AI_OUTPUT:
+                self._accepted.add(serial)
+            return True
+        if not name and action_name(message.get("action")) in ("message.append", "message.update", "message.delete"):
+            return serial in self._accepted
+        return True
+
+    def _on_wire(self, message: Mapping[str, Any]) -> None:
+        if not self._trusted(message):
+            return
+        event = self._applier.apply(message)
+        if isinstance(event, RunLifecycleEvent) and event.type in ("start", "resume"):
+            from ..codec.headers import transport_headers
+
+            key = transport_headers(message.get("extras")).get(H_INPUT_CODEC_MESSAGE_ID)
+            pending = self._pending.pop(key, None) if key is not None else None
+            if pending is not None and not pending.started.done():
+                pending.started.set_result(event.run_id)
+        self.tree.emit_ably_message(message)
+
+    def _on_live(self, message: Mapping[str, Any]) -> None:
+        if not self._closed:
+            self._on_wire(message)
+
+    def _client_id(self) -> str | None:
+        cid = self.channel.client_id
+        return cid if cid and cid != "*" else None
+
+    async def _send(
+        self,
+        inputs: list[Mapping[str, Any]],
+        run_id: str | None,
+        parent: str | None,
+        auto_parent: str | None,
+        fork_of: str | None,
+        role: str,
+        supersedes: str | None,
+    ) -> ClientRun:
+        if self._closed:
+            raise AITransportError("unable to send; session is closed", ErrorCode.SESSION_CLOSED, 400)
+        if not self._connected:
+            raise AITransportError("unable to send; call connect() first", ErrorCode.CHANNEL_NOT_READY, 400)
+        if not inputs:
+            raise InvalidArgumentError("unable to send; inputs array is empty (include at least one input)")
+        for i, inp in enumerate(inputs):
+            if not isinstance(inp, Mapping):
+                raise InvalidArgumentError(f"unable to send; inputs[{i}] must be an input object")
+        if sum(1 for inp in inputs if not _is_wire_only(inp)) > 1:
+            raise InvalidArgumentError("unable to send; a send may introduce at most one new message")
+        items: list[tuple[Mapping[str, Any], str, str, dict[str, str]]] = []
+        optimistic: str | None = None
+        for inp in inputs:
+            event_id = str(uuid.uuid4())
+            cmid = inp.get("codecMessageId") or str(uuid.uuid4())
+            p = inp.get("parent") or (auto_parent if parent is None else parent)
+            headers = build_transport_headers(
+                role=role,
+                run_id=run_id,
+                codec_message_id=cmid,
+                run_client_id=self._client_id(),
+                parent=p,
+                fork_of=fork_of,
+                regenerates=inp.get("target") if inp.get("kind") == "regenerate" else None,
+                supersedes=supersedes,
+                input_event_id=event_id,
+            )
+            if not _is_wire_only(inp):
+                self.tree.apply_message([dict(inp)], [], headers)
+                optimistic = cmid
+            items.append((inp, cmid, event_id, headers))
+        trigger = items[-1]
+        run = ClientRun(self, trigger[1], trigger[2], run_id)
+        self._pending[trigger[1]] = run
+        try:
+            for inp, cmid, _event_id, headers in items:
+                await self._encoder.publish_input(inp, cmid, extras={"headers": headers})
+        except Exception as exc:
+            self._pending.pop(trigger[1], None)
+            if optimistic is not None:
+                node = self.tree.get_node(optimistic)
+                if node is not None and getattr(node, "serial", None) is None:
+                    self.tree.delete(optimistic)
+            status = getattr(exc, "status_code", None) or getattr(exc, "statusCode", None)
+            if status in (401, 403):
+                raise AITransportError(
+                    "unable to publish events; missing publish capability on the channel",
+                    ErrorCode.INSUFFICIENT_CAPABILITY,
+                    401,
+                    cause=exc,
+                ) from exc
+            if isinstance(exc, AITransportError) and exc.code == ErrorCode.INVALID_ARGUMENT:
+                raise
+            raise AITransportError(
+                f"unable to publish events; {exc}", ErrorCode.SESSION_SEND_FAILED, 500, cause=exc
+            ) from exc
+        return run
+
+    async def cancel(self, run_id: str) -> None:
+        """Publish ``ai-cancel`` for ``run_id``."""
+        await self._publish_cancel(CancelTarget(run_id=run_id))
+
+    async def _publish_cancel(self, target: CancelTarget) -> None:
+        if self._closed:
+            return
+        await self.channel.publish(build_cancel_message(target))
+
+    def create_view(self) -> ClientView:
+        """Another view over the same tree (own branch selections)."""
+        return ClientView(self)
+
+    async def close(self) -> None:
+        """Stop listening, close the encoder and detach."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            self.channel.unsubscribe(self._on_live)
+        except Exception:
+            pass
+        for pending in self._pending.values():
+            if not pending.started.done():
+                pending.started.set_exception(
+                    AITransportError("unable to await run-start; session closed", ErrorCode.SESSION_CLOSED, 400)
+                )
+                pending.started.exception()  # mark retrieved
+        self._pending.clear()
+        self.view.close()
+        try:
+            await self._encoder.close()
+        except Exception:
+            pass
+        try:
+            await self.channel.detach()
+        except Exception:
+            logger.debug("detach failed", exc_info=True)

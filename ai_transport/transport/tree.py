@@ -1,0 +1,771 @@
+"""The conversation tree: every wire of a session folded into input nodes and run nodes.
+
+Mirrors ``@ably/ai-transport@0.8.0``'s ``DefaultTree`` (``src/core/transport/tree.ts``) for what a
+linear conversation, regenerates and edits need:
+
+* An ``ai-input`` without ``run-id`` whose transport ``role`` is ``user`` makes an
+  :class:`InputNode` keyed by its ``codec-message-id`` (the user prompt). A run-less input with
+  another role is a client tool-result *fork* (a run keyed by the codec-message-id until the
+  agent's ``ai-run-start`` names the real run id).
+* Every wire with a ``run-id`` (outputs, continuation inputs such as approvals and tool results)
+  folds into the :class:`RunNode` of that run. Each node owns a codec projection (``codec.init()``)
+  folded with ``codec.fold`` in serial order; inputs fold before outputs.
+* A per-node wire log keyed by serial drops re-deliveries at or below the logged version (and any
+  re-delivery of a discrete wire) and refolds the node from ``init()`` when a wire lands out of
+  serial order (history pages arrive newest-first).
+* Lifecycle messages set the run status (``active``/``suspended``/``complete``/``cancelled``/
+  ``error``) and the step read model.
+
+Nodes sort by serial (start serial for runs); :meth:`Tree.visible_nodes` walks them, keeping a
+node only when its parent is on the current path and, among siblings (same parent: regenerates
+of a reply, edits via ``fork-of``), the selected one — the latest unless a selection says
+otherwise. Not ported: the reorder-window log sweep (logs are kept for the session's life), step
+retry gating (superseded attempts of one step id are folded, not hidden), steering, and the
+client branch-selection UI state (see :mod:`ai_transport.transport.view`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union
+
+from ..codec.headers import transport_headers
+from .lifecycle import (
+    H_CODEC_MESSAGE_ID,
+    H_EVENT_ID,
+    H_FORK_OF,
+    H_INPUT_CODEC_MESSAGE_ID,
+    H_INVOCATION_ID,
+    H_MSG_REGENERATE,
+    H_PARENT,
+    H_ROLE,
+    H_RUN_CLIENT_ID,
+    H_RUN_ID,
+    H_STREAM,
+    H_SUPERSEDES,
+    RunLifecycleEvent,
+    StepLifecycleEvent,
+    is_run_lifecycle_name,
+    is_step_lifecycle_name,
+    parse_run_lifecycle,
+    parse_step_lifecycle,
+)
+from .run import RunInfo, RunStatus, StepInfo
+
+__all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
+
+logger = logging.getLogger("ai_transport.transport.tree")
+
+#: ``(direction, event)`` with direction ``"input"`` or ``"output"``.
+CodecEvent = tuple[str, dict[str, Any]]
+
+
+class Emitter:
+    """Tiny synchronous event emitter: ``on(event, handler) -> unsubscribe``; handler errors are logged."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, list[Callable[..., Any]]] = {}
+
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Register ``handler`` for ``event``; returns a function that removes it."""
+        self._handlers.setdefault(event, []).append(handler)
+
+        def off() -> None:
+            handlers = self._handlers.get(event, [])
+            if handler in handlers:
+                handlers.remove(handler)
+
+        return off
+
+    def emit(self, event: str, *args: Any) -> None:
+        """Call every handler of ``event`` in registration order."""
+        for handler in list(self._handlers.get(event, ())):
+            try:
+                handler(*args)
+            except Exception:  # a listener must never break the fold
+                logger.exception("listener for %r raised", event)
+
+    def clear(self) -> None:
+        """Remove every handler."""
+        self._handlers.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Wire log
+
+
+@dataclass
+class _LogEntry:
+    serial: str
+    message_id: str | None
+    events: list[CodecEvent]
+    decoded_through: str
+
+
+class WireLog:
+    """Per-node record of folded wires, in serial order (``WireLog`` of 0.8.0).
+
+    :meth:`record` returns ``"dropped"`` (re-delivery at or below the logged version, or any
+    re-delivery of a discrete wire), ``"incremental"`` (appended at the tail: fold just these
+    events) or ``"refold"`` (landed before a later serial: refold the node from scratch).
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[_LogEntry] = []
+
+    def record(
+        self, serial: str, message_id: str | None, events: list[CodecEvent], version: str | None, streamed: bool
+    ) -> str:
+        """Record ``events`` of the wire at ``serial``; see the class docstring for the result."""
+        entries = self.entries
+        for i in range(len(entries) - 1, -1, -1):
+            entry = entries[i]
+            if entry.serial == serial:
+                if version is not None and (version <= entry.decoded_through or not streamed):
+                    return "dropped"
+                entry.events.extend(events)
+                if version is not None:
+                    entry.decoded_through = version
+                return "incremental" if i == len(entries) - 1 else "refold"
+            if entry.serial < serial:
+                entries.insert(i + 1, _LogEntry(serial, message_id, list(events), version or serial))
+                return "incremental" if i + 1 == len(entries) - 1 else "refold"
+        entries.insert(0, _LogEntry(serial, message_id, list(events), version or serial))
+        return "incremental" if len(entries) == 1 else "refold"
+
+    def replay(self) -> list[tuple[CodecEvent, str, str | None]]:
+        """Every logged event with its serial and message id, in serial order."""
+        return [(ev, e.serial, e.message_id) for e in self.entries for ev in e.events]
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes
+
+
+@dataclass(eq=False)
+class InputNode:
+    """A user prompt (run-less ``ai-input`` with role ``user``), keyed by ``codec_message_id``."""
+
+    codec_message_id: str
+    parent: str | None
+    fork_of: str | None
+    projection: Any
+    serial: str | None = None
+    kind: Literal["input"] = "input"
+
+    @property
+    def key(self) -> str:
+        """The node key (its codec-message-id)."""
+        return self.codec_message_id
+
+
+@dataclass(eq=False)
+class RunNode:
+    """One run of the agent, keyed by ``run_id``: its projection, status and steps."""
+
+    run_id: str
+    parent: str | None
+    fork_of: str | None
+    regenerates: str | None
+    client_id: str
+    invocation_id: str
+    projection: Any
+    start_serial: str | None = None
+    end_serial: str | None = None
+    status: RunStatus = "active"
+    error: Any = None
+    input_client_id: str | None = None
+    last_resume_invocation_id: str | None = None
+    steps: list[StepInfo] = field(default_factory=list)
+    kind: Literal["run"] = "run"
+
+    @property
+    def key(self) -> str:
+        """The node key (its run id)."""
+        return self.run_id
+
+    def info(self) -> RunInfo:
+        """A :class:`RunInfo` snapshot."""
+        return RunInfo(
+            run_id=self.run_id,
+            client_id=self.client_id,
+            invocation_id=self.invocation_id,
+            steps=list(self.steps),
+            status=self.status,
+            error=self.error,
+        )
+
+
+Node = Union[InputNode, RunNode]
+
+
+@dataclass(eq=False)
+class _Internal:
+    node: Node
+    seq: int
+    log: WireLog = field(default_factory=WireLog)
+    optimistic: bool = False
+    run_start_seen: bool = False
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _sort_serial(node: Node) -> str | None:
+    return node.start_serial if isinstance(node, RunNode) else node.serial
+
+
+# ---------------------------------------------------------------------------------------------
+# Tree
+
+
+class Tree:
+    """All nodes of one session, their projections and the events views listen to.
+
+    Events (:meth:`on`): ``update`` (structure changed), ``output`` (a node's projection changed;
+    arg: dict with ``run_id``, ``input_codec_message_id``, ``codec_message_id``, ``serial``,
+    ``events``, ``inputs``), ``run`` (a :class:`RunLifecycleEvent`), ``ably-message`` (every wire).
+    """
+
+    def __init__(self, codec: Any) -> None:
+        self._codec = codec
+        self._nodes: dict[str, _Internal] = {}
+        self._cmid_to_key: dict[str, str] = {}
+        self._sorted: list[_Internal] = []
+        self._superseded: set[str] = set()
+        self._event_ids: dict[str, dict[str, Any]] = {}
+        self._seq = itertools.count()
+        self.emitter = Emitter()
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Listen to ``update`` / ``output`` / ``run`` / ``ably-message``; returns an unsubscribe."""
+        return self.emitter.on(event, handler)
+
+    def get_node(self, key: str) -> Node | None:
+        """The node with key ``key`` (run id or input codec-message-id)."""
+        entry = self._nodes.get(key)
+        return entry.node if entry else None
+
+    def get_run_node(self, run_id: str) -> RunNode | None:
+        """The run node of ``run_id``."""
+        node = self.get_node(run_id)
+        return node if isinstance(node, RunNode) else None
+
+    def get_node_by_codec_message_id(self, codec_message_id: str) -> Node | None:
+        """The node that holds the message ``codec_message_id`` (an input node or a run)."""
+        key = self._cmid_to_key.get(codec_message_id)
+        return self.get_node(key) if key is not None else None
+
+    def find_message_by_event_id(self, event_id: str) -> dict[str, Any] | None:
+        """The first wire seen whose transport ``event-id`` is ``event_id``."""
+        return self._event_ids.get(event_id)
+
+    def nodes(self) -> list[Node]:
+        """Every node in sort order (serial; optimistic ones last)."""
+        return [e.node for e in self._sorted]
+
+    def reply_runs(self, input_codec_message_id: str) -> list[RunNode]:
+        """Runs whose parent is ``input_codec_message_id`` (reply + regenerates), oldest first."""
+        return [
+            e.node
+            for e in self._sorted
+            if isinstance(e.node, RunNode)
+            and e.node.parent == input_codec_message_id
+            and e.node.run_id not in self._superseded
+        ]
+
+    def messages_of(self, node: Node) -> list[Any]:
+        """``codec.get_messages`` of the node's projection."""
+        return list(self._codec.get_messages(node.projection))
+
+    # -- ordering ----------------------------------------------------------------------------
+
+    def _compare_key(self, e: _Internal) -> tuple[int, str, int]:
+        s = _sort_serial(e.node)
+        return (1, "", e.seq) if s is None else (0, s, e.seq)
+
+    def _insert_sorted(self, entry: _Internal) -> None:
+        key = self._compare_key(entry)
+        lo, hi = 0, len(self._sorted)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self._compare_key(self._sorted[mid]) <= key:
+                lo = mid + 1
+            else:
+                hi = mid
+        self._sorted.insert(lo, entry)
+
+    def _promote(self, entry: _Internal) -> None:
+        self._sorted.remove(entry)
+        self._insert_sorted(entry)
+
+    def _insert(self, key: str, entry: _Internal) -> None:
+        self._nodes[key] = entry
+        self._insert_sorted(entry)
+
+    # -- visibility --------------------------------------------------------------------------
+
+    def _input_group_root(self, node: InputNode) -> InputNode:
+        current, seen = node, {node.key}
+        while current.fork_of is not None and current.fork_of not in seen:
+            target = self._nodes.get(current.fork_of)
+            if target is None or not isinstance(target.node, InputNode) or target.node.parent != current.parent:
+                break
+            current = target.node
+            seen.add(current.key)
+        return current
+
+    def _is_sibling(self, node: Node, original: Node) -> bool:
+        if node.kind != original.kind or node.parent != original.parent:
+            return False
+        if isinstance(node, RunNode):
+            return True
+        if node.key == original.key:
+            return True
+        current: Node = node
+        seen = {current.key}
+        while isinstance(current, InputNode) and current.fork_of is not None:
+            if current.fork_of == original.key:
+                return True
+            if current.fork_of in seen:
+                break
+            target = self._nodes.get(current.fork_of)
+            if target is None:
+                break
+            current = target.node
+            seen.add(current.key)
+        return False
+
+    def sibling_group(self, key: str) -> list[Node]:
+        """Alternatives of the node ``key`` (edits of a prompt, regenerates of a reply), in order."""
+        entry = self._nodes.get(key)
+        if entry is None:
+            return []
+        original = entry.node
+        if isinstance(original, InputNode):
+            original = self._input_group_root(original)
+        return [
+            e.node
+            for e in self._sorted
+            if e.node.key not in self._superseded and self._is_sibling(e.node, original)
+        ]
+
+    def group_root(self, key: str) -> str:
+        """The key identifying the sibling group of ``key`` (its first member)."""
+        entry = self._nodes.get(key)
+        if entry is None:
+            return key
+        if isinstance(entry.node, InputNode):
+            return self._input_group_root(entry.node).key
+        group = self.sibling_group(key)
+        return group[0].key if group else key
+
+    def visible_nodes(self, selections: Mapping[str, str] | None = None) -> list[Node]:
+        """The selected path through the tree, in serial order.
+
+        A node is kept when its parent (if known to the tree) is on the path and, when it has
+        siblings, it is the selected member of its group: ``selections[group_root]`` if given and
+        present, else the latest.
+        """
+        selections = selections or {}
+        result: list[Node] = []
+        path: set[str] = set()
+        resolved: dict[str, str] = {}
+        for entry in self._sorted:
+            node = entry.node
+            key = node.key
+            if key in self._superseded:
+                continue
+            parent_key = self._cmid_to_key.get(node.parent) if node.parent is not None else None
+            if parent_key is not None and parent_key not in path:
+                continue
+            group = self.sibling_group(key)
+            if len(group) > 1:
+                root = self.group_root(key)
+                selected = resolved.get(root)
+                if selected is None:
+                    preferred = selections.get(root)
+                    if preferred is not None and any(n.key == preferred for n in group):
+                        selected = preferred
+                    else:
+                        selected = group[-1].key
+                    resolved[root] = selected
+                if key != selected:
+                    continue
+            path.add(key)
+            result.append(node)
+        return result
+
+    # -- folding -----------------------------------------------------------------------------
+
+    def _fold_into(self, entry: _Internal, events: list[CodecEvent], serial: str | None, mid: str | None) -> None:
+        projection = entry.node.projection
+        for direction, event in events:
+            try:
+                projection = self._codec.fold(projection, direction, event, message_id=mid, serial=serial or "")
+            except Exception:
+                logger.exception("fold raised for node %s (message %s)", entry.node.key, mid)
+        entry.node.projection = projection
+
+    def _refold(self, entry: _Internal) -> None:
+        projection = self._codec.init()
+        for (direction, event), serial, mid in entry.log.replay():
+            try:
+                projection = self._codec.fold(projection, direction, event, message_id=mid, serial=serial)
+            except Exception:
+                logger.exception("refold raised for node %s (message %s)", entry.node.key, mid)
+        entry.node.projection = projection
+
+    def _record_and_fold(
+        self,
+        entry: _Internal,
+        events: list[CodecEvent],
+        serial: str | None,
+        mid: str | None,
+        version: str | None,
+        streamed: bool,
+    ) -> None:
+        if serial is None or not events:
+            if serial is None and events:
+                entry.optimistic = True
+            self._fold_into(entry, events, serial, mid)
+            return
+        fold = entry.log.record(serial, mid, events, version, streamed)
+        if fold == "dropped":
+            logger.debug("dropped re-delivered wire %s (version %s) on %s", serial, version, entry.node.key)
+            return
+        if entry.optimistic or fold == "refold":
+            entry.optimistic = False
+            self._refold(entry)
+            return
+        self._fold_into(entry, events, serial, mid)
+
+    def apply_message(
+        self,
+        inputs: list[dict[str, Any]],
+        outputs: list[dict[str, Any]],
+        headers: Mapping[str, str],
+        serial: str | None = None,
+        version: str | None = None,
+    ) -> None:
+        """Fold a decoded ``ai-input`` / ``ai-output`` wire (or an optimistic local input)."""
+        run_id = headers.get(H_RUN_ID)
+        cmid = headers.get(H_CODEC_MESSAGE_ID)
+        role = headers.get(H_ROLE)
+        run_less_input = run_id is None and cmid is not None and bool(inputs)
+        input_cmid = cmid if run_less_input and role == "user" else None
+        fork_cmid = cmid if run_less_input and role != "user" else None
+        if run_id is None and input_cmid is None and fork_cmid is None:
+            logger.debug("message has no run-id and is not a user input or fork; skipped")
+            return
+        events: list[CodecEvent] = [("input", e) for e in inputs] + [("output", e) for e in outputs]
+        existing_key = input_cmid if input_cmid is not None else run_id
+        if not events and existing_key is not None and existing_key not in self._nodes:
+            return
+        structural = False
+        if fork_cmid is not None:
+            supersedes = headers.get(H_SUPERSEDES)
+            if supersedes is not None and supersedes not in self._superseded:
+                self._superseded.add(supersedes)
+                structural = True
+        if input_cmid is not None:
+            structural |= self._apply_input(input_cmid, headers, serial, version, events)
+        else:
+            key = run_id
+            if fork_cmid is not None:
+                mapped = self._cmid_to_key.get(fork_cmid)
+                mapped_entry = self._nodes.get(mapped) if mapped is not None else None
+                key = mapped if mapped_entry is not None and isinstance(mapped_entry.node, RunNode) else fork_cmid
+            assert key is not None
+            structural |= self._apply_run(key, inputs, outputs, events, headers, serial, version)
+        if structural:
+            self.emitter.emit("update")
+
+    def _apply_input(
+        self, cmid: str, headers: Mapping[str, str], serial: str | None, version: str | None, events: list[CodecEvent]
+    ) -> bool:
+        structural = False
+        entry = self._nodes.get(cmid)
+        if entry is None:
+            node = InputNode(cmid, headers.get(H_PARENT), headers.get(H_FORK_OF), self._codec.init(), serial)
+            entry = _Internal(node, next(self._seq))
+            self._insert(cmid, entry)
+            self._cmid_to_key[cmid] = cmid
+            structural = True
+        elif isinstance(entry.node, InputNode) and serial and not entry.node.serial:
+            entry.node.serial = serial
+            self._promote(entry)
+            structural = True
+        self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
+        self.emitter.emit(
+            "output",
+            {
+                "run_id": None,
+                "input_codec_message_id": cmid,
+                "codec_message_id": cmid,
+                "serial": serial,
+                "events": [],
+                "inputs": [e for d, e in events if d == "input"],
+            },
+        )
+        return structural
+
+    def _apply_run(
+        self,
+        run_id: str,
+        inputs: list[dict[str, Any]],
+        outputs: list[dict[str, Any]],
+        events: list[CodecEvent],
+        headers: Mapping[str, str],
+        serial: str | None,
+        version: str | None,
+    ) -> bool:
+        structural = False
+        cmid = headers.get(H_CODEC_MESSAGE_ID)
+        input_cmid = headers.get(H_INPUT_CODEC_MESSAGE_ID)
+        structural |= self._link_fork_input(input_cmid, run_id)
+        entry = self._nodes.get(run_id)
+        if entry is None and cmid is not None:
+            indexed = self._nodes.get(self._cmid_to_key.get(cmid, ""))
+            if indexed is not None and isinstance(indexed.node, RunNode) and indexed.node.start_serial is None:
+                entry = indexed
+        if entry is None:
+            fork = headers.get(H_FORK_OF)
+            node = RunNode(
+                run_id=run_id,
+                parent=headers.get(H_PARENT),
+                fork_of=self._cmid_to_key.get(fork) if fork else None,
+                regenerates=headers.get(H_MSG_REGENERATE),
+                client_id=headers.get(H_RUN_CLIENT_ID, ""),
+                invocation_id=headers.get(H_INVOCATION_ID, ""),
+                projection=self._codec.init(),
+                start_serial=serial,
+            )
+            entry = _Internal(node, next(self._seq))
+            self._insert(run_id, entry)
+            structural = True
+        elif serial and isinstance(entry.node, RunNode) and not entry.node.start_serial:
+            entry.node.start_serial = serial
+            self._promote(entry)
+            structural = True
+        owner = entry.node.key
+        if cmid:
+            self._cmid_to_key[cmid] = owner
+        self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
+        self.emitter.emit(
+            "output",
+            {
+                "run_id": owner,
+                "input_codec_message_id": input_cmid,
+                "codec_message_id": cmid,
+                "serial": serial,
+                "events": outputs,
+                "inputs": inputs,
+            },
+        )
+        return structural
+
+    # -- optimistic client forks -------------------------------------------------------------
+
+    def _rekey_fork_run(self, fork_cmid: str | None, run_id: str) -> _Internal | None:
+        if fork_cmid is None or fork_cmid == run_id:
+            return None
+        entry = self._nodes.get(fork_cmid)
+        if entry is None or not isinstance(entry.node, RunNode) or entry.node.run_id != fork_cmid:
+            return None
+        other = self._nodes.get(run_id)
+        if other is not None and other is not entry:
+            return None
+        del self._nodes[fork_cmid]
+        entry.node.run_id = run_id
+        self._nodes[run_id] = entry
+        for k, v in list(self._cmid_to_key.items()):
+            if v == fork_cmid:
+                self._cmid_to_key[k] = run_id
+        self._cmid_to_key[fork_cmid] = run_id
+        return entry
+
+    def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool:
+        if fork_cmid is None or fork_cmid == run_id:
+            return False
+        if self._rekey_fork_run(fork_cmid, run_id) is not None:
+            return True
+        self._cmid_to_key.setdefault(fork_cmid, run_id)
+        return False
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def apply_run_lifecycle(self, event: RunLifecycleEvent) -> None:
+        """Apply a run lifecycle event (start/resume/suspend/end) to its run node."""
+        structural = False
+        entry = self._nodes.get(event.run_id)
+        if event.type == "start":
+            if entry is None:
+                entry = self._rekey_fork_run(event.input_codec_message_id, event.run_id)
+                if entry is not None:
+                    structural = True
+            if entry is not None and isinstance(entry.node, RunNode):
+                node = entry.node
+                self._link_fork_input(event.input_codec_message_id, event.run_id)
+                if node.status == "suspended":
+                    node.status = "active"
+                if event.serial and not node.start_serial:
+                    node.start_serial = event.serial
+                    self._promote(entry)
+                    structural = True
+                if node.parent is None and event.parent is not None:
+                    node.parent = event.parent
+                    structural = True
+                if node.fork_of is None and event.fork_of is not None:
+                    fk = self._cmid_to_key.get(event.fork_of)
+                    if fk is not None and fk != event.run_id:
+                        node.fork_of = fk
+                        structural = True
+                if node.regenerates is None and event.regenerates is not None:
+                    node.regenerates = event.regenerates
+                    structural = True
+                if not node.invocation_id and event.invocation_id:
+                    node.invocation_id = event.invocation_id
+                if not node.client_id and event.client_id:
+                    node.client_id = event.client_id
+                if node.input_client_id is None:
+                    node.input_client_id = event.input_client_id
+                entry.run_start_seen = True
+            elif entry is None:
+                node = RunNode(
+                    run_id=event.run_id,
+                    parent=event.parent,
+                    fork_of=self._cmid_to_key.get(event.fork_of) if event.fork_of else None,
+                    regenerates=event.regenerates,
+                    client_id=event.client_id,
+                    invocation_id=event.invocation_id,
+                    projection=self._codec.init(),
+                    start_serial=event.serial,
+                    input_client_id=event.input_client_id,
+                )
+                self._insert(event.run_id, _Internal(node, next(self._seq), run_start_seen=True))
+                self._link_fork_input(event.input_codec_message_id, event.run_id)
+                structural = True
+        elif entry is not None and isinstance(entry.node, RunNode):
+            node = entry.node
+            if event.type == "suspend":
+                if not (
+                    node.last_resume_invocation_id is not None
+                    and event.invocation_id
+                    and node.last_resume_invocation_id != event.invocation_id
+                ):
+                    node.status = "suspended"
+                    node.end_serial = event.serial
+            elif event.type == "resume":
+                if event.invocation_id:
+                    node.last_resume_invocation_id = event.invocation_id
+                if node.status == "suspended":
+                    node.status = "active"
+            elif event.type == "end":
+                node.status = event.reason if event.reason in ("complete", "cancelled", "error") else "complete"  # type: ignore[assignment]
+                node.error = event.error if event.reason == "error" else None
+                node.end_serial = event.serial
+        self.emitter.emit("run", event)
+        if structural:
+            self.emitter.emit("update")
+        else:
+            # status changes are visible in runs(); tell views so run status listeners fire
+            self.emitter.emit("status", event)
+
+    def apply_step_lifecycle(self, event: StepLifecycleEvent) -> None:
+        """Apply ``step-start`` / ``step-end`` to the step read model of the run."""
+        entry = self._nodes.get(event.run_id)
+        structural = False
+        if entry is None and event.type == "step-start":
+            node = RunNode(
+                run_id=event.run_id,
+                parent=None,
+                fork_of=None,
+                regenerates=None,
+                client_id="",
+                invocation_id="",
+                projection=self._codec.init(),
+            )
+            entry = _Internal(node, next(self._seq))
+            self._insert(event.run_id, entry)
+            structural = True
+        if entry is None or not isinstance(entry.node, RunNode):
+            return
+        rec = entry.steps.get(event.step_id)
+        if rec is None:
+            rec = {"canonical": None, "started": False, "client": None, "serials": set(), "ends": {}}
+            entry.steps[event.step_id] = rec
+        sss = event.serial if event.type == "step-start" else event.step_start_serial
+        if sss is not None:
+            rec["serials"].add(sss)
+        if event.type == "step-start":
+            canonical = rec["canonical"]
+            if not rec["started"] or (event.serial is not None and (canonical is None or event.serial > canonical)):
+                rec["canonical"] = event.serial
+                rec["client"] = event.step_client_id
+            rec["started"] = True
+        else:
+            rec["ends"][event.step_start_serial] = event.reason
+        steps: list[StepInfo] = []
+        for step_id, r in entry.steps.items():
+            status = "active"
+            if r["started"] and r["canonical"] is not None:
+                status = r["ends"].get(r["canonical"], "active")
+            steps.append(StepInfo(step_id, status, len(r["serials"]), r["client"]))
+        entry.node.steps = steps
+        if structural:
+            self.emitter.emit("update")
+
+    def delete(self, key: str) -> None:
+        """Remove a node (an optimistic input whose publish failed)."""
+        entry = self._nodes.pop(key, None)
+        if entry is None:
+            return
+        self._sorted.remove(entry)
+        self.emitter.emit("update")
+
+    def emit_ably_message(self, message: Mapping[str, Any]) -> None:
+        """Index the wire by ``event-id`` and emit ``ably-message``."""
+        event_id = transport_headers(message.get("extras")).get(H_EVENT_ID)
+        if isinstance(event_id, str) and event_id not in self._event_ids:
+            self._event_ids[event_id] = dict(message)
+        self.emitter.emit("ably-message", message)
+
+
+class WireApplier:
+    """Routes one inbound wire: lifecycle -> the tree's lifecycle, anything else -> decode + fold."""
+
+    def __init__(self, tree: Tree, decoder: Any) -> None:
+        self.tree = tree
+        self.decoder = decoder
+
+    def apply(self, message: Mapping[str, Any]) -> RunLifecycleEvent | None:
+        """Apply the wire; returns the run lifecycle event it carried, if any."""
+        headers = transport_headers(message.get("extras"))
+        name = message.get("name")
+        serial = message.get("serial")
+        timestamp = message.get("timestamp")
+        if is_run_lifecycle_name(name):
+            event = parse_run_lifecycle(name, headers, serial, timestamp)
+            if event is not None:
+                self.tree.apply_run_lifecycle(event)
+            return event
+        if is_step_lifecycle_name(name):
+            step = parse_step_lifecycle(name, headers, serial, timestamp)
+            if step is not None:
+                self.tree.apply_step_lifecycle(step)
+            return None
+        try:
+            result = self.decoder.decode(message)
+        except Exception:  # the decoder should never raise; never let one wire break the session
+            logger.exception("decoder raised on wire %s", serial)
+            return None
+        inputs = list(getattr(result, "inputs", []) or [])
+        outputs = list(getattr(result, "outputs", []) or [])
+        if inputs or outputs or headers.get(H_RUN_ID):
+            version = (message.get("version") or {}).get("serial") if isinstance(message.get("version"), Mapping) else None
+            self.tree.apply_message(inputs, outputs, headers, serial, version or serial)
+        return None

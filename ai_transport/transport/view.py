@@ -1,0 +1,399 @@
+"""Views over a session's tree: what a UI renders and what an agent sends to the model.
+
+:class:`View` (``View`` of 0.8.0): :meth:`View.get_messages`, :meth:`View.runs`,
+:meth:`View.has_older` / :meth:`View.load_older` (history paging), :meth:`View.run_of`,
+:meth:`View.run`, and events via :meth:`View.on` (``update``, ``run``, ``ably-message``).
+
+Two branch sources decide which nodes a view shows:
+
+* :class:`TreeBranch` (client views): the tree's selected path — at every fork (edits of a prompt,
+  regenerates of a reply) the latest sibling unless :meth:`TreeBranch.select` pinned another.
+  Not ported from 0.8.0: ``branchSelection`` handles, auto-selection bookkeeping after
+  ``edit``/``regenerate`` and non-head regenerates (a regenerate of a message that is not the first
+  of its run); a full branch-selection UI is out of scope.
+* :class:`LeafBranch` (an agent run's ``run.view``): the ancestor chain of the run's trigger, with
+  ancestor runs that did not end ``complete`` left out together with the input they answered (so
+  their dangling calls never reach the model); the current run is always kept. A regenerate cuts the
+  messages at the regenerated target.
+
+History: :class:`HistoryHydrator` reads ``channel.history(until_attach=True)`` pages (newest first)
+and folds each page oldest-first into the shared tree, with 3 retries then 104011.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..codec.headers import transport_headers
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .lifecycle import H_CODEC_MESSAGE_ID, H_RUN_ID
+from .run import RunInfo
+from .tree import Emitter, InputNode, Node, RunNode, Tree, WireApplier
+
+__all__ = ["HistoryHydrator", "LeafBranch", "TreeBranch", "View"]
+
+logger = logging.getLogger("ai_transport.transport.view")
+
+DEFAULT_HISTORY_PAGE_SIZE = 100
+
+
+class HistoryHydrator:
+    """Folds channel history into a tree, one page at a time, on demand (shared by a session's views)."""
+
+    def __init__(
+        self,
+        channel: Any,
+        applier: WireApplier,
+        on_wire: Callable[[Mapping[str, Any]], None],
+        page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
+        retries: int = 3,
+        backoff: float = 0.1,
+    ) -> None:
+        self._channel = channel
+        self._applier = applier
+        self._on_wire = on_wire
+        self._page_size = page_size
+        self._retries = retries
+        self._backoff = backoff
+        self._page: Any = None
+        self._first_yielded = False
+        self._started = False
+        self._exhausted = False
+        self._folding = False
+        self._lock = asyncio.Lock()
+
+    def has_next(self) -> bool:
+        """True while older history may exist."""
+        if self._exhausted:
+            return False
+        if not self._started or not self._first_yielded:
+            return True
+        return bool(self._page is not None and self._page.has_next())
+
+    def is_folding(self) -> bool:
+        """True while a history page is being folded (views hold their events)."""
+        return self._folding
+
+    async def _fetch(self, fetch: Callable[[], Any]) -> Any:
+        last: BaseException | None = None
+        for attempt in range(self._retries + 1):
+            try:
+                return await fetch()
+            except Exception as exc:  # retry transport failures
+                last = exc
+                if attempt < self._retries:
+                    await asyncio.sleep(self._backoff * 2**attempt)
+        raise AITransportError(
+            f"unable to fetch history page; {last}", ErrorCode.HISTORY_FETCH_FAILED, cause=last
+        )
+
+    async def _next_items(self) -> list[Any] | None:
+        if not self._started:
+            self._started = True
+            await self._channel.attach()
+            self._page = await self._fetch(
+                lambda: self._channel.history(limit=self._page_size, direction="backwards", until_attach=True)
+            )
+        if self._page is None:
+            return None
+        if not self._first_yielded:
+            self._first_yielded = True
+            return list(self._page.items)
+        if not self._page.has_next():
+            self._page = None
+            return None
+        page = await self._fetch(self._page.next)
+        self._page = page
+        return list(page.items) if page is not None else None
+
+    async def fold_until(self, should_stop: Callable[[], bool]) -> bool:
+        """Fold older pages until ``should_stop()`` or history is exhausted; returns exhausted."""
+        async with self._lock:
+            while not self._exhausted and not should_stop():
+                items = await self._next_items()
+                if items is None:
+                    self._exhausted = True
+                    break
+                self._folding = True
+                try:
+                    for wire in reversed(items):
+                        self._on_wire(wire)
+                finally:
+                    self._folding = False
+                if self._page is None or (self._first_yielded and not self._page.has_next()):
+                    self._exhausted = True
+        return self._exhausted
+
+
+class TreeBranch:
+    """Client branch source: the tree's selected path (latest sibling unless selected)."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self.selections: dict[str, str] = {}
+
+    def visible_nodes(self) -> list[Node]:
+        """The nodes on the selected path."""
+        return self.tree.visible_nodes(self.selections)
+
+    def extract_messages(self, nodes: list[Node]) -> list[Any]:
+        """Every node's messages, in node order."""
+        out: list[Any] = []
+        for node in nodes:
+            out.extend(self.tree.messages_of(node))
+        return out
+
+    def select(self, node_key: str) -> None:
+        """Pin the sibling ``node_key`` (a run id or input codec-message-id) at its fork."""
+        self.selections[self.tree.group_root(node_key)] = node_key
+
+    def selected_reply_run(self, input_cmid: str) -> RunNode | None:
+        """The reply run of the input shown on this branch (else the latest)."""
+        replies = self.tree.reply_runs(input_cmid)
+        if len(replies) <= 1:
+            return replies[0] if replies else None
+        visible = {n.key for n in self.visible_nodes()}
+        for r in replies:
+            if r.run_id in visible:
+                return r
+        return replies[-1]
+
+
+class LeafBranch:
+    """Agent branch source: the trigger's ancestor chain, failed ancestor runs left out."""
+
+    def __init__(self, tree_getter: Callable[[], Tree]) -> None:
+        self._tree = tree_getter
+        self.anchor: str | None = None
+        self.run_id: str | None = None
+        self.regenerate_target: str | None = None
+        self.pinned = False
+
+    def set_pin(self, anchor: str | None, run_id: str, regenerate_target: str | None) -> None:
+        """Pin the view to ``anchor`` (trigger codec-message-id) and the run ``run_id``."""
+        self.anchor, self.run_id, self.regenerate_target = anchor, run_id, regenerate_target
+        self.pinned = True
+
+    def _chain(self) -> list[Node]:
+        tree = self._tree()
+        chain: list[Node] = []
+        current = tree.get_node_by_codec_message_id(self.anchor) if self.anchor is not None else None
+        seen: set[str] = set()
+        while current is not None and current.key not in seen:
+            seen.add(current.key)
+            chain.insert(0, current)
+            if current.parent is None:
+                break
+            current = tree.get_node_by_codec_message_id(current.parent)
+        run = tree.get_run_node(self.run_id) if self.run_id is not None else None
+        if run is not None and not any(n is run for n in chain):
+            chain.append(run)
+        return chain
+
+    def visible_nodes(self) -> list[Node]:
+        """The chain minus incomplete ancestor runs and the inputs they answered."""
+        if not self.pinned:
+            return []
+        tree = self._tree()
+        anchor_node = tree.get_node_by_codec_message_id(self.anchor) if self.anchor is not None else None
+        leaf_run = anchor_node.run_id if isinstance(anchor_node, RunNode) else None
+        dropped: set[str] = set()
+        kept: list[Node] = []
+        for node in self._chain():
+            if (
+                isinstance(node, RunNode)
+                and node.run_id not in (self.run_id, leaf_run)
+                and node.status != "complete"
+            ):
+                if node.parent is not None:
+                    dropped.add(node.parent)
+                continue
+            kept.append(node)
+        return [n for n in kept if not (isinstance(n, InputNode) and n.codec_message_id in dropped)]
+
+    def extract_messages(self, nodes: list[Node]) -> list[Any]:
+        """Messages in node order, cut before the regenerate target."""
+        tree = self._tree()
+        out: list[Any] = []
+        for node in nodes:
+            for m in tree.messages_of(node):
+                if self.regenerate_target is not None and m.codec_message_id == self.regenerate_target:
+                    return out
+                out.append(m)
+        return out
+
+    def selected_reply_run(self, input_cmid: str) -> RunNode | None:
+        """The reply run of ``input_cmid`` on this branch (else the latest)."""
+        replies = self._tree().reply_runs(input_cmid)
+        if len(replies) <= 1:
+            return replies[0] if replies else None
+        keys = {n.key for n in self._chain()}
+        for r in replies:
+            if r.run_id in keys:
+                return r
+        return replies[-1]
+
+
+class View:
+    """Messages and runs of one branch of a session, with history paging and update events."""
+
+    def __init__(
+        self,
+        tree_getter: Callable[[], Tree],
+        hydrator_getter: Callable[[], HistoryHydrator],
+        source: TreeBranch | LeafBranch,
+    ) -> None:
+        self._tree = tree_getter
+        self._hydrator = hydrator_getter
+        self._source = source
+        self._hidden = 0
+        self._emitter = Emitter()
+        self._unsubs: list[Callable[[], None]] = []
+        self._bound_tree: Tree | None = None
+        self._closed = False
+        self._bind()
+
+    def _bind(self) -> None:
+        tree = self._tree()
+        if tree is self._bound_tree:
+            return
+        for off in self._unsubs:
+            off()
+        self._unsubs = [
+            tree.on("update", self._on_change),
+            tree.on("output", self._on_output),
+            tree.on("status", self._on_change),
+            tree.on("run", self._on_run),
+            tree.on("ably-message", self._on_ably_message),
+        ]
+        self._bound_tree = tree
+
+    # -- events ------------------------------------------------------------------------------
+
+    def _folding(self) -> bool:
+        return self._hydrator().is_folding()
+
+    def _on_change(self, *_: Any) -> None:
+        if not self._folding():
+            self._emitter.emit("update")
+
+    def _on_output(self, event: Mapping[str, Any]) -> None:
+        if self._folding():
+            return
+        keys = {n.key for n in self._source.visible_nodes()}
+        if event.get("run_id") in keys or event.get("input_codec_message_id") in keys:
+            self._emitter.emit("update")
+
+    def _on_run(self, event: Any) -> None:
+        if not self._folding():
+            self._emitter.emit("run", event)
+
+    def _on_ably_message(self, message: Mapping[str, Any]) -> None:
+        if self._folding():
+            return
+        h = transport_headers(message.get("extras"))
+        run_id = h.get(H_RUN_ID)
+        if (not h.get(H_CODEC_MESSAGE_ID) and not run_id) or (
+            run_id and run_id in {n.key for n in self._source.visible_nodes()}
+        ):
+            self._emitter.emit("ably-message", message)
+
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Listen to ``update`` (messages or runs changed), ``run`` (lifecycle) or ``ably-message``."""
+        return self._emitter.on(event, handler)
+
+    # -- reads -------------------------------------------------------------------------------
+
+    @property
+    def branch(self) -> TreeBranch | LeafBranch:
+        """The branch source deciding which nodes this view shows."""
+        return self._source
+
+    def _all_messages(self) -> list[Any]:
+        self._bind()
+        return self._source.extract_messages(self._source.visible_nodes())
+
+    def get_messages(self) -> list[Any]:
+        """The visible messages (``CodecMessage``: ``codec_message_id``, ``message``), oldest first."""
+        return self._all_messages()[self._hidden :]
+
+    def runs(self) -> list[RunInfo]:
+        """:class:`RunInfo` of every run on this branch."""
+        self._bind()
+        return [n.info() for n in self._source.visible_nodes() if isinstance(n, RunNode)]
+
+    def run_of(self, codec_message_id: str) -> RunInfo | None:
+        """The run a message belongs to (for a user prompt: the run replying to it)."""
+        node = self._tree().get_node_by_codec_message_id(codec_message_id)
+        if node is None:
+            return None
+        if isinstance(node, RunNode):
+            return node.info()
+        reply = self._source.selected_reply_run(node.codec_message_id)
+        return reply.info() if reply is not None else None
+
+    def run(self, run_id: str) -> RunInfo | None:
+        """The run ``run_id`` (anywhere in the tree)."""
+        node = self._tree().get_run_node(run_id)
+        return node.info() if node is not None else None
+
+    def has_older(self) -> bool:
+        """True while older messages are hidden or history may hold more."""
+        return self._hidden > 0 or self._hydrator().has_next()
+
+    async def load_older(self, limit: int = 10) -> list[Any]:
+        """Reveal up to ``limit`` older messages (reading history only when needed), oldest first."""
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit <= 0:
+            raise InvalidArgumentError(
+                f"unable to load older messages; limit must be a positive integer, got {limit!r}"
+            )
+        if self._closed:
+            return []
+        before_visible = self.get_messages()
+        if self._hidden >= limit:
+            self._hidden -= limit
+        else:
+            need = limit - self._hidden
+            before = len(self._all_messages())
+            hydrator = self._hydrator()
+            await hydrator.fold_until(lambda: len(self._all_messages()) - before >= need)
+            after = len(self._all_messages())
+            self._hidden = max(0, self._hidden + (after - before) - limit)
+        now = self.get_messages()
+        revealed = now[: max(0, len(now) - len(before_visible))]
+        self._emitter.emit("update")
+        return revealed
+
+    async def load_all(self) -> list[Any]:
+        """Load every older message (``while has_older(): load_older(100)``); returns all messages."""
+        while self.has_older():
+            await self.load_older(100)
+        return self.get_messages()
+
+    async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
+        """Wait until ``predicate()`` holds, re-checking on every update (raises TimeoutError)."""
+        if predicate():
+            return
+        event = asyncio.Event()
+
+        def check(*_: Any) -> None:
+            if predicate():
+                event.set()
+
+        offs = [self.on("update", check), self.on("run", check), self.on("ably-message", check)]
+        try:
+            await asyncio.wait_for(event.wait(), timeout)
+        finally:
+            for off in offs:
+                off()
+
+    def close(self) -> None:
+        """Stop listening to the tree."""
+        self._closed = True
+        for off in self._unsubs:
+            off()
+        self._unsubs = []
+        self._emitter.clear()

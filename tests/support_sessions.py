@@ -1,0 +1,109 @@
+"""Shared pieces of the session tests: the scripted model, a standard agent worker, helpers.
+
+The model is the demo scenario's scripted model (:func:`ai_transport.cli.scenario.scripted_turn`):
+turn one streams a reasoning summary, a text and a ``get_weather`` function call; once the call has
+an output (the weather, or a denial's rejection text) it streams the final answer. Events are fed
+with an ``await asyncio.sleep(0)`` between them, like a network stream.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from typing import Any
+
+from ai_transport.cli.scenario import run_tool, scripted_turn
+from ai_transport.codec.codec import ResponsesCodec
+from ai_transport.transport.agent import AgentRun, AgentSession, function_call_output, gate_calls
+
+C = ResponsesCodec
+
+
+def user_message(text: str) -> dict[str, Any]:
+    """A ``user-message`` input with one ``input_text`` part."""
+    return C.create_user_message(
+        {"role": "user", "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}
+    )
+
+
+async def model_stream(items: list[dict[str, Any]], delay: float = 0.0) -> AsyncIterator[dict[str, Any]]:
+    """The scripted model's answer to ``items`` as an async stream of Responses events."""
+    for event in scripted_turn({"input": items, "model": "scripted-model"}):
+        await asyncio.sleep(delay)
+        yield event
+
+
+class Worker:
+    """A standard agent worker: what an HTTP handler does with one invocation body.
+
+    ``gated``: tools that need approval (the agent runs them after approval). ``client_tools``: tools
+    the client executes (the agent suspends until their result arrives). Records every tool call the
+    agent executed in :attr:`executed` (name, arguments).
+    """
+
+    def __init__(
+        self,
+        gated: Iterable[str] = ("get_weather",),
+        client_tools: Iterable[str] = (),
+        model: Callable[[list[dict[str, Any]]], Any] = model_stream,
+    ) -> None:
+        self.gated = set(gated)
+        self.client_tools = set(client_tools)
+        self.model = model
+        self.executed: list[tuple[str, str]] = []
+        self.results: list[Any] = []
+
+    def execute(self, call: Mapping[str, Any]) -> str:
+        self.executed.append((str(call.get("name")), str(call.get("arguments"))))
+        return run_tool(str(call.get("name")), str(call.get("arguments")))
+
+    async def handle(self, session: AgentSession, body: Mapping[str, Any]) -> AgentRun:
+        """Run one invocation to suspension or completion; returns the run."""
+        run = await session.create_run(body)
+        await run.start()
+        await run.view.load_all()
+        while True:
+            owed = await run.run_owed_calls(self.execute)
+            if owed is None:
+                await run.suspend()
+                return run
+            items = run.input_items()
+            last = items[-1] if items else {}
+            if last.get("type") == "message" and last.get("role") == "assistant":
+                await run.end("complete")
+                return run
+            result = await run.pipe(gate_calls(self.model(items), lambda item: item.get("name") in self.gated))
+            self.results.append(result)
+            if result.reason != "complete":
+                await run.end(result.reason, result.error)
+                return run
+
+
+def assistant_with_call(messages: list[Any]) -> tuple[str, dict[str, Any]]:
+    """(codec_message_id, function_call item) of the message holding the (last) call."""
+    for m in reversed(messages):
+        for item in m.message.items:
+            if item.get("type") == "function_call":
+                return m.codec_message_id, item
+    raise AssertionError("no function_call in the view")
+
+
+def shapes(messages: list[Any]) -> list[tuple[str, list[str]]]:
+    """(role, [item types]) of each message: a compact picture of a conversation."""
+    return [(m.message.role, [i.get("type") for i in m.message.items]) for m in messages]
+
+
+def as_dicts(messages: list[Any]) -> list[dict[str, Any]]:
+    """JS JSON shape of each message (``CodecMessage.to_dict``), deep-copied through JSON."""
+    return json.loads(json.dumps([m.to_dict() for m in messages]))
+
+
+async def wait_status(view: Any, run_id: str, status: str, timeout: float = 10.0) -> None:
+    """Wait until ``view.run(run_id).status == status``."""
+
+    def ok() -> bool:
+        info = view.run(run_id)
+        return info is not None and info.status == status
+
+    await view.wait_for(ok, timeout)
