@@ -1,0 +1,228 @@
+"""Keys, tokens and capabilities for the emulator.
+
+* Key auth: ``key=<name>:<secret>`` (realtime) or ``Authorization: Basic base64(name:secret)``
+  (REST); the secret must match a configured key. A key grants every capability.
+* Token auth: ``accessToken`` / ``access_token`` (realtime) or ``Authorization: Bearer
+  base64(token)`` (REST). Tokens issued by ``POST /keys/{keyName}/requestToken`` carry their
+  capability, ``clientId`` and expiry, all enforced. **Dev mode**: any other token string is
+  accepted as a wildcard token (every capability, any ``clientId``), unless the emulator was
+  created with ``strict_tokens=True``.
+
+Capabilities are Ably's JSON map ``{"<channel or pattern>": ["publish", "subscribe", …]}``;
+``"*"`` matches every channel, ``"prefix:*"`` every channel starting with ``prefix:``, and an
+operation ``"*"`` every operation.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+from .protocol import EmulatorError
+from .store import now_ms
+
+__all__ = ["Principal", "Authority", "DEFAULT_KEY", "capability_allows"]
+
+#: The well-known development key every emulator accepts unless configured otherwise.
+DEFAULT_KEY = "local.dev:secret"
+
+DEFAULT_TTL_MS = 60 * 60 * 1000
+
+
+@dataclass
+class Principal:
+    """Who a connection or request acts as."""
+
+    key_name: str | None = None
+    token: str | None = None
+    capability: dict[str, list[str]] | None = None  # None = everything
+    client_id: str | None = None  # None = anonymous; "*" = may assume any clientId
+    expires: int | None = None
+
+    def allows(self, channel: str, operation: str) -> bool:
+        """True when the capability grants ``operation`` on ``channel``."""
+        return capability_allows(self.capability, channel, operation)
+
+    def allows_any(self, channel: str) -> bool:
+        """True when the capability grants anything on ``channel``."""
+        if self.capability is None:
+            return True
+        return any(_resource_matches(res, channel) and ops for res, ops in self.capability.items())
+
+    def check(self, channel: str, operation: str) -> None:
+        """Raise 40160 unless ``operation`` is allowed on ``channel``."""
+        if not self.allows(channel, operation):
+            raise EmulatorError(
+                f"Channel denied access based on given capability; operation {operation!r} on channel {channel!r}",
+                40160,
+                401,
+            )
+
+    def check_expiry(self) -> None:
+        """Raise 40142 when the token has expired."""
+        if self.expires is not None and now_ms() > self.expires:
+            raise EmulatorError("Token expired", 40142, 401)
+
+
+def _resource_matches(resource: str, channel: str) -> bool:
+    if resource == "*" or resource == channel:
+        return True
+    return resource.endswith("*") and channel.startswith(resource[:-1])
+
+
+def capability_allows(capability: dict[str, list[str]] | None, channel: str, operation: str) -> bool:
+    """Whether ``capability`` (None = all) grants ``operation`` on ``channel``."""
+    if capability is None:
+        return True
+    for resource, ops in capability.items():
+        if _resource_matches(resource, channel) and ("*" in ops or operation in ops):
+            return True
+    return False
+
+
+def parse_capability(value: Any) -> dict[str, list[str]] | None:
+    """A capability from its JSON text or map form; None (= all) when absent."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise EmulatorError("capability is not valid JSON", 40000, 400) from None
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(o, str) for o in v) for k, v in value.items()
+    ):
+        raise EmulatorError("capability must map channel names to lists of operations", 40000, 400)
+    return value
+
+
+class Authority:
+    """The emulator's keys and issued tokens."""
+
+    def __init__(self, keys: list[str] | None = None, *, strict_tokens: bool = False) -> None:
+        self.keys: dict[str, str] = {}
+        for key in keys if keys is not None else [DEFAULT_KEY]:
+            name, _, secret = key.partition(":")
+            if not name or not secret:
+                raise ValueError(f"keys: {key!r} is not '<name>:<secret>'")
+            self.keys[name] = secret
+        self.strict_tokens = strict_tokens
+        self.tokens: dict[str, Principal] = {}
+
+    # -- credentials -------------------------------------------------------------------------
+
+    def by_key(self, key: str, client_id: str | None = None) -> Principal:
+        """Authenticate ``name:secret``; 40101 when unknown."""
+        name, _, secret = key.partition(":")
+        expected = self.keys.get(name)
+        if expected is None or not hmac.compare_digest(expected, secret):
+            raise EmulatorError("Invalid key in request", 40101, 401)
+        return Principal(key_name=name, client_id=client_id)
+
+    def by_token(self, token: str) -> Principal:
+        """Authenticate a token string (issued, or any string in dev mode)."""
+        if not token:
+            raise EmulatorError("Token string is empty", 40101, 401)
+        issued = self.tokens.get(token)
+        if issued is not None:
+            issued.check_expiry()
+            return issued
+        if self.strict_tokens:
+            raise EmulatorError("Token not recognised", 40101, 401)
+        return Principal(token=token, client_id="*")
+
+    def from_header(self, authorization: str | None, client_id_header: str | None = None) -> Principal:
+        """Authenticate a REST ``Authorization`` header (Basic key or Bearer token)."""
+        if not authorization:
+            raise EmulatorError("Unable to authenticate: no credentials", 40101, 401)
+        scheme, _, value = authorization.strip().partition(" ")
+        value = value.strip()
+        if scheme.lower() == "basic":
+            try:
+                key = base64.b64decode(value, validate=True).decode("utf-8")
+            except (binascii.Error, ValueError):
+                raise EmulatorError("Malformed Basic credentials", 40101, 401) from None
+            cid = None
+            if client_id_header:
+                try:
+                    cid = base64.b64decode(client_id_header).decode("utf-8")
+                except (binascii.Error, ValueError):
+                    cid = client_id_header
+            return self.by_key(key, cid)
+        if scheme.lower() == "bearer":
+            token = value
+            if token not in self.tokens:
+                try:
+                    decoded = base64.b64decode(value, validate=True).decode("utf-8")
+                    if decoded.isprintable():
+                        token = decoded
+                except (binascii.Error, ValueError):
+                    pass
+            return self.by_token(token)
+        raise EmulatorError(f"Unsupported authorization scheme {scheme!r}", 40101, 401)
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    def issue(
+        self,
+        key_name: str,
+        *,
+        capability: dict[str, list[str]] | None = None,
+        client_id: str | None = None,
+        ttl: int | None = None,
+    ) -> dict[str, Any]:
+        """Issue a token and return its TokenDetails."""
+        issued = now_ms()
+        expires = issued + (int(ttl) if ttl else DEFAULT_TTL_MS)
+        token = f"emu.{key_name}.{secrets.token_urlsafe(18)}"
+        self.tokens[token] = Principal(
+            key_name=key_name, token=token, capability=capability, client_id=client_id, expires=expires
+        )
+        return {
+            "token": token,
+            "keyName": key_name,
+            "issued": issued,
+            "expires": expires,
+            "capability": json.dumps(capability if capability is not None else {"*": ["*"]}),
+            "clientId": client_id,
+        }
+
+    def request_token(self, key_name: str, body: Any, authorization: str | None) -> dict[str, Any]:
+        """Handle ``POST /keys/{key_name}/requestToken`` (signed TokenRequest or key-authorised)."""
+        if key_name not in self.keys:
+            raise EmulatorError(f"No key named {key_name!r}", 40400, 404)
+        if not isinstance(body, dict):
+            body = {}
+        if body.get("keyName") not in (None, key_name):
+            raise EmulatorError("keyName does not match the request path", 40101, 401)
+        mac = body.get("mac")
+        if mac:
+            text = "\n".join(
+                [
+                    key_name,
+                    str(body.get("ttl") or ""),
+                    str(body.get("capability") or ""),
+                    str(body.get("clientId") or ""),
+                    str(body.get("timestamp") or 0),
+                    str(body.get("nonce") or ""),
+                    "",
+                ]
+            )
+            expected = base64.b64encode(
+                hmac.new(self.keys[key_name].encode(), text.encode("utf-8"), hashlib.sha256).digest()
+            ).decode("ascii")
+            if not hmac.compare_digest(expected, str(mac)):
+                raise EmulatorError("Invalid mac in token request", 40101, 401)
+        else:
+            principal = self.from_header(authorization)
+            if principal.key_name != key_name:
+                raise EmulatorError("A token request without a mac must be authorised by its key", 40101, 401)
+        capability = parse_capability(body.get("capability"))
+        client_id = body.get("clientId") or None
+        return self.issue(key_name, capability=capability, client_id=client_id, ttl=body.get("ttl"))

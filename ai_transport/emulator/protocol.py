@@ -1,0 +1,234 @@
+"""Ably wire vocabulary for the emulator: actions, flags, error bodies, frame and data (trans)coding.
+
+Pure functions only; no I/O. Formats: ``"json"`` (text frames / ``application/json``) and
+``"msgpack"`` (binary frames / ``application/x-msgpack``, ``use_bin_type=True``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from enum import IntEnum
+from typing import Any
+
+import msgpack
+
+__all__ = [
+    "Action",
+    "MessageAction",
+    "Flag",
+    "DEFAULT_MODES",
+    "EmulatorError",
+    "error_body",
+    "decode_frame",
+    "encode_frame",
+    "ingest_data",
+    "render_message",
+    "render_messages",
+    "message_size",
+    "dumps_json",
+]
+
+
+class Action(IntEnum):
+    """ProtocolMessage actions."""
+
+    HEARTBEAT = 0
+    ACK = 1
+    NACK = 2
+    CONNECT = 3
+    CONNECTED = 4
+    DISCONNECT = 5
+    DISCONNECTED = 6
+    CLOSE = 7
+    CLOSED = 8
+    ERROR = 9
+    ATTACH = 10
+    ATTACHED = 11
+    DETACH = 12
+    DETACHED = 13
+    PRESENCE = 14
+    MESSAGE = 15
+    SYNC = 16
+    AUTH = 17
+    ACTIVATE = 18
+    OBJECT = 19
+    OBJECT_SYNC = 20
+    ANNOTATION = 21
+
+
+class MessageAction(IntEnum):
+    """Message actions (``message.create`` … ``message.append`` in ably-js)."""
+
+    CREATE = 0
+    UPDATE = 1
+    DELETE = 2
+    META = 3
+    SUMMARY = 4
+    APPEND = 5
+
+
+class Flag(IntEnum):
+    """ATTACH / ATTACHED flag bits (values are masks)."""
+
+    HAS_PRESENCE = 1 << 0
+    HAS_BACKLOG = 1 << 1
+    RESUMED = 1 << 2
+    TRANSIENT = 1 << 4
+    ATTACH_RESUME = 1 << 5
+    HAS_OBJECTS = 1 << 7
+    PRESENCE = 1 << 16
+    PUBLISH = 1 << 17
+    SUBSCRIBE = 1 << 18
+    PRESENCE_SUBSCRIBE = 1 << 19
+    ANNOTATION_PUBLISH = 1 << 21
+    ANNOTATION_SUBSCRIBE = 1 << 22
+
+
+#: Modes granted when an ATTACH requests none.
+DEFAULT_MODES = Flag.PRESENCE | Flag.PUBLISH | Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE
+MODE_MASK = (
+    Flag.PRESENCE
+    | Flag.PUBLISH
+    | Flag.SUBSCRIBE
+    | Flag.PRESENCE_SUBSCRIBE
+    | Flag.ANNOTATION_PUBLISH
+    | Flag.ANNOTATION_SUBSCRIBE
+)
+
+
+class EmulatorError(Exception):
+    """An Ably-shaped error: ``code`` (e.g. 40160), HTTP ``status_code`` and ``message``."""
+
+    def __init__(self, message: str, code: int = 40000, status_code: int = 400) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+        self.status_code = status_code
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``error`` object Ably puts in ERROR / NACK frames and REST error bodies."""
+        return error_body(self.message, self.code, self.status_code)
+
+
+def error_body(message: str, code: int, status_code: int) -> dict[str, Any]:
+    """``{"code", "statusCode", "message", "href"}`` as Ably sends it."""
+    return {
+        "code": code,
+        "statusCode": status_code,
+        "message": message,
+        "href": f"https://help.ably.io/error/{code}",
+    }
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return base64.b64encode(bytes(value)).decode("ascii")
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+def dumps_json(value: Any) -> str:
+    """Compact JSON; non-ASCII kept as is unless it holds lone surrogates (then escaped)."""
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=True, default=_json_default)
+    return text
+
+
+def decode_frame(raw: str | bytes) -> dict[str, Any]:
+    """Decode one websocket frame (text = JSON, binary = msgpack) into a ProtocolMessage dict.
+
+    Raises :class:`EmulatorError` (40000) when the frame is not a map with an integer ``action``.
+    """
+    try:
+        if isinstance(raw, str):
+            frame = json.loads(raw)
+        else:
+            frame = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # noqa: BLE001 - any decoder failure is a malformed frame
+        raise EmulatorError(f"malformed frame: {exc}", 40000, 400) from None
+    if not isinstance(frame, dict):
+        raise EmulatorError("malformed frame: a ProtocolMessage must be a map", 40000, 400)
+    action = frame.get("action")
+    if isinstance(action, bool) or not isinstance(action, int):
+        raise EmulatorError("malformed frame: missing or non-integer action", 40000, 400)
+    return frame
+
+
+def encode_frame(frame: dict[str, Any], fmt: str) -> str | bytes:
+    """Encode a ProtocolMessage for a peer using ``fmt`` (already rendered for that format)."""
+    if fmt == "msgpack":
+        return msgpack.packb(frame, use_bin_type=True)
+    return dumps_json(frame)
+
+
+def _split_encoding(encoding: Any) -> list[str]:
+    if not isinstance(encoding, str) or not encoding:
+        return []
+    return encoding.split("/")
+
+
+def ingest_data(message: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """Canonicalise ``data``/``encoding`` of an inbound message (in place, returned).
+
+    Binary becomes ``bytes`` with no transport ``base64`` step: a JSON peer's trailing ``base64``
+    step is decoded; a msgpack ``bin`` is kept. Anything else (text, ``json``-encoded text,
+    maps) is stored verbatim.
+    """
+    data = message.get("data")
+    if isinstance(data, (bytearray, memoryview)):
+        message["data"] = bytes(data)
+        return message
+    steps = _split_encoding(message.get("encoding"))
+    if steps and steps[-1] == "base64" and isinstance(data, str):
+        try:
+            message["data"] = base64.b64decode(data, validate=True)
+        except (binascii.Error, ValueError):
+            raise EmulatorError("invalid base64 data", 40013, 400) from None
+        rest = "/".join(steps[:-1])
+        if rest:
+            message["encoding"] = rest
+        else:
+            message.pop("encoding", None)
+    elif "encoding" in message and not message.get("encoding"):
+        message.pop("encoding", None)
+    return message
+
+
+def render_message(message: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """A stored message as a peer of ``fmt`` receives it (binary transcoded for JSON peers)."""
+    out = {k: v for k, v in message.items() if v is not None}
+    data = out.get("data")
+    if isinstance(data, bytes) and fmt != "msgpack":
+        out["data"] = base64.b64encode(data).decode("ascii")
+        enc = out.get("encoding")
+        out["encoding"] = f"{enc}/base64" if enc else "base64"
+    return out
+
+
+def render_messages(messages: list[dict[str, Any]], fmt: str) -> list[dict[str, Any]]:
+    """:func:`render_message` over a list."""
+    return [render_message(m, fmt) for m in messages]
+
+
+def _size_of(value: Any) -> int:
+    if value is None:
+        return 0
+    if isinstance(value, str):
+        return len(value.encode("utf-8", "surrogatepass"))
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
+    return len(dumps_json(value).encode("utf-8", "surrogatepass"))
+
+
+def message_size(message: dict[str, Any]) -> int:
+    """Ably's message size: name + clientId + data + extras (JSON) in bytes."""
+    return (
+        _size_of(message.get("name"))
+        + _size_of(message.get("clientId"))
+        + _size_of(message.get("data"))
+        + _size_of(message.get("extras"))
+    )

@@ -1,0 +1,316 @@
+"""The emulator's in-memory message store: channels, serials, mutable-message semantics, history.
+
+Sans-I/O: every method is synchronous and returns plain data; the server decides who receives
+what. Serials come from one process-wide counter per :class:`Store`, zero-padded, so every
+``serial`` and ``version.serial`` sorts lexicographically in acceptance order across channels.
+
+Mutations (Ably "mutable messages"):
+
+* update (1): ``data``/``encoding`` replaced; ``name``, ``extras`` replaced when supplied;
+* delete (2): marked deleted (content kept);
+* append (5): ``data`` = old + fragment (text+text or bytes+bytes), ``extras`` replaced by the
+  append's ``extras``, ``name`` replaced when supplied.
+
+Each stored message keeps its aggregate (``action`` 1 after update/append, 2 after delete, 0 while
+unmodified) and the list of versions. Every accepted operation is also an :class:`Event` in the
+channel's log; a subscriber that already holds the message receives ``Event.live`` (for an
+append: the fragment only), one that does not receives the aggregate as of that event.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .protocol import EmulatorError, MessageAction
+
+__all__ = ["Store", "ChannelLog", "Entry", "Event", "now_ms", "FLOOR_SERIAL"]
+
+SERIAL_WIDTH = 20
+#: The channel serial of a channel that has never had a message (sorts before every serial).
+FLOOR_SERIAL = "0" * SERIAL_WIDTH
+
+_OPS = (MessageAction.UPDATE, MessageAction.DELETE, MessageAction.APPEND)
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds since the epoch."""
+    return int(time.time() * 1000)
+
+
+@dataclass
+class Entry:
+    """One stored message: its current aggregate and every version (oldest first)."""
+
+    serial: str
+    aggregate: dict[str, Any]
+    versions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Event:
+    """One accepted operation on a channel, in channel order.
+
+    ``serial`` is the event's own serial (the message serial for a create, the version serial
+    otherwise); ``live`` is what a receiver already holding the message gets; ``aggregate`` is
+    the message as of this event (action 1/2 once mutated) for first-time receivers.
+    """
+
+    serial: str
+    message_serial: str
+    action: int
+    live: dict[str, Any]
+    aggregate: dict[str, Any]
+
+
+@dataclass
+class ChannelLog:
+    """A channel: entries by serial (in serial order) and the event log."""
+
+    name: str
+    entries: dict[str, Entry] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
+
+    @property
+    def latest_serial(self) -> str:
+        """The serial of the latest event, or :data:`FLOOR_SERIAL`."""
+        return self.events[-1].serial if self.events else FLOOR_SERIAL
+
+    def events_after(self, serial: str) -> list[Event]:
+        """Events whose serial sorts after ``serial``."""
+        lo, hi = 0, len(self.events)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.events[mid].serial <= serial:
+                lo = mid + 1
+            else:
+                hi = mid
+        return self.events[lo:]
+
+
+def _clean_version(v: Any) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if isinstance(v, dict):
+        for key in ("clientId", "description", "metadata"):
+            if v.get(key) is not None:
+                out[key] = v[key]
+    return out
+
+
+class Store:
+    """All channels of one emulator."""
+
+    def __init__(self) -> None:
+        self.channels: dict[str, ChannelLog] = {}
+        self._counter = 0
+
+    def next_serial(self) -> str:
+        """A fresh serial, greater than every serial handed out before."""
+        self._counter += 1
+        return f"{self._counter:0{SERIAL_WIDTH}d}"
+
+    def channel(self, name: str) -> ChannelLog:
+        """The channel ``name`` (created empty on first use)."""
+        log = self.channels.get(name)
+        if log is None:
+            log = self.channels[name] = ChannelLog(name)
+        return log
+
+    # -- writes ------------------------------------------------------------------------------
+
+    def validate(self, channel: str, messages: list[dict[str, Any]]) -> None:
+        """Check a batch before applying anything (all-or-nothing); raise :class:`EmulatorError`."""
+        log = self.channels.get(channel)
+        for i, msg in enumerate(messages):
+            if not isinstance(msg, dict):
+                raise EmulatorError(f"messages[{i}] is not a message object", 40000, 400)
+            action = msg.get("action")
+            if action is None or action == MessageAction.CREATE:
+                continue
+            if isinstance(action, bool) or action not in _OPS:
+                raise EmulatorError(f"messages[{i}].action {action!r} is not supported", 40000, 400)
+            serial = msg.get("serial")
+            if not isinstance(serial, str) or not serial:
+                raise EmulatorError(f"messages[{i}].serial is required for this action", 40003, 400)
+            entry = log.entries.get(serial) if log else None
+            if entry is None:
+                raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
+            if action == MessageAction.APPEND:
+                old, new = entry.aggregate.get("data"), msg.get("data")
+                if new is not None and old is not None and type(old) is not type(new):
+                    raise EmulatorError(
+                        f"messages[{i}].data: an append must have the same type as the message data "
+                        f"({type(old).__name__}, got {type(new).__name__})",
+                        40003,
+                        400,
+                    )
+                if new is not None and not isinstance(new, (str, bytes)):
+                    raise EmulatorError(f"messages[{i}].data: append data must be a string or binary", 40003, 400)
+
+    def apply(
+        self,
+        channel: str,
+        messages: list[dict[str, Any]],
+        *,
+        connection_id: str | None,
+        client_id: str | None,
+        id_prefix: str,
+    ) -> list[Event]:
+        """Apply a validated batch; return one :class:`Event` per message, serials 1:1."""
+        self.validate(channel, messages)
+        log = self.channel(channel)
+        ts = now_ms()
+        events: list[Event] = []
+        for index, msg in enumerate(messages):
+            action = msg.get("action")
+            if action is None or action == MessageAction.CREATE:
+                events.append(self._create(log, msg, ts, connection_id, client_id, f"{id_prefix}:{index}"))
+            else:
+                events.append(self._mutate(log, msg, int(action), ts, connection_id, client_id))
+        log.events.extend(events)
+        return events
+
+    def _create(
+        self,
+        log: ChannelLog,
+        msg: dict[str, Any],
+        ts: int,
+        connection_id: str | None,
+        client_id: str | None,
+        default_id: str,
+    ) -> Event:
+        serial = self.next_serial()
+        agg: dict[str, Any] = {"id": msg.get("id") or default_id}
+        for key in ("name", "data", "encoding", "extras"):
+            if msg.get(key) is not None:
+                agg[key] = msg[key]
+        cid = msg.get("clientId") or client_id
+        if cid and cid != "*":
+            agg["clientId"] = cid
+        if connection_id:
+            agg["connectionId"] = connection_id
+        agg["timestamp"] = ts
+        agg["serial"] = serial
+        agg["action"] = int(MessageAction.CREATE)
+        agg["version"] = {"serial": serial, "timestamp": ts}
+        entry = Entry(serial, agg, [dict(agg)])
+        log.entries[serial] = entry
+        log.order.append(serial)
+        return Event(serial, serial, int(MessageAction.CREATE), dict(agg), dict(agg))
+
+    def _mutate(
+        self,
+        log: ChannelLog,
+        msg: dict[str, Any],
+        action: int,
+        ts: int,
+        connection_id: str | None,
+        client_id: str | None,
+    ) -> Event:
+        entry = log.entries[msg["serial"]]
+        old = entry.aggregate
+        vserial = self.next_serial()
+        version: dict[str, Any] = {"serial": vserial, "timestamp": ts}
+        version.update(_clean_version(msg.get("version")))
+        op_client = msg.get("clientId") or client_id
+        if op_client and op_client != "*" and "clientId" not in version:
+            version["clientId"] = op_client
+        agg = dict(old)
+        agg["version"] = version
+        if action == MessageAction.UPDATE:
+            agg.pop("data", None)
+            agg.pop("encoding", None)
+            for key in ("data", "encoding"):
+                if msg.get(key) is not None:
+                    agg[key] = msg[key]
+            for key in ("name", "extras"):
+                if msg.get(key) is not None:
+                    agg[key] = msg[key]
+            agg["action"] = int(MessageAction.UPDATE)
+        elif action == MessageAction.DELETE:
+            agg["action"] = int(MessageAction.DELETE)
+        else:  # APPEND
+            frag = msg.get("data")
+            if frag is not None:
+                base = old.get("data")
+                agg["data"] = frag if base is None else base + frag
+                if base is None and msg.get("encoding"):
+                    agg["encoding"] = msg["encoding"]
+            if msg.get("extras") is not None:
+                agg["extras"] = msg["extras"]
+            else:
+                agg.pop("extras", None)
+            if msg.get("name") is not None:
+                agg["name"] = msg["name"]
+            agg["action"] = int(MessageAction.UPDATE) if old.get("action") != MessageAction.DELETE else int(
+                MessageAction.DELETE
+            )
+        entry.aggregate = agg
+        entry.versions.append(agg)
+        if action == MessageAction.APPEND:
+            live: dict[str, Any] = {"id": old.get("id")}
+            if msg.get("data") is not None:
+                live["data"] = msg["data"]
+                if msg.get("encoding"):
+                    live["encoding"] = msg["encoding"]
+            if msg.get("extras") is not None:
+                live["extras"] = msg["extras"]
+            for key in ("clientId", "connectionId", "timestamp"):
+                if old.get(key) is not None:
+                    live[key] = old[key]
+            live["serial"] = entry.serial
+            live["action"] = int(MessageAction.APPEND)
+            live["version"] = version
+        else:
+            live = dict(agg)
+            live["action"] = action
+        return Event(vserial, entry.serial, action, live, dict(agg))
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get(self, channel: str, serial: str) -> dict[str, Any]:
+        """The aggregate of message ``serial``; 40400 when unknown."""
+        log = self.channels.get(channel)
+        entry = log.entries.get(serial) if log else None
+        if entry is None:
+            raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
+        return entry.aggregate
+
+    def versions(self, channel: str, serial: str) -> list[dict[str, Any]]:
+        """Every version of message ``serial``, oldest first (appends as aggregates, action 1)."""
+        log = self.channels.get(channel)
+        entry = log.entries.get(serial) if log else None
+        if entry is None:
+            raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
+        return list(entry.versions)
+
+    def history(
+        self,
+        channel: str,
+        *,
+        start: int | None = None,
+        end: int | None = None,
+        until_serial: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Aggregates of ``channel`` in serial order (oldest first), filtered.
+
+        ``start``/``end`` bound the original timestamp (inclusive); ``until_serial`` keeps
+        messages whose serial is at or before it (ably-js ``untilAttach``).
+        """
+        log = self.channels.get(channel)
+        if log is None:
+            return []
+        out = []
+        for serial in log.order:
+            if until_serial is not None and serial > until_serial:
+                break
+            agg = log.entries[serial].aggregate
+            ts = agg.get("timestamp", 0)
+            if start is not None and ts < start:
+                continue
+            if end is not None and ts > end:
+                continue
+            out.append(agg)
+        return out
