@@ -235,3 +235,27 @@ def recorded_runs(fixtures_dir: Path) -> dict[str, list[dict[str, Any]]]:
             {"messageId": f"{stem}-r{i}", "events": resp} for i, resp in enumerate(split_responses(events))
         ]
     return runs
+
+
+def fold_events(events: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Python counterpart of the ``foldEvents`` handler: ``[{direction, event, messageId?}]`` -> messages."""
+    state = reducer.init()
+    for e in events:
+        reducer.fold(state, e["direction"], e["event"], e.get("messageId"))
+    return [m.to_dict() for m in reducer.get_messages(state)]
+
+
+def out(event: dict[str, Any], mid: str | None = "m1") -> dict[str, Any]:
+    """An output fold step."""
+    d: dict[str, Any] = {"direction": "output", "event": event}
+    if mid is not None:
+        d["messageId"] = mid
+    return d
+
+
+def inp(event: dict[str, Any], mid: str | None = "m1") -> dict[str, Any]:
+    """An input fold step."""
+    d: dict[str, Any] = {"direction": "input", "event": event}
+    if mid is not None:
+        d["messageId"] = mid
+    return d

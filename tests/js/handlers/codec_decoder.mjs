@@ -4,8 +4,13 @@ import { ResponsesCodec } from '@ably/ai-transport/openai';
 
 // What ably-js does to every inbound message (Message.fromValues): version defaults to {} and
 // version.serial to the message serial.
+// Numeric actions become ably-js's action strings, as ably-js decodes them off the wire.
+const ACTIONS = ['message.create', 'message.update', 'message.delete', 'meta', 'message.summary', 'message.append'];
+
 function inbound(m) {
+  if (!m || typeof m !== 'object') return m;
   const msg = { ...m };
+  if (typeof msg.action === 'number') msg.action = ACTIONS[msg.action];
   if (!msg.version || typeof msg.version !== 'object') msg.version = {};
   else msg.version = { ...msg.version };
   if (!msg.version.serial && msg.serial) msg.version.serial = msg.serial;
