@@ -1,0 +1,484 @@
+"""``AblyChannel``: the :class:`~ai_transport.transport.channel.Channel` protocol over the real ``ably`` SDK.
+
+Works unchanged against Ably's cloud (API key or token) and against the local emulator. It wraps an
+``ably.AblyRealtime`` channel and works around the SDK 3.1.4 gotchas (``ably-protocol.md`` §11):
+
+* the SDK's own listener is synchronous and only pushes into an :class:`asyncio.Queue`; one task per
+  channel drains it and calls our listeners in order (the SDK would run coroutine listeners as
+  separate, unordered tasks); we subscribe without a name filter so name-less append fragments
+  arrive;
+* appends / updates / deletes are awaited (an un-awaited SDK append coroutine sends nothing) and
+  take :class:`ably.types.message.Message` objects;
+* ``history(until_attach=True)`` (absent from the SDK) is a REST ``GET /channels/{name}/messages``
+  with ``from_serial`` = the serial of the latest ATTACHED, exactly what ably-js sends; paging
+  follows the ``Link: rel="next"`` headers;
+* inbound SDK ``Message`` objects become plain dicts of :class:`InboundMessage` shape: ably-js action
+  names, ``version`` dict, ``extras`` as received, ``data`` decoded (binary as ``bytes``).
+
+REST calls (history) use the realtime client's own HTTP unless a separate ``rest`` client is given
+(useful where the realtime and REST endpoints differ, e.g. a loopback emulator on a custom port).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote_plus, urlencode
+
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
+from .channel import InboundMessage, Listener, OutboundMessage, action_name
+
+__all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
+
+logger = logging.getLogger("ai_transport.transport.ably_channel")
+
+_MAX_HISTORY_LIMIT = 1000
+
+
+def _import_ably() -> Any:
+    try:
+        import ably  # noqa: PLC0415
+    except ImportError as exc:  # pragma: no cover - ably is a hard dependency
+        raise AITransportError("the 'ably' package is required for AblyChannel", ErrorCode.INTERNAL_ERROR) from exc
+    return ably
+
+
+def _wrap_error(exc: BaseException, op: str) -> AITransportError:
+    """An :class:`AITransportError` carrying an ``AblyException``'s code and status."""
+    if isinstance(exc, AITransportError):
+        return exc
+    code = getattr(exc, "code", None)
+    status = getattr(exc, "status_code", None)
+    message = getattr(exc, "message", None) or str(exc)
+    if not isinstance(code, int):
+        code = ErrorCode.INTERNAL_ERROR
+    if not isinstance(status, int):
+        status = None
+    return AITransportError(f"unable to {op}; {message}", code, status, cause=exc)
+
+
+def to_ably_message(message: OutboundMessage, *, op: str = "publish", need_serial: bool = False) -> Any:
+    """Our outbound dict as an ``ably.types.message.Message``."""
+    from ably.types.message import Message  # noqa: PLC0415
+
+    if not isinstance(message, dict):
+        raise InvalidTypeError(
+            f"unable to {op}; message must be a dict, got {type_name(message)}", ErrorCode.INVALID_ARGUMENT
+        )
+    name = message.get("name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidTypeError(
+            f"unable to {op}; message.name must be a string, got {type_name(name)}", ErrorCode.INVALID_ARGUMENT
+        )
+    extras = message.get("extras")
+    if extras is not None and not isinstance(extras, dict):
+        raise InvalidTypeError(
+            f"unable to {op}; message.extras must be a dict, got {type_name(extras)}", ErrorCode.INVALID_ARGUMENT
+        )
+    serial = message.get("serial")
+    if need_serial and (not isinstance(serial, str) or not serial):
+        raise InvalidArgumentError(
+            f"unable to {op}; message.serial must be a non-empty string", ErrorCode.INVALID_ARGUMENT
+        )
+    data = message.get("data")
+    if isinstance(data, bytes):
+        data = bytearray(data)
+    return Message(
+        name=name,
+        data=data,
+        extras=extras,
+        serial=serial if need_serial else None,
+        client_id=message.get("clientId"),
+        id=message.get("id"),
+    )
+
+
+def from_ably_message(msg: Any) -> InboundMessage:
+    """An SDK ``Message`` (decoded) as our inbound dict."""
+    out: dict[str, Any] = {}
+    if msg.id is not None:
+        out["id"] = msg.id
+    if msg.name is not None:
+        out["name"] = msg.name
+    data = msg.data
+    if isinstance(data, bytearray):
+        data = bytes(data)
+    out["data"] = data
+    encoding = getattr(msg, "encoding", "")
+    if encoding:
+        out["encoding"] = encoding
+    if msg.extras is not None:
+        out["extras"] = msg.extras
+    action = action_name(msg.action) if msg.action is not None else "message.create"
+    out["action"] = action or "message.create"
+    if msg.serial is not None:
+        out["serial"] = msg.serial
+    version = msg.version
+    if version is not None:
+        vd = version.as_dict() if hasattr(version, "as_dict") else dict(version)
+        if "serial" not in vd and msg.serial is not None:
+            vd["serial"] = msg.serial
+        if "timestamp" not in vd and msg.timestamp is not None:
+            vd["timestamp"] = msg.timestamp
+        out["version"] = vd
+    elif msg.serial is not None:
+        out["version"] = {"serial": msg.serial, "timestamp": msg.timestamp}
+    if msg.timestamp is not None:
+        out["timestamp"] = msg.timestamp
+    if msg.client_id is not None:
+        out["clientId"] = msg.client_id
+    if msg.connection_id is not None:
+        out["connectionId"] = msg.connection_id
+    return out  # type: ignore[return-value]
+
+
+class AblyHistoryPage:
+    """One page of Ably history, items converted to inbound dicts."""
+
+    def __init__(self, result: Any) -> None:
+        self._result = result
+        self.items: list[InboundMessage] = [from_ably_message(m) for m in result.items]
+
+    def has_next(self) -> bool:
+        """True when another page exists (Ably sent a ``rel="next"`` link)."""
+        return bool(self._result.has_next())
+
+    def is_last(self) -> bool:
+        """True on the last page."""
+        return not self.has_next()
+
+    async def next(self) -> AblyHistoryPage | None:
+        """The next page, or None."""
+        if not self.has_next():
+            return None
+        try:
+            result = await self._result.next()
+        except Exception as exc:  # noqa: BLE001
+            raise _wrap_error(exc, "get history") from exc
+        return AblyHistoryPage(result) if result is not None else None
+
+
+class AblyChannel:
+    """A :class:`~ai_transport.transport.channel.Channel` on a real ``ably.AblyRealtime`` channel.
+
+    Args:
+        channel_name: the Ably channel name.
+        realtime: a connected (or connecting) ``ably.AblyRealtime`` client.
+        rest: optional ``ably.AblyRest`` used for REST calls (history); defaults to ``realtime``.
+        owns_client: close ``realtime`` (and ``rest``) in :meth:`close`.
+        channel_options: keyword arguments for ``realtime.channels.get`` (e.g. ``params``).
+    """
+
+    def __init__(
+        self,
+        channel_name: str,
+        realtime: Any,
+        *,
+        rest: Any = None,
+        owns_client: bool = False,
+        **channel_options: Any,
+    ) -> None:
+        if not isinstance(channel_name, str) or not channel_name:
+            raise InvalidArgumentError(
+                "unable to create channel; channel_name must be a non-empty string", ErrorCode.INVALID_ARGUMENT
+            )
+        self.name = channel_name
+        self.realtime = realtime
+        self.rest = rest
+        self._owns_client = owns_client
+        self.raw = realtime.channels.get(channel_name, **channel_options)
+        self._listeners: list[Listener] = []
+        self._queue: asyncio.Queue[Any] | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._sdk_subscribed = False
+        self._closed = False
+
+    @classmethod
+    async def connect(
+        cls,
+        channel_name: str,
+        *,
+        key: str | None = None,
+        token: str | None = None,
+        client_id: str | None = None,
+        rest_options: dict[str, Any] | None = None,
+        channel_options: dict[str, Any] | None = None,
+        **client_options: Any,
+    ) -> AblyChannel:
+        """Open a new ``AblyRealtime`` connection (owned by the channel) and wrap ``channel_name``.
+
+        ``key`` or ``token`` (or ``auth_url`` / ``auth_callback`` in ``client_options``)
+        authenticate; ``client_id`` sets the identity. ``rest_options`` (if given) create a separate
+        ``AblyRest`` for history with the same credentials plus those options. Waits until connected.
+        """
+        ably = _import_ably()
+        opts = dict(client_options)
+        if token is not None:
+            opts["token"] = token
+        if client_id is not None:
+            opts["client_id"] = client_id
+        realtime = ably.AblyRealtime(key, **opts) if key is not None else ably.AblyRealtime(**opts)
+        rest = None
+        if rest_options is not None:
+            ropts = {k: v for k, v in opts.items() if k in ("token", "client_id", "use_token_auth")}
+            ropts.update(rest_options)
+            rest = ably.AblyRest(key, **ropts) if key is not None else ably.AblyRest(**ropts)
+        try:
+            await _wait_connected(realtime)
+        except BaseException:
+            await realtime.close()
+            if rest is not None:
+                await rest.close()
+            raise
+        return cls(channel_name, realtime, rest=rest, owns_client=True, **(channel_options or {}))
+
+    # -- identity / state -------------------------------------------------------------------
+
+    @property
+    def client_id(self) -> str | None:
+        """The ``clientId`` of the connection."""
+        cid = getattr(self.realtime.auth, "client_id", None)
+        return cid if cid and cid != "*" else None
+
+    @property
+    def connection_id(self) -> str | None:
+        """The Ably connection id (None until connected)."""
+        return getattr(self.realtime.connection.connection_manager, "connection_id", None)
+
+    @property
+    def attach_serial(self) -> str | None:
+        """The ``channelSerial`` of the latest ATTACHED (None before the first attach)."""
+        return getattr(self.raw, "_RealtimeChannel__attach_serial", None)
+
+    @property
+    def state(self) -> str:
+        """The SDK channel state as a string (``"attached"``, ``"detached"`` …)."""
+        st = self.raw.state
+        return str(getattr(st, "value", st))
+
+    # -- attach / subscribe -----------------------------------------------------------------
+
+    async def attach(self) -> None:
+        """Attach (idempotent)."""
+        self._check_open("attach")
+        try:
+            await self.raw.attach()
+        except Exception as exc:  # noqa: BLE001
+            raise _wrap_error(exc, "attach") from exc
+
+    async def detach(self) -> None:
+        """Detach: the SDK stops delivering; queued deliveries are dropped."""
+        try:
+            await self.raw.detach()
+        except Exception as exc:  # noqa: BLE001
+            raise _wrap_error(exc, "detach") from exc
+        if self._queue is not None:
+            while not self._queue.empty():
+                self._queue.get_nowait()
+
+    def _on_sdk_message(self, message: Any) -> None:
+        # Synchronous on purpose: the SDK calls it in frame order; the queue keeps that order.
+        if self._queue is not None and self._listeners:
+            self._queue.put_nowait((message, tuple(self._listeners)))
+
+    async def _deliver_loop(self) -> None:
+        assert self._queue is not None
+        queue = self._queue
+        while True:
+            message, listeners = await queue.get()
+            try:
+                inbound = from_ably_message(message)
+            except Exception:  # noqa: BLE001
+                logger.exception("skipping an undecodable message on channel %r", self.name)
+                continue
+            for listener in listeners:
+                if not any(x is listener for x in self._listeners):
+                    continue
+                try:
+                    result = listener(dict(inbound))  # type: ignore[arg-type]
+                    if inspect.isawaitable(result):
+                        await result
+                except asyncio.CancelledError:
+                    raise
+                except Exception:  # noqa: BLE001
+                    logger.exception("listener raised on channel %r", self.name)
+
+    async def subscribe(self, listener: Listener) -> None:
+        """Attach if needed and deliver every message, in order, to ``listener``."""
+        if not callable(listener):
+            raise InvalidTypeError(
+                f"unable to subscribe; listener must be callable, got {type_name(listener)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        self._check_open("subscribe")
+        if self._task is None:
+            self._queue = asyncio.Queue()
+            self._task = asyncio.get_running_loop().create_task(self._deliver_loop())
+        self._listeners.append(listener)
+        if not self._sdk_subscribed:
+            self._sdk_subscribed = True
+            try:
+                await self.raw.subscribe(self._on_sdk_message)
+            except Exception as exc:  # noqa: BLE001
+                self._sdk_subscribed = False
+                raise _wrap_error(exc, "subscribe") from exc
+        else:
+            await self.attach()
+
+    def unsubscribe(self, listener: Listener | None = None) -> None:
+        """Remove one listener, or all."""
+        if listener is None:
+            self._listeners.clear()
+        else:
+            self._listeners = [x for x in self._listeners if x is not listener]
+
+    # -- operations -------------------------------------------------------------------------
+
+    def _check_open(self, op: str) -> None:
+        if self._closed:
+            raise AITransportError(f"unable to {op}; channel '{self.name}' is closed", 90001, 400)
+
+    async def publish(self, messages: OutboundMessage | Sequence[OutboundMessage]) -> list[str]:
+        """Publish one message or a list (one ProtocolMessage, atomic); return the serials."""
+        self._check_open("publish")
+        if isinstance(messages, dict):
+            batch = [messages]
+        elif isinstance(messages, (list, tuple)):
+            batch = list(messages)
+        else:
+            raise InvalidTypeError(
+                f"unable to publish; messages must be a dict or a list of dicts, got {type_name(messages)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        sdk_messages = [to_ably_message(m) for m in batch]
+        try:
+            result = await self.raw.publish(sdk_messages)
+        except Exception as exc:  # noqa: BLE001
+            raise _wrap_error(exc, "publish") from exc
+        serials = list(getattr(result, "serials", None) or [])
+        return [s for s in serials]
+
+    async def _mutate(self, message: OutboundMessage, op: str, method: str) -> str:
+        self._check_open(op)
+        sdk_message = to_ably_message(message, op=op, need_serial=True)
+        try:
+            result = await getattr(self.raw, method)(sdk_message)
+        except Exception as exc:  # noqa: BLE001
+            raise _wrap_error(exc, op) from exc
+        version_serial = getattr(result, "version_serial", None)
+        if not version_serial:
+            raise AITransportError(
+                f"unable to {op}; no version serial returned for serial '{message['serial']}'",
+                ErrorCode.INTERNAL_ERROR,
+            )
+        return version_serial
+
+    async def append_message(self, message: OutboundMessage) -> str:
+        """Append ``data`` to the message at ``message["serial"]``; return the new version serial."""
+        return await self._mutate(message, "append message", "append_message")
+
+    async def update_message(self, message: OutboundMessage) -> str:
+        """Replace the message at ``message["serial"]``; return the new version serial."""
+        return await self._mutate(message, "update message", "update_message")
+
+    async def delete_message(self, message: OutboundMessage) -> str:
+        """Delete the message at ``message["serial"]``; return the new version serial."""
+        return await self._mutate(message, "delete message", "delete_message")
+
+    async def get_message(self, serial: str) -> InboundMessage:
+        """The aggregate (latest version) of the message at ``serial`` (REST)."""
+        try:
+            msg = await self.raw.get_message(serial)
+        except Exception as exc:  # noqa: BLE001
+            raise _wrap_error(exc, "get message") from exc
+        return from_ably_message(msg)
+
+    async def history(
+        self, *, limit: int = 100, direction: str = "backwards", until_attach: bool = False
+    ) -> AblyHistoryPage:
+        """Stored aggregates (REST), newest-first by default, paged by ``limit`` (1..1000).
+
+        ``until_attach`` restricts to messages at or before the attach point (the channel must be
+        attached), as ably-js ``history({untilAttach: true})`` does.
+        """
+        from ably.http.paginatedresult import PaginatedResult  # noqa: PLC0415
+        from ably.types.message import make_message_response_handler  # noqa: PLC0415
+
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_HISTORY_LIMIT:
+            raise InvalidArgumentError(
+                f"unable to get history; limit must be an integer in 1..{_MAX_HISTORY_LIMIT}, got {limit!r}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        if direction not in ("backwards", "forwards"):
+            raise InvalidArgumentError(
+                f"unable to get history; direction must be 'backwards' or 'forwards', got {direction!r}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        params: dict[str, str] = {"direction": direction, "limit": str(limit)}
+        if until_attach:
+            serial = self.attach_serial
+            if self.state != "attached" or not serial:
+                raise AITransportError(
+                    "unable to get history; until_attach was specified but the channel is not attached "
+                    "(or no attach serial is known)",
+                    ErrorCode.BAD_REQUEST,
+                    400,
+                )
+            params["from_serial"] = serial
+        http = (self.rest if self.rest is not None else self.realtime).http
+        path = f"/channels/{quote_plus(self.name, safe=':')}/messages?{urlencode(params)}"
+        try:
+            result = await PaginatedResult.paginated_query(
+                http, url=path, response_processor=make_message_response_handler(None)
+            )
+        except Exception as exc:  # noqa: BLE001
+            raise _wrap_error(exc, "get history") from exc
+        return AblyHistoryPage(result)
+
+    async def close(self) -> None:
+        """Stop delivery; close the client too when this channel owns it."""
+        if self._closed:
+            return
+        self._closed = True
+        self._listeners.clear()
+        if self._sdk_subscribed:
+            try:
+                self.raw.unsubscribe(self._on_sdk_message)
+            except Exception:  # noqa: BLE001
+                logger.debug("unsubscribe failed", exc_info=True)
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
+        if self._owns_client:
+            await self.realtime.close()
+            if self.rest is not None:
+                await self.rest.close()
+
+    def __repr__(self) -> str:
+        return f"AblyChannel(name={self.name!r}, client_id={self.client_id!r}, state={self.state!r})"
+
+
+async def _wait_connected(realtime: Any, timeout: float = 30.0) -> None:
+    """Wait until ``realtime`` is connected (raise if it fails)."""
+    conn = realtime.connection
+
+    def _state() -> str:
+        st = conn.state
+        return str(getattr(st, "value", st))
+
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while _state() != "connected":
+        if _state() in ("failed", "closed", "suspended"):
+            reason = getattr(conn, "error_reason", None)
+            raise _wrap_error(reason or AITransportError(f"connection {_state()}", 80000, 400), "connect")
+        if loop.time() > deadline:
+            raise AITransportError("unable to connect; timed out", 80003, 408)
+        await asyncio.sleep(0.01)
