@@ -11,10 +11,12 @@ from .channel import (
     Writer,
     action_name,
 )
+from .ably_channel import AblyChannel
 from .memory import InProcessChannel, InProcessClient, InProcessHub
 
 __all__ = [
     "ACTIONS",
+    "AblyChannel",
     "Channel",
     "HistoryPage",
     "InProcessChannel",
