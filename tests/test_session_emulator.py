@@ -1,0 +1,246 @@
+"""Sessions over real Ably SDKs on the local emulator.
+
+* Python agent + Python client through :class:`~ai_transport.transport.ably_channel.AblyChannel`
+  (ably-python 3.1.4): the approval flow, and a transport drop mid-stream that the client survives.
+* Interop with the reference implementation in node (``@ably/ai-transport@0.8.0`` + ably-js):
+  a JS client (``createClientSession``) with our Python agent, and a JS agent
+  (``createAgentSession``) with our Python client. Both sides must render the same messages.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ai_transport.transport.ably_channel")
+pytest.importorskip("ai_transport.emulator")
+
+from ai_transport.cli.scenario import run_tool, scripted_turn  # noqa: E402
+from ai_transport.emulator.client import client_options, connect_info  # noqa: E402
+from ai_transport.readers.calls import to_responses_input  # noqa: E402
+from ai_transport.transport.ably_channel import AblyChannel  # noqa: E402
+from ai_transport.transport.agent import AgentSession  # noqa: E402
+from ai_transport.transport.client import ClientSession  # noqa: E402
+from support_emulator import emulator_thread, unique_channel  # noqa: E402,F401
+from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, user_message, wait_status  # noqa: E402
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+
+
+async def open_channel(emu: Any, name: str, client_id: str) -> AblyChannel:
+    return await asyncio.wait_for(AblyChannel.connect(name, **client_options(emu, client_id=client_id)), 15)
+
+
+def strip_ids(messages: list[dict]) -> list[dict]:
+    """Messages without their codec-message-ids (each side mints its own for optimistic keys)."""
+    return [m["message"] for m in messages]
+
+
+async def test_python_agent_and_client_over_ably_sdk(emulator_thread) -> None:
+    name = unique_channel("sess")
+    cch = await open_channel(emulator_thread, name, "alice")
+    ach = await open_channel(emulator_thread, name, "agent")
+    client = ClientSession(cch)
+    await client.connect()
+    agent = AgentSession(ach)
+    await agent.connect()
+    worker = Worker()
+    try:
+        sent = await client.view.send(user_message("Weather in Paris?"))
+        run = await worker.handle(agent, sent.invocation.to_json())
+        await wait_status(client.view, run.run_id, "suspended")
+        cmid, call = assistant_with_call(client.view.get_messages())
+        answer = await client.view.send(
+            C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
+        )
+        await worker.handle(agent, answer.invocation.to_json())
+        await wait_status(client.view, run.run_id, "complete")
+        assert worker.executed == [("get_weather", call["arguments"])]
+        assert shapes(client.view.get_messages()) == [
+            ("user", ["message"]),
+            ("assistant", ["reasoning", "message", "function_call"]),
+            ("assistant", ["function_call_output"]),
+            ("assistant", ["reasoning", "message"]),
+        ]
+    finally:
+        await client.close()
+        await agent.end()
+        await cch.close()
+        await ach.close()
+
+
+async def test_connection_drop_mid_stream_client_converges(emulator_thread) -> None:
+    name = unique_channel("drop")
+    cch = await open_channel(emulator_thread, name, "alice")
+    ach = await open_channel(emulator_thread, name, "agent")
+    client = ClientSession(cch)
+    await client.connect()
+    agent = AgentSession(ach)
+    await agent.connect()
+    halfway = asyncio.Event()
+    resume = asyncio.Event()
+
+    async def model(items):
+        for i, event in enumerate(scripted_turn({"input": items})):
+            if i == 10:
+                halfway.set()
+                await resume.wait()
+            yield event
+
+    worker = Worker(model=model)
+    try:
+        sent = await client.view.send(user_message("Weather in Lisbon?"))
+        task = asyncio.ensure_future(worker.handle(agent, sent.invocation.to_json()))
+        await halfway.wait()
+        # drop every transport (both SDK connections reconnect and resume)
+        dropped = await asyncio.to_thread(emulator_thread.call, emulator_thread.emulator.drop_transports)
+        assert dropped >= 2
+        await asyncio.sleep(0.5)
+        resume.set()
+        run = await asyncio.wait_for(task, 30)
+        await wait_status(client.view, run.run_id, "suspended", timeout=20)
+        # converged: the client's view equals a fresh reader's view of the channel history
+        fresh_ch = await open_channel(emulator_thread, name, "carol")
+        fresh = ClientSession(fresh_ch)
+        await fresh.connect()
+        await fresh.view.load_all()
+
+        async def converged() -> bool:
+            return as_dicts(client.view.get_messages()) == as_dicts(fresh.view.get_messages())
+
+        for _ in range(100):
+            if await converged():
+                break
+            await asyncio.sleep(0.1)
+        assert as_dicts(client.view.get_messages()) == as_dicts(fresh.view.get_messages())
+        assert shapes(client.view.get_messages())[1] == ("assistant", ["reasoning", "message", "function_call"])
+        await fresh.close()
+        await fresh_ch.close()
+    finally:
+        await client.close()
+        await agent.end()
+        await cch.close()
+        await ach.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Interop with @ably/ai-transport 0.8.0 in node
+
+
+async def js(node: Any, op: str, **args: Any) -> Any:
+    return await asyncio.to_thread(node.call, "session", op, **args)
+
+
+async def test_js_client_with_python_agent(emulator_thread, node) -> None:
+    name = unique_channel("interop-jsc")
+    ach = await open_channel(emulator_thread, name, "agent")
+    agent = AgentSession(ach)
+    await agent.connect()
+    pch = await open_channel(emulator_thread, name, "observer")
+    observer = ClientSession(pch)
+    await observer.connect()
+    worker = Worker()
+    jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+    try:
+        sent = await js(node, "clientSend", id=jsc["id"], text="Weather in Paris?")
+        run = await worker.handle(agent, sent["invocation"])
+        assert run.status == "suspended" and run.input_client_id == "alice"
+        waited = await js(node, "clientWait", id=jsc["id"], inputCodecMessageId=sent["inputCodecMessageId"], status="suspended")
+        assert waited["runId"] == run.run_id
+
+        js_view = await js(node, "clientMessages", id=jsc["id"])
+        await wait_status(observer.view, run.run_id, "suspended")
+        assert js_view["messages"] == as_dicts(run.view.get_messages())
+        assert js_view["messages"] == as_dicts(observer.view.get_messages())
+        call = js_view["messages"][1]["message"]["items"][2]
+        assert js_view["messages"][1]["message"]["toolCallStates"][call["call_id"]]["approval"] == "pending"
+
+        answer = await js(node, "clientApprove", id=jsc["id"], approved=True)
+        assert answer["runId"] == run.run_id
+        resumed = await worker.handle(agent, answer["invocation"])
+        assert resumed.run_id == run.run_id
+        await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="complete")
+        await wait_status(observer.view, run.run_id, "complete")
+        assert worker.executed == [("get_weather", call["arguments"])]
+
+        final = await js(node, "clientMessages", id=jsc["id"])
+        assert final["messages"] == as_dicts(observer.view.get_messages())
+        assert final["messages"] == as_dicts(resumed.view.get_messages())
+        assert [m["message"]["role"] for m in final["messages"]] == ["user", "assistant", "assistant", "assistant"]
+        assert final["runs"][0]["status"] == "complete" and final["runs"][0]["clientId"] == "alice"
+        assert [s["status"] for s in final["runs"][0]["steps"]] == ["complete", "complete", "complete"]
+    finally:
+        await js(node, "clientClose", id=jsc["id"])
+        await observer.close()
+        await agent.end()
+        await ach.close()
+        await pch.close()
+
+
+def _turns_for(question: str) -> tuple[list[dict], Any]:
+    first = scripted_turn({"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": question}]}]})
+    call = next(e["item"] for e in first if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call")
+    return first, call
+
+
+@pytest.mark.parametrize("decision", ["approve", "deny", "client-result"])
+async def test_js_agent_with_python_client(emulator_thread, node, decision: str) -> None:
+    name = unique_channel("interop-jsa")
+    cch = await open_channel(emulator_thread, name, "alice")
+    client = ClientSession(cch)
+    await client.connect()
+    opts = connect_info(emulator_thread, client_id="js-agent")
+    question = "Weather in Paris?"
+    first, call = _turns_for(question)
+    gated = ["get_weather"] if decision != "client-result" else []
+    client_tools = ["get_weather"] if decision == "client-result" else []
+    try:
+        sent = await client.view.send(user_message(question))
+        r1 = await js(node, "agentHandle", options=opts, channel=name, invocation=sent.invocation.to_json(),
+                      gated=gated, clientTools=client_tools, turns=[first])
+        assert r1["outcome"] == "suspended"
+        assert r1["modelInputs"] == [to_responses_input([m.message for m in client.view.get_messages()][:1])]
+        await wait_status(client.view, r1["runId"], "suspended")
+        assert as_dicts(client.view.get_messages()) == r1["messages"]
+        assert sent.run_id == r1["runId"]
+
+        cmid, py_call = assistant_with_call(client.view.get_messages())
+        assert py_call == call | {"status": "completed"} or py_call["call_id"] == call["call_id"]
+        weather = run_tool("get_weather", call["arguments"])
+        if decision == "approve":
+            inp = C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True})
+        elif decision == "deny":
+            inp = C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": False, "reason": "no"})
+        else:
+            inp = C.create_tool_result(cmid, {"call_id": call["call_id"], "output": weather})
+        answer = await client.view.send(inp, run_id=r1["runId"])
+
+        expected_input = to_responses_input([m.message for m in client.view.get_messages()])
+        # what the JS agent will send the model after answering: the call paired with its output
+        if decision == "approve":
+            expected_input = expected_input + [{"type": "function_call_output", "call_id": call["call_id"], "output": weather}]
+        second_input = [dict(i) for i in expected_input]
+        if decision == "deny":
+            second_input.append({"type": "function_call_output", "call_id": call["call_id"], "output": "no"})
+        elif decision == "client-result":
+            second_input.append({"type": "function_call_output", "call_id": call["call_id"], "output": weather})
+        second = scripted_turn({"input": second_input})
+        r2 = await js(node, "agentHandle", options=opts, channel=name, invocation=answer.invocation.to_json(),
+                      gated=gated, clientTools=client_tools, turns=[second], toolOutputs={"get_weather": weather})
+        assert r2["runId"] == r1["runId"] and r2["outcome"] == "complete"
+        assert r2["executed"] == ([["get_weather", call["arguments"]]] if decision == "approve" else [])
+        await wait_status(client.view, r1["runId"], "complete")
+        final = client.view.get_messages()
+        assert as_dicts(final) == r2["messages"]
+        # the JS agent's model input is exactly our reader's view of the conversation so far
+        assert r2["modelInputs"][0] == json.loads(json.dumps(to_responses_input([m.message for m in final][: len(final) - 1])))
+        roles = [m.message.role for m in final]
+        assert roles[0] == "user" and roles[-1] == "assistant"
+        info = client.view.run(r1["runId"])
+        assert info.status == "complete" and info.client_id == "alice"
+    finally:
+        await client.close()
+        await cch.close()
