@@ -460,3 +460,36 @@ def test_drop_reasoning_items_keeps_ids_not_produced_by_reasoning():
     ]
     assert drop_reasoning_items(items[1:]) is None
     assert drop_reasoning_items("text input") is None
+
+
+async def test_x_should_retry_header_overrides_the_status_rule(serve, make_client):
+    no = ErrorReply.from_error("nope", type="server_error", status=500, headers={"x-should-retry": "false"})
+    server = await serve(sequence(no, [*build_response_events([ScriptedText("ok")], seed=5)]))
+    with pytest.raises(ResponsesAPIError):
+        await make_client(server).stream(input=USER_INPUT).collect()
+    assert len(server.requests) == 1
+    yes = ErrorReply.from_error("conflict", status=400, headers={"x-should-retry": "true"})
+    server2 = await serve(sequence(yes, [*build_response_events([ScriptedText("ok")], seed=5)]))
+    assert (await make_client(server2).stream(input=USER_INPUT).collect())[-1]["type"] == "response.completed"
+
+
+async def test_malformed_frames_are_skipped_and_logged(serve, make_client, caplog):
+    events = build_response_events([ScriptedText("hello there")], seed=6)
+    frames = StreamReply.from_events(events).frames
+    frames.insert(3, b"event: junk\ndata: {not json\n\n")
+    frames.insert(5, b"data: [1, 2]\n\n")
+    frames.insert(6, b": keep-alive comment\n\n")
+    server = await serve(lambda request: StreamReply(frames))
+    caplog.set_level(logging.WARNING, logger="ai_transport.responses")
+    got = await make_client(server).stream(input=USER_INPUT).collect()
+    assert got == events
+    skipped = [r.getMessage() for r in caplog.records if r.name == "ai_transport.responses"]
+    assert len(skipped) == 2 and all("skipping" in m for m in skipped)
+
+
+async def test_json_body_instead_of_an_event_stream_is_a_stream_error(serve, make_client):
+    body = json.dumps({"error": {"message": "proxy said no", "type": "proxy", "param": None, "code": None}})
+    server = await serve(lambda request: ErrorReply(200, body.encode()))
+    with pytest.raises(ResponsesStreamError) as info:
+        await make_client(server).stream(input=USER_INPUT).collect()
+    assert "proxy said no" in info.value.message and info.value.api_message == "proxy said no"

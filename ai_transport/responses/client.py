@@ -119,6 +119,14 @@ def drop_reasoning_items(input: Any) -> list[Any] | None:
     return out
 
 
+def _should_retry(response: httpx.Response) -> bool:
+    """408/409/429/5xx are retried; the API's ``x-should-retry: true|false`` header overrides."""
+    hint = response.headers.get("x-should-retry", "").lower()
+    if hint in ("true", "false"):
+        return hint == "true"
+    return response.status_code in _RETRY_STATUSES or response.status_code >= 500
+
+
 def _retry_after(response: httpx.Response) -> float | None:
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = response.headers.get(name)
@@ -218,9 +226,7 @@ class ResponsesStream:
                                 self.dropped_reasoning = True
                                 body = {**body, "input": stripped}
                                 continue
-                        if (
-                            resp.status_code in _RETRY_STATUSES or resp.status_code >= 500
-                        ) and retries < retry.max_retries:
+                        if _should_retry(resp) and retries < retry.max_retries:
                             delay = retry.delay(retries, _retry_after(resp))
                             retries += 1
                             logger.info(

@@ -51,7 +51,7 @@ class SSEDecoder:
 
     def __init__(self) -> None:
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-        self._text = ""  # decoded text not yet split into lines
+        self._partial: list[str] = []  # pieces of the current, unterminated line
         self._skip_lf = False  # the previous chunk ended with "\r": a leading "\n" belongs to it
         self._bom_checked = False
         self._data: list[str] = []
@@ -80,9 +80,9 @@ class SSEDecoder:
         events = self._consume(self._decoder.decode(b"", final=True))
         # A final line without a terminator is still a line; process it, but never dispatch the
         # pending event (it was not followed by a blank line).
-        if self._text:
-            self._line(self._text)
-            self._text = ""
+        if self._partial:
+            self._line("".join(self._partial))
+            self._partial = []
         self._closed = True
         self._reset_event()
         return events
@@ -93,37 +93,46 @@ class SSEDecoder:
         if not text:
             return []
         if not self._bom_checked:
-            if not self._text and text:
-                if text[0] == "\ufeff":
-                    text = text[1:]
-                self._bom_checked = True
-        if self._skip_lf and text:
-            if text[0] == "\n":
+            self._bom_checked = True
+            if text[0] == "\ufeff":
                 text = text[1:]
+        if self._skip_lf:
             self._skip_lf = False
-        buf = self._text + text
+            if text[:1] == "\n":
+                text = text[1:]
         events: list[ServerSentEvent] = []
         start = 0
-        n = len(buf)
-        while start < n:
-            cr = buf.find("\r", start)
-            lf = buf.find("\n", start)
-            if cr == -1 and lf == -1:
-                break
+        n = len(text)
+        find = text.find
+        # Only the new text is scanned (a long line split over many chunks stays linear).
+        cr = find("\r", start)
+        lf = find("\n", start)
+        while cr != -1 or lf != -1:
             if cr == -1 or (lf != -1 and lf < cr):
                 end, nxt = lf, lf + 1
             else:
                 end = cr
                 if cr + 1 < n:
-                    nxt = cr + 2 if buf[cr + 1] == "\n" else cr + 1
+                    nxt = cr + 2 if text[cr + 1] == "\n" else cr + 1
                 else:
                     nxt = cr + 1
                     self._skip_lf = True  # "\r" at the very end: a following "\n" is part of it
-            event = self._line(buf[start:end])
+            if self._partial:
+                self._partial.append(text[start:end])
+                line = "".join(self._partial)
+                self._partial = []
+            else:
+                line = text[start:end]
+            event = self._line(line)
             if event is not None:
                 events.append(event)
             start = nxt
-        self._text = buf[start:]
+            if cr != -1 and cr < start:
+                cr = find("\r", start)
+            if lf != -1 and lf < start:
+                lf = find("\n", start)
+        if start < n:
+            self._partial.append(text[start:])
         return events
 
     def _line(self, line: str) -> ServerSentEvent | None:
