@@ -1,0 +1,181 @@
+"""AblyChannel specifics against the loopback emulator (unmodified ably-python SDK)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from ai_transport.emulator import Emulator, ably_realtime, client_options, request_token
+from ai_transport.errors import AITransportError, InvalidArgumentError, InvalidTypeError
+from ai_transport.transport import AblyChannel, Channel, Writer
+from ai_transport.transport.ably_channel import from_ably_message, to_ably_message
+from support_channels import Recorder, all_history, subscribed, unique_name
+from support_emulator import emulator, wait_connected  # noqa: F401 - fixture
+
+
+async def test_connect_owns_its_client(emulator: Emulator) -> None:
+    ch = await AblyChannel.connect("owned", client_id="alice", **client_options(emulator))
+    assert isinstance(ch, Channel) and isinstance(ch, Writer)
+    assert ch.client_id == "alice" and ch.connection_id
+    rec = await subscribed(ch)
+    assert ch.state == "attached" and ch.attach_serial is not None
+    (s,) = await ch.publish({"name": "n", "data": "hi"})
+    assert (await rec.wait_count(1))[0]["serial"] == s
+    assert "AblyChannel(name='owned'" in repr(ch)
+    await ch.close()
+    assert ch.realtime.connection.state == "closed"
+    with pytest.raises(AITransportError, match="closed"):
+        await ch.publish({"data": "x"})
+
+
+async def test_wrapping_a_shared_client_leaves_it_open(emulator: Emulator) -> None:
+    realtime = ably_realtime(emulator, client_id="bob")
+    try:
+        await wait_connected(realtime)
+        a = AblyChannel("one", realtime)
+        b = AblyChannel("two", realtime)
+        rec_a, rec_b = await subscribed(a), await subscribed(b)
+        await a.publish({"data": "to one"})
+        await b.publish({"data": "to two"})
+        assert [m["data"] for m in await rec_a.wait_count(1)] == ["to one"]
+        assert [m["data"] for m in await rec_b.wait_count(1)] == ["to two"]
+        await a.close()
+        assert realtime.connection.state == "connected"
+        await b.publish({"data": "still"})
+        await rec_b.wait_count(2)
+        await b.close()
+    finally:
+        await realtime.close()
+
+
+async def test_coroutine_listeners_run_one_at_a_time_in_order(emulator: Emulator) -> None:
+    ch = await AblyChannel.connect(unique_name(), client_id="c", **client_options(emulator))
+    order: list[str] = []
+    running = 0
+
+    async def slow(msg: dict[str, Any]) -> None:
+        nonlocal running
+        running += 1
+        assert running == 1, "listener re-entered"
+        order.append(msg["data"])
+        await asyncio.sleep(0.01 if int(msg["data"]) % 2 else 0)
+        running -= 1
+
+    await ch.subscribe(slow)
+    rec = await subscribed(ch)
+    (s,) = await ch.publish({"data": "0"})
+    for i in range(1, 8):
+        await ch.publish({"data": str(i)})
+    await rec.wait_count(8)
+    for _ in range(100):
+        if len(order) == 8:
+            break
+        await asyncio.sleep(0.01)
+    assert order == [str(i) for i in range(8)]
+    ch.unsubscribe(slow)
+    await ch.publish({"data": "8"})
+    await rec.wait_count(9)
+    await asyncio.sleep(0.05)
+    assert len(order) == 8
+    await ch.close()
+
+
+async def test_sdk_errors_become_coded_transport_errors(emulator: Emulator) -> None:
+    ch = await AblyChannel.connect(unique_name(), client_id="c", **client_options(emulator))
+    with pytest.raises(AITransportError) as info:
+        await ch.append_message({"serial": "99999999999999999999", "data": "x"})
+    assert info.value.code == 40400 and info.value.status_code == 404
+    assert "unable to append message" in info.value.message
+    with pytest.raises(AITransportError) as info:
+        await ch.history(until_attach=True)
+    assert info.value.code == 40000 and "until_attach" in info.value.message
+    for bad, exc, needle in [
+        (ch.publish(42), InvalidTypeError, "messages"),
+        (ch.publish({"extras": "x"}), InvalidTypeError, "message.extras"),
+        (ch.publish({"name": 1}), InvalidTypeError, "message.name"),
+        (ch.update_message({"data": "x"}), InvalidArgumentError, "message.serial"),
+        (ch.history(limit=0), InvalidArgumentError, "limit"),
+        (ch.history(direction="up"), InvalidArgumentError, "direction"),
+        (ch.subscribe(3), InvalidTypeError, "listener"),
+    ]:
+        with pytest.raises(exc) as info:
+            await bad
+        assert info.value.code == 40003 and needle in info.value.message
+    await ch.close()
+
+
+async def test_missing_capability_is_reported_with_ablys_code(emulator: Emulator) -> None:
+    name = unique_name("cap")
+    token = await asyncio.to_thread(
+        request_token, emulator, capability={name: ["subscribe", "history"]}, client_id="reader"
+    )
+    ch = await AblyChannel.connect(name, client_id="reader", **client_options(emulator, token=token["token"]))
+    rec = await subscribed(ch)
+    with pytest.raises(AITransportError) as info:
+        await ch.publish({"data": "nope"})
+    assert info.value.code == 40160 and info.value.status_code == 401
+    assert isinstance(rec, Recorder) and (await ch.history()).items == []
+    await ch.close()
+
+
+async def test_json_protocol_client_sees_the_same_dicts(emulator: Emulator) -> None:
+    name = unique_name("json")
+    binary = await AblyChannel.connect(name, client_id="bin", **client_options(emulator))
+    text = await AblyChannel.connect(
+        name, client_id="txt", **client_options(emulator, use_binary_protocol=False)
+    )
+    rb, rt = await subscribed(binary), await subscribed(text)
+    (s,) = await text.publish({"name": "b", "data": b"\x00\xff"})
+    await text.append_message({"serial": s, "data": b"\x01"})
+    await binary.publish({"name": "j", "data": {"k": [1, None]}, "extras": {"headers": {"a": "é"}}})
+    got_b, got_t = await rb.wait_count(3), await rt.wait_count(3)
+    for got in (got_b, got_t):
+        assert got[0]["data"] == b"\x00\xff" and isinstance(got[0]["data"], bytes)
+        assert got[1]["action"] == "message.append" and got[1]["data"] == b"\x01"
+        assert got[2]["data"] == {"k": [1, None]} and got[2]["extras"] == {"headers": {"a": "é"}}
+        assert all("encoding" not in m for m in got)
+    for ch in (binary, text):
+        hist = await all_history(ch)
+        assert [m["data"] for m in hist] == [{"k": [1, None]}, b"\x00\xff\x01"]
+    await binary.close()
+    await text.close()
+
+
+async def test_until_attach_with_a_name_needing_url_quoting(emulator: Emulator) -> None:
+    name = f"ai:conv/{unique_name()} x+y?&"
+    pub = await AblyChannel.connect(name, client_id="p", **client_options(emulator))
+    (early,) = await pub.publish({"data": "early"})
+    sub = await AblyChannel.connect(name, client_id="s", **client_options(emulator))
+    rec = await subscribed(sub)
+    await pub.publish({"data": "late"})
+    await rec.wait_count(1)
+    page = await sub.history(until_attach=True)
+    assert [m["serial"] for m in page.items] == [early] and page.is_last() and await page.next() is None
+    assert [m["data"] for m in await all_history(sub)] == ["late", "early"]
+    assert (await sub.get_message(early))["data"] == "early"
+    await pub.close()
+    await sub.close()
+
+
+def test_message_conversion_both_ways() -> None:
+    from ably.types.message import Message, MessageAction, MessageVersion
+
+    sdk = to_ably_message({"name": "n", "data": b"\x01", "extras": {"a": 1}, "serial": "s1"}, need_serial=True)
+    assert (sdk.name, bytes(sdk.data), sdk.extras, sdk.serial) == ("n", b"\x01", {"a": 1}, "s1")
+    assert to_ably_message({"serial": "s1", "data": "x"}).serial is None  # publish never carries one
+    inbound = from_ably_message(
+        Message(
+            id="i", data=bytearray(b"ab"), serial="s", action=MessageAction.MESSAGE_APPEND,
+            version=MessageVersion(serial="v", timestamp=5, client_id="c"), timestamp=4, client_id="c",
+            connection_id="k", extras={"headers": {}},
+        )
+    )
+    assert inbound == {
+        "id": "i", "data": b"ab", "extras": {"headers": {}}, "action": "message.append", "serial": "s",
+        "version": {"serial": "v", "timestamp": 5, "clientId": "c"}, "timestamp": 4, "clientId": "c",
+        "connectionId": "k",
+    }
+    bare = from_ably_message(Message(name="x", data="d", serial="s", timestamp=3))
+    assert bare["action"] == "message.create" and bare["version"] == {"serial": "s", "timestamp": 3}
