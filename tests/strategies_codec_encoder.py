@@ -134,7 +134,6 @@ def response_events(draw: Any, interleave: bool = True) -> list[dict]:
             cursors[i] += 1
     else:
         events = [e for evs in per_item for e in evs]
-    seq = 0
     out = []
     if draw(st.booleans()):
         out.append({"type": "response.created", "response": {"id": "resp_1", "status": "in_progress"}})
@@ -142,10 +141,9 @@ def response_events(draw: Any, interleave: bool = True) -> list[dict]:
     if draw(st.booleans()):
         out.append({"type": "response.completed", "response": {"id": "resp_1", "status": "completed"}})
     with_seq = draw(st.booleans())
-    for ev in out:
-        if with_seq:
+    if with_seq:
+        for seq, ev in enumerate(out):
             ev["sequence_number"] = seq
-        seq += 1
     return out
 
 

@@ -9,10 +9,9 @@ and message) must be identical, key order included.
 from __future__ import annotations
 
 import pytest
+from codec_encoder_cases import CLOSE, cases
 from hypothesis import given
 from hypothesis import strategies as st
-
-from codec_encoder_cases import CLOSE, cases
 from strategies_codec_encoder import event_streams, header_maps
 from support_codec_encoder import assert_same_as_js, fixture_names, load_events, outputs
 

@@ -17,7 +17,7 @@ The reducer and decoder live in :mod:`ai_transport.codec.reducer` and :mod:`ai_t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NoReturn
 
 from .encoder import ChannelWriter, Encoder
 from .inputs import (
@@ -43,7 +43,7 @@ class ResponsesCodec:
     create_tool_result_error = staticmethod(create_tool_result_error)
     create_tool_approval_response = staticmethod(create_tool_approval_response)
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> ResponsesCodec:  # pragma: no cover - guard
+    def __new__(cls, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("ResponsesCodec is a namespace; call its static methods")
 
     @staticmethod

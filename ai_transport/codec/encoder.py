@@ -34,7 +34,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
@@ -461,7 +461,7 @@ class EncoderCore:
             return
         try:
             self._hook(msg)
-        except Exception:  # noqa: BLE001 - a hook must never break encoding (as 0.8.0)
+        except Exception:
             log.exception("encoder on_ably_message hook raised")
 
     def _transport(
@@ -555,7 +555,7 @@ class EncoderCore:
 
 
 def _get(source: Mapping[str, Any], key: str) -> Any:
-    return source[key] if key in source else ABSENT
+    return source.get(key, ABSENT)
 
 
 def _first_serial(result: Any) -> str | None:

@@ -136,7 +136,7 @@ def js_string(value: Any) -> str:
 
 
 def _get(source: Mapping[str, Any], key: str) -> Any:
-    return source[key] if key in source else ABSENT
+    return source.get(key, ABSENT)
 
 
 def _kind_headers(kind: str) -> dict[str, str]:
