@@ -285,6 +285,17 @@ class AgentSession:
         name = message.get("name")
         client_id = message.get("clientId")
         serial = message.get("serial")
+        action = action_name(message.get("action"))
+        version = message.get("version")
+        mutator = version.get("clientId") if isinstance(version, Mapping) else None
+        if (
+            action in ("message.update", "message.append", "message.delete")
+            and isinstance(mutator, str)
+            and mutator not in self.trusted_agent_ids
+            and (not name or name in _AGENT_NAMES)
+        ):
+            self._reject(message, f"agent message mutated by {mutator!r}, not a trusted agent identity")
+            return False
         if name in _AGENT_NAMES:
             if client_id not in self.trusted_agent_ids:
                 self._reject(message, "not a trusted agent identity")
@@ -293,7 +304,6 @@ class AgentSession:
                 self._accepted_streams.add(serial)
             return True
         if not name:
-            action = action_name(message.get("action"))
             if action in ("message.append", "message.update", "message.delete"):
                 if serial in self._accepted_streams:
                     return True

@@ -189,6 +189,16 @@ class ClientSession:
             return True
         name = message.get("name")
         serial = message.get("serial")
+        version = message.get("version")
+        mutator = version.get("clientId") if isinstance(version, Mapping) else None
+        if (
+            action_name(message.get("action")) in ("message.update", "message.append", "message.delete")
+            and isinstance(mutator, str)
+            and mutator not in self.trusted_agent_ids
+            and (not name or name in _AGENT_NAMES)
+        ):
+            logger.warning("ignored agent message %s mutated by untrusted %r", serial, mutator)
+            return False
         if name in _AGENT_NAMES:
             if message.get("clientId") not in self.trusted_agent_ids:
                 logger.warning("ignored %s from untrusted publisher %r", name, message.get("clientId"))
