@@ -1,0 +1,224 @@
+"""The emulator's REST side over plain HTTP (httpx): routes, auth, paging, bodies, errors."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import msgpack
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from ai_transport.emulator import EmulatorThread, request_token
+from support_emulator import emulator_thread, unique_channel  # noqa: F401
+
+pytestmark = pytest.mark.timeout(120)
+
+BASIC = {"Authorization": "Basic " + base64.b64encode(b"local.dev:secret").decode()}
+
+
+@pytest.fixture(scope="module")
+def http(emulator_thread: EmulatorThread) -> Iterator[httpx.Client]:
+    """A keep-alive HTTP client on the session emulator (Basic auth with the dev key)."""
+    with httpx.Client(base_url=emulator_thread.url, headers=BASIC, timeout=10) as client:
+        yield client
+
+
+def publish(http: httpx.Client, channel: str, messages: list[dict[str, Any]]) -> list[str]:
+    r = http.post(f"/channels/{channel}/messages", json=messages)
+    assert r.status_code == 201, r.text
+    return r.json()["serials"]
+
+
+def read_all(http: httpx.Client, url: str, params: dict[str, Any]) -> tuple[list[dict[str, Any]], int]:
+    """Follow rel=next links; return every item and the number of pages."""
+    items: list[dict[str, Any]] = []
+    pages = 0
+    r = http.get(url, params=params)
+    while True:
+        assert r.status_code == 200, r.text
+        pages += 1
+        items += r.json()
+        nxt = r.links.get("next")
+        if not nxt:
+            return items, pages
+        r = http.get(str(r.request.url.join(nxt["url"])))
+
+
+def test_time_needs_no_auth(emulator_thread: EmulatorThread) -> None:
+    before = int(time.time() * 1000)
+    r = httpx.get(f"{emulator_thread.url}/time")
+    assert r.status_code == 200 and r.headers["content-type"] == "application/json"
+    assert before - 5 <= r.json()[0] <= int(time.time() * 1000) + 5
+
+
+def test_errors_are_ably_shaped(emulator_thread: EmulatorThread, http: httpx.Client) -> None:
+    r = httpx.get(f"{emulator_thread.url}/channels/x/messages")
+    assert r.status_code == 401
+    err = r.json()["error"]
+    assert err["code"] == 40101 and err["statusCode"] == 401 and err["message"]
+    assert r.headers["x-ably-errorcode"] == "40101"
+    r = httpx.get(f"{emulator_thread.url}/channels/x/messages",
+                  headers={"Authorization": "Basic " + base64.b64encode(b"local.dev:bad").decode()})
+    assert r.json()["error"]["code"] == 40101
+    assert http.get("/nowhere").json()["error"]["code"] == 40400
+    assert http.get("/channels/x/messages/00000000000000000000").status_code == 404
+    assert http.get("/channels/x/messages", params={"limit": "0"}).json()["error"]["code"] == 40003
+    assert http.get("/channels/x/messages", params={"direction": "up"}).json()["error"]["code"] == 40003
+    assert http.get("/channels/x/messages", params={"start": "soon"}).json()["error"]["code"] == 40003
+    r = http.post("/channels/x/messages", content=b"{nope", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40000
+
+
+def test_publish_json_and_msgpack_bodies_and_responses(http: httpx.Client) -> None:
+    ch = unique_channel("rest")
+    s1 = publish(http, ch, [{"name": "a", "data": "one"}])
+    r = http.post(
+        f"/channels/{ch}/messages",
+        content=msgpack.packb({"name": "b", "data": b"\x00\x01", "extras": {"k": [1]}}, use_bin_type=True),
+        headers={"Content-Type": "application/x-msgpack", "Accept": "application/x-msgpack"},
+    )
+    assert r.status_code == 201 and r.headers["content-type"] == "application/x-msgpack"
+    s2 = msgpack.unpackb(r.content)["serials"]
+    assert s1 < s2
+    items = http.get(f"/channels/{ch}/messages", params={"direction": "forwards"}).json()
+    assert [m["data"] for m in items] == ["one", "AAE="]
+    assert items[1]["encoding"] == "base64" and items[1]["extras"] == {"k": [1]}
+    packed = http.get(f"/channels/{ch}/messages", headers={"Accept": "application/x-msgpack"})
+    assert [m["data"] for m in msgpack.unpackb(packed.content)] == [b"\x00\x01", "one"]
+
+
+def test_patch_get_and_versions(http: httpx.Client) -> None:
+    ch = unique_channel("rest")
+    (serial,) = publish(http, ch, [{"name": "n", "data": "a"}])
+    versions = []
+    for frag in "bcdef":
+        r = http.patch(f"/channels/{ch}/messages/{serial}", json={"action": 5, "data": frag})
+        assert r.status_code == 200, r.text
+        versions.append(r.json()["versionSerial"])
+    assert versions == sorted(versions) and versions[0] > serial
+    got = http.get(f"/channels/{ch}/messages/{serial}").json()
+    assert got["data"] == "abcdef" and got["action"] == 1 and got["version"]["serial"] == versions[-1]
+    items, pages = read_all(http, f"/channels/{ch}/messages/{serial}/versions", {"limit": 2, "direction": "forwards"})
+    assert pages == 3
+    assert [v["data"] for v in items] == ["a", "ab", "abc", "abcd", "abcde", "abcdef"]
+    assert [v["version"]["serial"] for v in items] == [serial, *versions]
+    bad = http.patch(f"/channels/{ch}/messages/{serial}", json={"action": 0, "data": "x"})
+    assert bad.status_code == 400 and bad.json()["error"]["code"] == 40003
+    missing = http.patch(f"/channels/{ch}/messages/nope", json={"action": 1, "data": "x"})
+    assert missing.status_code == 404
+
+
+def test_chunked_request_body(http: httpx.Client) -> None:
+    ch = unique_channel("rest")
+
+    def gen() -> Iterator[bytes]:
+        yield b'[{"data": "chun'
+        yield b'ked"}]'
+
+    r = http.post(f"/channels/{ch}/messages", content=gen(), headers={"Content-Type": "application/json"})
+    assert r.status_code == 201
+    assert http.get(f"/channels/{ch}/messages").json()[0]["data"] == "chunked"
+
+
+def test_request_token_signed_and_capability_enforced(emulator_thread: EmulatorThread) -> None:
+    ch = unique_channel("cap")
+    capability = json.dumps({ch: ["publish"]})
+    body = {"keyName": "local.dev", "ttl": 60000, "capability": capability, "clientId": "tok",
+            "timestamp": int(time.time() * 1000), "nonce": "n1"}
+    text = "\n".join(["local.dev", "60000", capability, "tok", str(body["timestamp"]), "n1", ""])
+    body["mac"] = base64.b64encode(hmac.new(b"secret", text.encode(), hashlib.sha256).digest()).decode()
+    r = httpx.post(f"{emulator_thread.url}/keys/local.dev/requestToken", json=body)
+    assert r.status_code == 200, r.text
+    details = r.json()
+    assert details["clientId"] == "tok" and json.loads(details["capability"]) == {ch: ["publish"]}
+    assert details["expires"] - details["issued"] == 60000
+    bearer = {"Authorization": "Bearer " + base64.b64encode(details["token"].encode()).decode()}
+    r = httpx.post(f"{emulator_thread.url}/channels/{ch}/messages", json={"data": "x"}, headers=bearer)
+    assert r.status_code == 201
+    r = httpx.get(f"{emulator_thread.url}/channels/{ch}/messages", headers=bearer)
+    assert r.status_code == 401 and r.json()["error"]["code"] == 40160
+    r = httpx.post(f"{emulator_thread.url}/channels/other/messages", json={"data": "x"}, headers=bearer)
+    assert r.json()["error"]["code"] == 40160
+    r = httpx.post(f"{emulator_thread.url}/channels/{ch}/messages", json={"data": "x", "clientId": "eve"},
+                   headers=bearer)
+    assert r.json()["error"]["code"] == 40012
+    body["mac"] = base64.b64encode(b"forged").decode()
+    r = httpx.post(f"{emulator_thread.url}/keys/local.dev/requestToken", json=body)
+    assert r.status_code == 401 and r.json()["error"]["code"] == 40101
+    # the helper (Basic-authorised, unsigned) issues tokens too
+    issued = request_token(emulator_thread, client_id="helper", capability={"*": ["subscribe"]})
+    assert issued["clientId"] == "helper" and issued["token"].startswith("emu.")
+
+
+def test_history_time_and_serial_bounds(http: httpx.Client) -> None:
+    ch = unique_channel("rest")
+    serials = []
+    for i in range(5):
+        serials += publish(http, ch, [{"data": str(i)}])
+        time.sleep(0.005)  # distinct millisecond timestamps
+    items = http.get(f"/channels/{ch}/messages", params={"from_serial": serials[2], "direction": "forwards"}).json()
+    assert [m["data"] for m in items] == ["0", "1", "2"]
+    stamps = [m["timestamp"] for m in http.get(f"/channels/{ch}/messages", params={"direction": "forwards"}).json()]
+    assert stamps == sorted(set(stamps))
+    items = http.get(f"/channels/{ch}/messages", params={"start": stamps[1], "end": stamps[3]}).json()
+    assert [m["data"] for m in items] == ["3", "2", "1"]
+
+
+@given(
+    n=st.integers(min_value=0, max_value=40),
+    limit=st.integers(min_value=1, max_value=15),
+    forwards=st.booleans(),
+    appends=st.lists(st.tuples(st.integers(min_value=0, max_value=39), st.text(max_size=3)), max_size=10),
+)
+def test_paging_returns_every_message_once_in_order(
+    http: httpx.Client, n: int, limit: int, forwards: bool, appends: list[tuple[int, str]]
+) -> None:
+    ch = unique_channel("page")
+    serials = publish(http, ch, [{"data": f"m{i}"} for i in range(n)]) if n else []
+    expected = {s: f"m{i}" for i, s in enumerate(serials)}
+    for idx, frag in appends:
+        if idx < n:
+            r = http.patch(f"/channels/{ch}/messages/{serials[idx]}", json={"action": 5, "data": frag})
+            assert r.status_code == 200
+            expected[serials[idx]] += frag
+    direction = "forwards" if forwards else "backwards"
+    items, pages = read_all(http, f"/channels/{ch}/messages", {"limit": limit, "direction": direction})
+    got = [m["serial"] for m in items]
+    assert got == (serials if forwards else serials[::-1])
+    assert pages == max(1, -(-n // limit))
+    assert [m["data"] for m in items] == [expected[s] for s in got]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_cli_entry_point_serves() -> None:
+    port = _free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ai_transport.emulator", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        assert f"127.0.0.1:{port}" in line
+        assert httpx.get(f"http://127.0.0.1:{port}/time").status_code == 200
+    finally:
+        proc.terminate()
+        proc.wait(10)
