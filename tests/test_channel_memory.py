@@ -234,3 +234,47 @@ async def test_history_empty_and_until_attach_on_empty_channel() -> None:
     await ch.publish({"data": "after"})
     assert (await ch.history(until_attach=True)).items == []
     assert [m["data"] for m in (await ch.history()).items] == ["after"]
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    ops=st.lists(
+        st.tuples(st.sampled_from(["append", "append", "append", "publish", "update"]), st.integers(0, 9),
+                  st.text("xy✓", max_size=3), st.sampled_from([0, 0, 0, 0.002, 0.006])),
+        min_size=1, max_size=25,
+    )
+)
+def test_property_rollup_preserves_the_fold(ops: list[tuple[str, int, str, float]]) -> None:
+    """With conflation on, live fragments still fold to exactly the history aggregates, in order."""
+
+    async def scenario() -> None:
+        hub = InProcessHub(append_rollup_window=0.004)
+        pub = hub.channel("c", client_id="p")
+        rec = await subscribed(hub.channel("c", client_id="s"))
+        serials = await pub.publish({"name": "first", "data": ""})
+        appends = 0
+        for kind, target, text, pause in ops:
+            serial = serials[target % len(serials)]
+            if kind == "publish":
+                serials += await pub.publish({"name": "n", "data": text})
+            elif kind == "update":
+                await pub.update_message({"serial": serial, "data": text})
+            else:
+                appends += 1
+                await pub.append_message({"serial": serial, "data": text, "extras": {"headers": {"t": text}}})
+            if pause:
+                await asyncio.sleep(pause)
+        (end,) = await pub.publish({"name": "end", "data": ""})
+        await rec.wait_for(lambda ms: any(m["serial"] == end for m in ms), timeout=2)
+        frags = [m for m in rec.messages if m["action"] == "message.append"]
+        assert len(frags) <= appends
+        vs = [m["version"]["serial"] for m in rec.messages]
+        assert vs == sorted(vs) and len(set(vs)) == len(vs)
+        hist = await all_history(pub)
+        assert sorted(essence(m) for m in fold(rec.messages).values()) == sorted(essence(m) for m in hist)
+
+    asyncio.run(scenario())
