@@ -418,3 +418,17 @@ async def test_property_fold_of_live_equals_history(
             assert set(folded) == set(by_serial)
         for serial, agg in folded.items():
             assert essence(agg) == essence(by_serial[serial])
+
+
+async def test_history_helpers_follow_pages(channel_kind: Any) -> None:
+    from ai_transport.transport import collect_history, iter_history
+
+    name = unique_name("helpers")
+    ch = await channel_kind.open(name, client_id="agent")
+    serials: list[str] = []
+    for i in range(5):
+        serials += await ch.publish({"name": "n", "data": str(i)})
+    assert [m["serial"] async for m in iter_history(ch, limit=2)] == list(reversed(serials))
+    assert [m["serial"] for m in await collect_history(ch, limit=2, oldest_first=True)] == serials
+    assert [m["serial"] for m in await collect_history(ch, limit=2, max_pages=2)] == list(reversed(serials))[:4]
+    assert [m["serial"] for m in await collect_history(ch, limit=3, direction="forwards")] == serials

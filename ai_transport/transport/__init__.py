@@ -12,6 +12,7 @@ from .channel import (
     action_name,
 )
 from .ably_channel import AblyChannel
+from .history import collect_history, iter_history
 from .memory import InProcessChannel, InProcessClient, InProcessHub
 
 __all__ = [
@@ -28,4 +29,6 @@ __all__ = [
     "OutboundMessage",
     "Writer",
     "action_name",
+    "collect_history",
+    "iter_history",
 ]
