@@ -7,6 +7,8 @@ import logging
 from pathlib import Path
 
 import pytest
+import support_responses
+from support_responses import USER_INPUT, chunk_lines, compact, split_by_response
 
 from ai_transport.errors import AITransportError
 from ai_transport.responses import (
@@ -30,7 +32,10 @@ from ai_transport.responses import (
     scripted,
     sequence,
 )
-from support_responses import USER_INPUT, chunk_lines, compact, make_client, serve, split_by_response  # noqa: F401
+
+# Shared fixtures (a loopback server factory, a fast client).
+serve = support_responses.serve
+make_client = support_responses.make_client
 
 STREAM_FILES = [
     "azure-text.1.chunks.txt",
@@ -250,10 +255,14 @@ async def test_invalid_encrypted_content_without_reasoning_items_is_not_retried(
 @pytest.mark.parametrize(
     "message",
     [
-        "Item 'rs_017eebd5643f46d6016a4b35df548c819b98c75bcad2f28e4e' of type 'reasoning' was provided without "
-        "its required following item.",
-        "Item 'fc_017eebd5643f46d6016a4b35e00698819b8e15db8d3200f1b8' of type 'function_call' was provided "
-        "without its required 'reasoning' item: 'rs_017eebd5643f46d6016a4b35df548c819b98c75bcad2f28e4e'.",
+        (
+            "Item 'rs_017eebd5643f46d6016a4b35df548c819b98c75bcad2f28e4e' of type 'reasoning' was provided "
+            "without its required following item."
+        ),
+        (
+            "Item 'fc_017eebd5643f46d6016a4b35e00698819b8e15db8d3200f1b8' of type 'function_call' was provided "
+            "without its required 'reasoning' item: 'rs_017eebd5643f46d6016a4b35df548c819b98c75bcad2f28e4e'."
+        ),
         "Item 'msg_1' of type 'message' was provided without its required 'reasoning' item: 'rs_1'.",
     ],
 )

@@ -7,8 +7,10 @@ import typing
 
 import httpx
 import pytest
+import support_responses
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support_responses import USER_INPUT, chunk_lines, split_by_response
 
 from ai_transport.responses import (
     ErrorReply,
@@ -22,7 +24,10 @@ from ai_transport.responses import (
     scripted,
     sequence,
 )
-from support_responses import USER_INPUT, chunk_lines, make_client, serve, split_by_response  # noqa: F401
+
+# Shared fixtures (a loopback server factory, a fast client).
+serve = support_responses.serve
+make_client = support_responses.make_client
 
 
 async def raw_post(server, body=None, path="/v1/responses"):

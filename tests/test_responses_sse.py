@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ai_transport.responses.sse import SSEDecoder, ServerSentEvent, encode_event
+from ai_transport.responses.sse import ServerSentEvent, SSEDecoder, encode_event
 
 
 def decode(*chunks: bytes) -> list[ServerSentEvent]:

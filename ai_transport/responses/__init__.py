@@ -40,7 +40,7 @@ from .local_server import (
     sequence,
 )
 from .options import ResponsesOptions, RetrySettings, merge_options, resolve_options
-from .sse import SSEDecoder, ServerSentEvent, encode_event
+from .sse import ServerSentEvent, SSEDecoder, encode_event
 
 __all__ = [
     "E_INVALID_OPENAI_RESPONSES_OPTIONS",

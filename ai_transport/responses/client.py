@@ -30,11 +30,13 @@ import asyncio
 import json
 import logging
 import os
+import typing
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
 from typing import Any
 
 import httpx
+from typing_extensions import Self
 
 from .errors import (
     InvalidResponsesOptionsError,
@@ -44,7 +46,7 @@ from .errors import (
     is_invalid_encrypted_content,
 )
 from .options import ResponsesOptions, _merge_headers, merge_options, resolve_options
-from .sse import SSEDecoder, ServerSentEvent
+from .sse import ServerSentEvent, SSEDecoder
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -69,12 +71,12 @@ _USER_AGENT = "ai-transport-python"
 class _NotGiven:
     """Sentinel: the argument was not passed (``None`` means "unset this option")."""
 
-    _instance: _NotGiven | None = None
+    _instance: Any = None
 
-    def __new__(cls) -> _NotGiven:
+    def __new__(cls) -> Self:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
-        return cls._instance
+        return typing.cast(Self, cls._instance)
 
     def __repr__(self) -> str:
         return "NOT_GIVEN"
@@ -121,10 +123,10 @@ def drop_reasoning_items(input: Any) -> list[Any] | None:
 
 def _should_retry(response: httpx.Response) -> bool:
     """408/409/429/5xx are retried; the API's ``x-should-retry: true|false`` header overrides."""
-    hint = response.headers.get("x-should-retry", "").lower()
+    hint = str(response.headers.get("x-should-retry", "")).lower()
     if hint in ("true", "false"):
         return hint == "true"
-    return response.status_code in _RETRY_STATUSES or response.status_code >= 500
+    return bool(response.status_code in _RETRY_STATUSES or response.status_code >= 500)
 
 
 def _retry_after(response: httpx.Response) -> float | None:
@@ -175,7 +177,7 @@ class ResponsesStream:
         if gen is not None:
             await gen.aclose()  # type: ignore[attr-defined]
 
-    async def __aenter__(self) -> ResponsesStream:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(
@@ -463,7 +465,7 @@ class ResponsesClient:
             await self._http.aclose()
             self._http = None
 
-    async def __aenter__(self) -> ResponsesClient:
+    async def __aenter__(self) -> Self:
         return self
 
     async def __aexit__(

@@ -33,12 +33,15 @@ import random
 import re
 import string
 import time
+import typing
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from types import TracebackType
 from typing import Any, Union
+
+from typing_extensions import Self
 
 from .sse import encode_event
 
@@ -172,11 +175,12 @@ class ErrorReply:
         return cls(status, (json.dumps(body, indent=2) + "\n").encode("utf-8"), **kw)
 
 
-Reply = Union[StreamReply, ErrorReply]
+#: A reply of the server.
+Reply = Union[StreamReply, ErrorReply]  # noqa: UP007 (a runtime alias; must work on 3.10)
 #: What a responder may return: a reply, a list of event dicts, or a list of scripted outputs.
-ResponderResult = Union[Reply, "list[dict[str, Any]]", "list[ScriptedOutput]"]
+ResponderResult = Union[Reply, list[Any]]  # noqa: UP007
 #: A responder: called with each request; sync or async.
-Responder = Callable[[RecordedRequest], Union[ResponderResult, Awaitable[ResponderResult]]]
+Responder = Callable[[RecordedRequest], Union[ResponderResult, Awaitable[ResponderResult]]]  # noqa: UP007
 
 
 # -- ready-made responders -----------------------------------------------------------------------------
@@ -253,7 +257,7 @@ def scripted(
             result = await result
         if isinstance(result, list) and result and all(isinstance(o, _SCRIPTED_TYPES) for o in result):
             return build_response_events(result, request=body if isinstance(body, dict) else None, **build_kw)
-        return result
+        return typing.cast(ResponderResult, result)
 
     return responder
 
@@ -310,7 +314,8 @@ class ScriptedFunctionCall:
     id: str | None = None
 
 
-ScriptedOutput = Union[ScriptedText, ScriptedReasoning, ScriptedFunctionCall]
+#: One scripted output item.
+ScriptedOutput = Union[ScriptedText, ScriptedReasoning, ScriptedFunctionCall]  # noqa: UP007
 _SCRIPTED_TYPES = (ScriptedText, ScriptedReasoning, ScriptedFunctionCall)
 _TOKEN = re.compile(r"\s*[\w']+|\s*[^\w\s]+|\s+")
 
@@ -369,7 +374,7 @@ def build_response_events(
     req = request or {}
     suffix = rng.randbytes(24).hex()
     created = int(time.time()) if created_at is None else created_at
-    reasoning_req = req.get("reasoning") if isinstance(req.get("reasoning"), dict) else {}
+    reasoning_req: dict[str, Any] = req["reasoning"] if isinstance(req.get("reasoning"), dict) else {}
     tools = req.get("tools")
     envelope: dict[str, Any] = {
         "id": f"resp_{suffix}",
@@ -535,7 +540,7 @@ class LocalResponsesServer:
         """The JSON bodies of the requests received so far."""
         return [r.json() for r in self.requests]
 
-    async def start(self) -> LocalResponsesServer:
+    async def start(self) -> Self:
         """Bind and start serving (port 0 picks a free port)."""
         self._server = await asyncio.start_server(self._handle, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
@@ -554,7 +559,7 @@ class LocalResponsesServer:
             await self._server.wait_closed()
             self._server = None
 
-    async def __aenter__(self) -> LocalResponsesServer:
+    async def __aenter__(self) -> Self:
         return await self.start()
 
     async def __aexit__(

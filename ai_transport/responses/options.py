@@ -57,11 +57,11 @@ class RetrySettings(BaseModel):
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
 
-    max_retries: int = Field(2, ge=0, le=50, description="Retries after the first attempt.")
-    initial_delay: float = Field(0.5, ge=0, description="Delay before the first retry, seconds.")
-    max_delay: float = Field(8.0, ge=0, description="Upper bound of any delay, seconds.")
-    multiplier: float = Field(2.0, ge=1, description="Backoff factor between retries.")
-    jitter: float = Field(0.2, ge=0, le=1, description="Random spread, as a fraction of the delay.")
+    max_retries: int = Field(default=2, ge=0, le=50, description="Retries after the first attempt.")
+    initial_delay: float = Field(default=0.5, ge=0, description="Delay before the first retry, seconds.")
+    max_delay: float = Field(default=8.0, ge=0, description="Upper bound of any delay, seconds.")
+    multiplier: float = Field(default=2.0, ge=1, description="Backoff factor between retries.")
+    jitter: float = Field(default=0.2, ge=0, le=1, description="Random spread, as a fraction of the delay.")
 
     def delay(self, retry: int, retry_after: float | None = None, rng: random.Random | None = None) -> float:
         """Seconds to wait before retry number ``retry`` (0 for the first retry)."""
@@ -88,11 +88,11 @@ class ResponsesOptions(BaseModel):
     tools: list[dict[str, Any]] | None = None
     tool_choice: str | dict[str, Any] | None = None
     parallel_tool_calls: bool | None = None
-    max_tool_calls: int | None = Field(None, ge=1)
-    max_output_tokens: int | None = Field(None, ge=1)
-    temperature: float | None = Field(None, ge=0, le=2)
-    top_p: float | None = Field(None, ge=0, le=1)
-    top_logprobs: int | None = Field(None, ge=0, le=20)
+    max_tool_calls: int | None = Field(default=None, ge=1)
+    max_output_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
     reasoning: dict[str, Any] | None = None
     text: dict[str, Any] | None = None
     include: list[str] | None = None
@@ -113,7 +113,7 @@ class ResponsesOptions(BaseModel):
     # -- client settings (never sent as body fields) -----------------------------------------------
     headers: dict[str, str | None] | None = None
     retry: RetrySettings | None = None
-    timeout: float | None = Field(None, gt=0, description="Seconds; connect and read timeout.")
+    timeout: float | None = Field(default=None, gt=0, description="Seconds; connect and read timeout.")
     extra_body: dict[str, Any] | None = None
 
     @field_validator("background")

@@ -146,19 +146,16 @@ class SSEDecoder:
         else:
             name = line[:colon]
             value = line[colon + 1 :]
-            if value.startswith(" "):
-                value = value[1:]
+            value = value.removeprefix(" ")
         if name == "data":
             self._data.append(value)
             self._has_data = True
         elif name == "event":
             self._event = value
-        elif name == "id":
-            if "\x00" not in value:
-                self._last_id = value
-        elif name == "retry":
-            if value and value.isascii() and value.isdigit():
-                self._retry = int(value)
+        elif name == "id" and "\x00" not in value:
+            self._last_id = value
+        elif name == "retry" and value.isascii() and value.isdigit():
+            self._retry = int(value)
         return None
 
     def _dispatch(self) -> ServerSentEvent | None:
