@@ -19,6 +19,21 @@ Inbound (what subscribers and history get), :class:`InboundMessage`::
 messages: a live subscriber that already saw a message gets each append as a fragment
 (``message.append``, fragment ``data``, the append's ``extras``, no ``name``); a first sight of a
 mutated message (late attach, history) is its aggregate as ``message.update``.
+
+Operation semantics every implementation follows (checked by ``tests/test_channel_behaviour.py``
+on the in-process channel, ``AblyChannel`` on the emulator and the raw SDK on the emulator):
+
+* serials are strings that sort in acceptance order; a version serial sorts after the message's
+  serial and its earlier versions; a published list gets consecutive serials, in order;
+* append: ``data`` concatenated (``str`` + ``str`` or ``bytes`` + ``bytes``, else 40003), ``extras``
+  replaced wholesale by the append's (none if it has none), ``name`` replaced when supplied;
+* update: ``data`` always replaced (absent -> ``None``), ``name`` / ``extras`` when supplied;
+* delete: the message is marked deleted (``action: "message.delete"``) and stays in history;
+* every publish is echoed to the publisher's own subscription;
+* history pages hold aggregates ordered by original serial; ``until_attach`` keeps messages at or
+  before :attr:`Channel.attach_serial`.
+
+Implementations also offer ``get_message(serial)`` (the aggregate); it is not part of the protocol.
 """
 
 from __future__ import annotations
