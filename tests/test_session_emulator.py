@@ -135,6 +135,10 @@ async def js(node: Any, op: str, **args: Any) -> Any:
 
 
 async def test_js_client_with_python_agent(emulator_thread, node) -> None:
+    await flow_js_client_python_agent(emulator_thread, node)
+
+
+async def flow_js_client_python_agent(emulator_thread: Any, node: Any) -> str:
     name = unique_channel("interop-jsc")
     ach = await open_channel(emulator_thread, name, "agent")
     agent = AgentSession(ach)
@@ -178,6 +182,7 @@ async def test_js_client_with_python_agent(emulator_thread, node) -> None:
         await agent.end()
         await ach.close()
         await pch.close()
+    return name
 
 
 def _turns_for(question: str) -> tuple[list[dict], Any]:
@@ -188,6 +193,10 @@ def _turns_for(question: str) -> tuple[list[dict], Any]:
 
 @pytest.mark.parametrize("decision", ["approve", "deny", "client-result"])
 async def test_js_agent_with_python_client(emulator_thread, node, decision: str) -> None:
+    await flow_js_agent_python_client(emulator_thread, node, decision)
+
+
+async def flow_js_agent_python_client(emulator_thread: Any, node: Any, decision: str) -> str:
     name = unique_channel("interop-jsa")
     cch = await open_channel(emulator_thread, name, "alice")
     client = ClientSession(cch)
@@ -244,3 +253,59 @@ async def test_js_agent_with_python_client(emulator_thread, node, decision: str)
     finally:
         await client.close()
         await cch.close()
+    return name
+
+
+#: Transport / codec header values that do not depend on minted ids or model output.
+_STABLE = {"role", "stream", "status", "discrete", "run-client-id", "run-reason", "step-reason", "input-client-id",
+           "step-client-id", "kind", "partType", "approved", "name", "content_index", "output_index", "summary_index"}
+
+
+def _signature(message: dict, ids: dict[str, str]) -> tuple:
+    """Name, publisher, has-data, and both header tiers with minted values replaced by ``#n`` — the
+    index of the value's first appearance on the channel — so id *relations* (a run's ``parent`` is
+    the prompt's ``codec-message-id``, a step-end names its step-start's serial…) are compared too."""
+    ai = (message.get("extras") or {}).get("ai") or {}
+    tiers = []
+    for tier in ("transport", "codec"):
+        headers = ai.get(tier)
+        if headers is None:
+            tiers.append(None)
+            continue
+        tiers.append(
+            tuple((k, v if k in _STABLE else ids.setdefault(v, f"#{len(ids)}")) for k, v in headers.items())
+        )
+    return (message.get("name"), message.get("clientId"), "data" in message and message["data"] not in (None, ""), *tiers)
+
+
+async def _wire(emulator_thread: Any, name: str) -> list[tuple]:
+    ch = await open_channel(emulator_thread, name, "reader")
+    try:
+        page = await ch.history(limit=1000)
+        items = list(page.items)
+        while page.has_next():
+            page = await page.next()
+            items.extend(page.items)
+    finally:
+        await ch.close()
+    items.sort(key=lambda m: m["serial"])
+    ids: dict[str, str] = {}
+    for m in items:  # serials are ids too (step-start-serial refers to one)
+        ids.setdefault(m["serial"], f"#{len(ids)}")
+    return [_signature(m, ids) for m in items]
+
+
+async def test_wire_of_python_sessions_matches_the_js_sessions(emulator_thread, node) -> None:
+    """Same conversation, sides swapped: (JS client, Python agent) vs (Python client, JS agent).
+
+    Every message on the channel — lifecycle, outputs, inputs — has the same name, publisher, the
+    same transport and codec header keys in the same order, and the same id-independent values.
+    """
+    ours = await _wire(emulator_thread, await flow_js_client_python_agent(emulator_thread, node))
+    theirs = await _wire(emulator_thread, await flow_js_agent_python_client(emulator_thread, node, "approve"))
+    rename = {"agent": "AGENT", "js-agent": "AGENT"}
+    ours = [(s[0], rename.get(s[1], s[1]), *s[2:]) for s in ours]
+    theirs = [(s[0], rename.get(s[1], s[1]), *s[2:]) for s in theirs]
+    assert [s[0] for s in ours] == [s[0] for s in theirs]
+    for a, b in zip(ours, theirs):
+        assert a == b
