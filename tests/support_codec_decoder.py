@@ -259,3 +259,204 @@ def inp(event: dict[str, Any], mid: str | None = "m1") -> dict[str, Any]:
     if mid is not None:
         d["messageId"] = mid
     return d
+
+
+# ---------------------------------------------------------------------------------------------
+# Hypothesis strategies: realistic live wires (what the 0.8.0 encoder publishes) and mutations
+
+from hypothesis import strategies as st  # noqa: E402
+
+MIDS = ("m1", "m2")
+CALL_IDS = ("c1", "c2")
+TEXT = st.text(alphabet='ab é😀 "{}\\', max_size=4)
+_SLOT_KINDS = {
+    "output_text": ("msg_a", "msg_b"),
+    "refusal": ("msg_a", "msg_b"),
+    "reasoning_text": ("rs_a", "rs_b"),
+    "reasoning_summary_text": ("rs_a", "rs_b"),
+    "function_call_arguments": ("fc_a", "fc_b"),
+}
+
+
+@st.composite
+def stream_unit(draw: Any, used: set) -> dict[str, Any] | None:
+    kind = draw(st.sampled_from(sorted(_SLOT_KINDS)))
+    item_id = draw(st.sampled_from(_SLOT_KINDS[kind]))
+    index = draw(st.integers(0, 2))
+    mid = draw(st.sampled_from(MIDS))
+    out_index = draw(st.integers(0, 2))
+    if kind == "function_call_arguments":
+        slot = (item_id, "args")
+        codec = fn_codec(item_id, call_id=draw(st.sampled_from(CALL_IDS)), output_index=out_index)
+        stream_id = item_id
+    elif kind == "reasoning_summary_text":
+        slot = (item_id, "summary", index)
+        codec = summary_codec(item_id, summary_index=index, output_index=out_index)
+        stream_id = f"{item_id}:summary:{index}"
+    else:
+        slot = (item_id, "content", index)
+        codec = text_codec(item_id, content_index=index, output_index=out_index, kind=kind)
+        stream_id = f"{item_id}:{index}"
+    if slot in used:
+        return None
+    used.add(slot)
+    deltas = draw(st.lists(TEXT, max_size=4))
+    terminal = draw(st.sampled_from(["complete", "complete", "cancelled", None]))
+    t = stream_transport(stream_id, mid)
+    ops = [{"action": "message.create", "name": "ai-output", "data": "", "extras": extras(t, codec)}]
+    for d in deltas:
+        ops.append({"action": "message.append", "data": d, "extras": extras(t, codec)})
+    if terminal is not None:
+        closing = dict(codec)
+        ops.append(
+            {"action": "message.append", "data": draw(st.sampled_from(["", "!"])), "extras": extras({**t, "status": terminal}, closing)}
+        )
+    return {"ops": ops}
+
+
+@st.composite
+def discrete_unit(draw: Any) -> dict[str, Any]:
+    choice = draw(st.integers(0, 8))
+    mid = draw(st.sampled_from(MIDS))
+    call_id = draw(st.sampled_from(CALL_IDS))
+    if choice <= 1:
+        item_id = draw(st.sampled_from(("msg_a", "msg_b", "rs_a", "rs_b")))
+        if item_id.startswith("msg"):
+            item: dict[str, Any] = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+        else:
+            item = {"id": item_id, "type": "reasoning", "summary": [], "encrypted_content": "added"}
+        if draw(st.booleans()) and choice == 1:
+            item.pop("id")
+        kind, data, codec = "response.output_item.added", {"item": item}, {}
+    elif choice == 2:
+        item_id = draw(st.sampled_from(("msg_a", "msg_b", "rs_a", "rs_b", "fc_a", "fc_b")))
+        typ = {"m": "message", "r": "reasoning", "f": "function_call"}[item_id[0]]
+        item = {"type": typ, "id": item_id, "status": draw(st.sampled_from(["completed", "incomplete"]))}
+        if typ == "reasoning":
+            item["encrypted_content"] = "done"
+            if draw(st.booleans()):
+                item.pop("status")
+        if typ == "message" and draw(st.booleans()):
+            item["content"] = [{"type": "output_text", "logprobs": [{"token": "x"}]}, {"type": "refusal"}]
+        kind, data, codec = "response.output_item.done", {"item": item}, {}
+    elif choice == 3:
+        kind, codec = "function_call_output", {}
+        data = {"item": {"type": "function_call_output", "call_id": call_id, "output": draw(TEXT)}}
+    elif choice == 4:
+        kind, data, codec = "tool-approval-request", draw(TEXT), {"call_id": call_id, "name": "tool"}
+    else:
+        return draw(input_unit(mid, call_id, choice))
+    codec = {"kind": kind, **codec}
+    return {"ops": [{"action": "message.create", "name": "ai-output", "data": data, "extras": extras(discrete_transport(mid), codec)}]}
+
+
+@st.composite
+def input_unit(draw: Any, mid: str, call_id: str, choice: int) -> dict[str, Any]:
+    if choice == 5:
+        t = discrete_transport(draw(st.sampled_from(("u1", "u2"))), role="user")
+        codec = {"kind": "user-message", "partType": "input_text"}
+        data: Any = draw(TEXT)
+    elif choice == 6:
+        t, codec, data = discrete_transport(mid), {"kind": "tool-result", "call_id": call_id}, {"output": draw(TEXT)}
+    elif choice == 7:
+        t, codec, data = discrete_transport(mid), {"kind": "tool-result-error", "call_id": call_id}, {"message": draw(TEXT)}
+    else:
+        codec = {"kind": "tool-approval-response", "call_id": call_id, "approved": draw(st.sampled_from(["true", "false"]))}
+        if draw(st.booleans()):
+            codec["reason"] = draw(TEXT)
+        t, data = discrete_transport(mid), ""
+    return {"ops": [{"action": "message.create", "name": "ai-input", "data": data, "extras": extras(t, codec)}]}
+
+
+@st.composite
+def live_wires(draw: Any, max_units: int = 7) -> list[dict[str, Any]]:
+    """A live wire: streams with unique slots and discrete messages, interleaved, serials minted in order."""
+    used: set = set()
+    units = []
+    for _ in range(draw(st.integers(1, max_units))):
+        unit = draw(st.one_of(stream_unit(used), discrete_unit()))
+        if unit is not None:
+            units.append(unit)
+    queues = [list(u["ops"]) for u in units]
+    serial_of: dict[int, str] = {}
+    wire: list[dict[str, Any]] = []
+    counter = 0
+    active = [i for i, q in enumerate(queues) if q]
+    while active:
+        i = active[draw(st.integers(0, len(active) - 1))] if len(active) > 1 else active[0]
+        op = dict(queues[i].pop(0))
+        counter += 1
+        version = f"s{counter:05d}"
+        if i not in serial_of:
+            serial_of[i] = version
+        op["serial"] = serial_of[i]
+        op["version"] = {"serial": version}
+        wire.append(op)
+        active = [j for j, q in enumerate(queues) if q]
+    return wire
+
+
+def is_append(op: dict[str, Any]) -> bool:
+    return op.get("action") == "message.append"
+
+
+def is_stream_create(op: dict[str, Any]) -> bool:
+    try:
+        return op["action"] == "message.create" and op["extras"]["ai"]["transport"].get("stream") == "true"
+    except (KeyError, TypeError, AttributeError):
+        return False
+
+
+FOREIGN = st.fixed_dictionaries(
+    {
+        "action": st.sampled_from(["message.create", "message.append", "message.update", "message.delete", 0, 1, 2, 5]),
+        "serial": st.integers(0, 5).map(lambda i: f"f{i}"),
+        "version": st.integers(0, 9).map(lambda i: {"serial": f"f{i}"}),
+        "data": st.one_of(TEXT, st.none(), st.dictionaries(st.sampled_from(["item", "output"]), TEXT)),
+    },
+    optional={
+        "name": st.sampled_from(["chat", "ai-output", "ai-input"]),
+        "extras": st.sampled_from([{}, {"headers": {"a": "b"}}, {"ai": None}, {"ai": 5}, {"ai": "x"}]),
+    },
+)
+
+JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False), TEXT)
+JSON_VALUES = st.recursive(
+    JSON_SCALARS,
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(["a", "ai", "item", "type", "id", "serial"]), children, max_size=3),
+    max_leaves=10,
+)
+HEADER_KEYS = st.sampled_from(
+    ["kind", "partType", "item_id", "output_index", "content_index", "summary_index", "part", "item", "call_id", "name",
+     "approved", "reason", "stream", "status", "stream-id", "codec-message-id", "role"]
+)
+HEADER_VALUES = st.one_of(
+    JSON_VALUES,
+    st.sampled_from(["true", "streaming", "complete", "cancelled", "0", "1", "null", "{", '{"type":"output_text"}',
+                     '{"type":"summary_text"}', '{"id":"fc_a","type":"function_call"}', "output_text",
+                     "function_call_arguments", "reasoning_summary_text", "response.output_item.added",
+                     "response.output_item.done", "function_call_output", "tool-approval-request", "user-message",
+                     "input_text", "tool-result", "tool-result-error", "tool-approval-response", "msg_a"]),
+)
+JUNK_MESSAGES = st.one_of(
+    JSON_VALUES,
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "action": st.one_of(st.sampled_from(["message.create", "message.append", "message.update", "message.delete", "meta"]), st.integers(-1, 7), JSON_VALUES),
+            "serial": st.one_of(st.sampled_from(["s1", "s2", ""]), JSON_VALUES),
+            "name": st.one_of(st.sampled_from(["ai-output", "ai-input"]), JSON_VALUES),
+            "version": st.one_of(st.fixed_dictionaries({"serial": st.sampled_from(["s1", "s2", "s3"])}), JSON_VALUES),
+            "data": JSON_VALUES,
+            "extras": st.one_of(
+                JSON_VALUES,
+                st.fixed_dictionaries(
+                    {"ai": st.fixed_dictionaries({}, optional={
+                        "transport": st.one_of(st.dictionaries(HEADER_KEYS, HEADER_VALUES, max_size=5), JSON_VALUES),
+                        "codec": st.one_of(st.dictionaries(HEADER_KEYS, HEADER_VALUES, max_size=5), JSON_VALUES),
+                    })}
+                ),
+            ),
+        },
+    ),
+)
