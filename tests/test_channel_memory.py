@@ -219,6 +219,12 @@ async def test_bad_input_raises_coded_errors_naming_the_field() -> None:
             await coro
         assert info.value.code == code, (needle, info.value)
         assert needle in info.value.message
+    # A batch with one bad message is rejected whole: nothing stored, no serial consumed.
+    with pytest.raises(InvalidTypeError):
+        await ch.publish([{"data": "ok"}, {"data": "ok"}, {"extras": 1}])
+    assert [m["serial"] for m in (await ch.history()).items] == [s]
+    (s2,) = await ch.publish({"data": "next"})
+    assert int(s2) == int(s) + 1
     with pytest.raises(InvalidArgumentError):
         InProcessHub(append_rollup_window=-1)
     await ch.close()
