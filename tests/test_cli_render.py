@@ -93,7 +93,7 @@ def test_js_shaped_dicts_are_accepted():
     assert render_transcript([msg]) == "assistant> hi\n"
 
 
-def test_live_printer_prints_a_call_once_while_arguments_stream_then_each_state_change():
+def test_live_printer_prints_a_call_once_its_arguments_are_complete_then_each_state_change():
     out = io.StringIO()
     p = LivePrinter(out, color=False)
     for args in ['{"ci', '{"city":"Pa', '{"city":"Paris"}']:
@@ -106,7 +106,6 @@ def test_live_printer_prints_a_call_once_while_arguments_stream_then_each_state_
     p.close()
     lines = out.getvalue().splitlines()
     assert lines == [
-        '  [tool] get_weather({"ci) -- streaming',
         '  [tool] get_weather({"city":"Paris"}) -- awaiting approval',
         '  [tool] get_weather({"city":"Paris"}) -- approved, running',
         '  [tool] get_weather({"city":"Paris"}) -- done',

@@ -122,14 +122,17 @@ def build_parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     tail.add_argument("channel", metavar="CHANNEL", help="the channel name")
-    where = tail.add_mutually_exclusive_group()
-    where.add_argument(
+    tail.add_argument(
         "--emulator",
         metavar="URL",
         default=None,
         help="URL of a running emulator, e.g. http://127.0.0.1:8090 (default: $AIT_EMULATOR_URL)",
     )
-    where.add_argument("--key", default=None, help="an Ably API key 'name:secret' (default: $ABLY_KEY)")
+    tail.add_argument(
+        "--key",
+        default=None,
+        help="an Ably API key 'appId.keyId:secret' (default: $ABLY_KEY); with --emulator, authenticate with it there",
+    )
     tail.add_argument("--no-follow", action="store_true", help="print the history and exit")
     tail.add_argument("--no-reasoning", action="store_true", help="hide reasoning summaries")
     tail.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the connection (default 10)")

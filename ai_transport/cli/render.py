@@ -279,8 +279,8 @@ class LivePrinter:
                 shown = f"{block.text}\x00{block.status}"
                 if prev == shown:
                     continue
-                # Arguments still streaming: print the call once, when it appears, not per delta.
-                if prev is not None and block.status == "streaming" and prev.endswith("\x00streaming"):
+                # Arguments still streaming: the call is printed once they are complete.
+                if block.status == "streaming":
                     continue
                 self._printed[block.key] = shown
                 self._end_line()

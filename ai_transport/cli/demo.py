@@ -1,0 +1,268 @@
+"""``ai-transport demo``: the whole product, end to end, on this machine.
+
+A user asks a question; the agent (:class:`~ai_transport.cli.agent.ToolAgent`) calls the model, which
+answers with reasoning, text and a call to the gated ``get_weather`` tool; the agent streams all of it
+over the channel and suspends the run; the client (a :class:`~ai_transport.transport.client.ClientSession`)
+sees the pending call and approves it (or denies it with ``--deny``); the agent is woken again,
+resumes the run, executes the tool, calls the model again and streams the final answer.
+
+Pieces used, all real: the Responses client over HTTP/SSE (against the local scripted model server,
+or the OpenAI API with ``OPENAI_API_KEY`` + ``--model``), the codec, agent and client sessions, and
+either the in-process channel (default) or the Ably adapter over the ``ably`` SDK talking to the
+local emulator (``--emulator``). The client's view is rendered live as it streams.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TextIO
+from urllib.parse import urlsplit
+
+from ..codec.codec import ResponsesCodec
+from ..transport.client import ClientSession
+from . import CliError
+from .agent import ToolAgent
+from .render import LivePrinter
+from .scenario import scripted_turn
+
+ChannelFactory = Callable[[str], Awaitable[Any]]
+
+SCRIPTED_MODEL = "scripted-weather-model"
+
+
+@dataclass
+class DemoStats:
+    """Counters for the summary line (every message seen on the client's channel)."""
+
+    published: int = 0
+    appends: int = 0
+    updates: int = 0
+
+    def on_message(self, message: Any) -> None:
+        action = message.get("action")
+        if action == "message.create":
+            self.published += 1
+        elif action == "message.append":
+            self.appends += 1
+        elif action == "message.update":
+            self.updates += 1
+
+
+def check_reachable(url: str, timeout: float = 2.0) -> tuple[str, int]:
+    """``(host, port)`` of ``url`` if a TCP connection succeeds, else a :class:`CliError` saying so."""
+    parts = urlsplit(url if "://" in url else "http://" + url)
+    if parts.hostname is None or parts.port is None:
+        raise CliError(f"emulator URL {url!r} must look like http://127.0.0.1:8090")
+    try:
+        with socket.create_connection((parts.hostname, parts.port), timeout=timeout):
+            pass
+    except OSError as e:
+        raise CliError(
+            f"cannot reach the emulator at {url} ({e.strerror or e}); start one with "
+            "`ai-transport emulator --port N`, or run `ai-transport demo --emulator` to start one for the demo"
+        ) from e
+    return parts.hostname, parts.port
+
+
+@contextlib.asynccontextmanager
+async def _model(args: argparse.Namespace, printer: LivePrinter) -> Any:
+    """The Responses client: real API (key + --model) or the local scripted server."""
+    from ..responses.client import ResponsesClient
+
+    api_key = os.environ.get("OPENAI_API_KEY")
+    if args.model and not api_key:
+        raise CliError("--model talks to the OpenAI API and needs OPENAI_API_KEY; "
+                       "without --model the demo uses its local scripted model")
+    if args.model:
+        client = ResponsesClient(api_key=api_key)
+        printer.note(f"model: {args.model} via the OpenAI Responses API")
+        try:
+            yield client, args.model, {"effort": "low", "summary": "auto"}
+        finally:
+            await client.aclose()
+        return
+    from ..responses.local_server import LocalResponsesServer, StreamReply
+
+    delay = max(0.0, float(args.delay))
+
+    def responder(request: Any) -> StreamReply:
+        return StreamReply.from_events(scripted_turn(request.json()), delay=delay)
+
+    server = LocalResponsesServer(responder)
+    await server.start()
+    client = ResponsesClient(api_key="local-demo", base_url=server.base_url)
+    printer.note(f"model: local scripted Responses server at {server.base_url} (no API key needed)")
+    try:
+        yield client, SCRIPTED_MODEL, None
+    finally:
+        await client.aclose()
+        await server.close()
+
+
+@contextlib.asynccontextmanager
+async def _transport(args: argparse.Namespace, channel_name: str, printer: LivePrinter) -> Any:
+    """A factory ``client_id -> Channel`` on the in-process hub or on the emulator."""
+    if not args.emulator:
+        from ..transport.memory import InProcessHub
+
+        hub = InProcessHub()
+
+        async def in_process(client_id: str) -> Any:
+            return hub.channel(channel_name, client_id=client_id)
+
+        printer.note(f"channel: {channel_name} (in-process)")
+        yield in_process
+        return
+
+    from ..emulator.client import client_options
+    from ..transport.ably_channel import AblyChannel
+
+    emulator: Any = None
+    if args.emulator == "start":
+        from ..emulator.server import Emulator
+
+        emulator = Emulator(port=0)
+        await emulator.start()
+        url = emulator.url
+        printer.note(f"emulator: started at {url}")
+    else:
+        url = args.emulator
+        check_reachable(url)
+    opened: list[Any] = []
+
+    async def over_ably(client_id: str) -> Any:
+        try:
+            ch = await asyncio.wait_for(
+                AblyChannel.connect(channel_name, **client_options(url, client_id=client_id)), 15
+            )
+        except asyncio.TimeoutError as e:
+            raise CliError(f"timed out connecting to the emulator at {url}") from e
+        opened.append(ch)
+        return ch
+
+    printer.note(f"channel: {channel_name} (Ably emulator at {url}, ably SDK)")
+    try:
+        yield over_ably
+    finally:
+        for ch in opened:
+            with contextlib.suppress(Exception):
+                await ch.close()
+        if emulator is not None:
+            await emulator.stop()
+
+
+def _pending_approvals(view: Any) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(codec_message_id, call_id, state)`` of calls awaiting approval in the client's view."""
+    out = []
+    for m in view.get_messages():
+        for call_id, state in m.message.tool_call_states.items():
+            if state.get("approval") == "pending":
+                out.append((m.codec_message_id, call_id, state))
+    return out
+
+
+def _run_status(view: Any, run_id: str) -> str | None:
+    info = view.run(run_id) if run_id else None
+    return info.status if info is not None else None
+
+
+async def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Run the demo; returns the exit code (0 when the run completed as expected)."""
+    out = out or sys.stdout
+    printer = LivePrinter(out, color=args.color, show_reasoning=not args.no_reasoning)
+    started = time.monotonic()
+    channel_name = args.channel or f"demo-{uuid.uuid4().hex[:8]}"
+    stats = DemoStats()
+    wakes = 0
+    async with _model(args, printer) as (responses, model, reasoning), _transport(
+        args, channel_name, printer
+    ) as channel_for:
+        agent = ToolAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
+        client_channel = await channel_for("user")
+        session = ClientSession(client_channel)
+        await client_channel.subscribe(stats.on_message)
+        await session.connect()
+        view = session.view
+
+        view.on("update", lambda *_: printer.update(view.get_messages()))
+
+        def on_run(event: Any) -> None:
+            short = event.run_id[:8]
+            if event.type == "start":
+                printer.note(f"-- run {short} started")
+            elif event.type == "resume":
+                printer.note(f"-- run {short} resumed")
+            elif event.type == "suspend":
+                printer.note(f"-- run {short} suspended: waiting for the client")
+            elif event.type == "end":
+                printer.note(f"-- run {short} ended: {event.reason or 'complete'}")
+
+        view.on("run", on_run)
+
+        async def wake(invocation: dict[str, Any]) -> str:
+            nonlocal wakes
+            wakes += 1
+            return await agent.handle_invocation(invocation)
+
+        # 1. The user asks; the app wakes the agent with the run's invocation (here: a direct call;
+        #    in production, an HTTP POST of invocation.to_json() to the agent's endpoint).
+        message = {
+            "role": "user",
+            "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": args.question}]}],
+        }
+        run = await view.send([ResponsesCodec.create_user_message(message)])
+        left = await wake(run.to_invocation().to_json())
+        run_id = await asyncio.wait_for(asyncio.shield(run.started), 15)
+        if left != "suspended":
+            printer.close()
+            raise CliError(f"expected the run to suspend on the gated call, but it ended {left!r}")
+
+        # 2. The client sees the pending call once the suspension reaches it, and answers.
+        await view.wait_for(lambda: _run_status(view, run_id) == "suspended" and bool(_pending_approvals(view)), 20)
+        approve = args.deny is None
+        answers = []
+        for cmid, call_id, state in _pending_approvals(view):
+            what = f"{state.get('name', '?')}({state.get('arguments', '')})"
+            if approve:
+                printer.note(f"client: approving {what}")
+                payload: dict[str, Any] = {"call_id": call_id, "approved": True}
+            else:
+                printer.note(f"client: denying {what}" + (f" ({args.deny})" if args.deny else ""))
+                payload = {"call_id": call_id, "approved": False}
+                if args.deny:
+                    payload["reason"] = args.deny
+            answers.append(ResponsesCodec.create_tool_approval_response(cmid, payload))
+        answer_run = await view.send(answers, run_id=run_id)
+
+        # 3. The agent is woken again: it resumes the run, runs (or skips) the tool, answers.
+        left = await wake(answer_run.to_invocation().to_json())
+        await view.wait_for(lambda: _run_status(view, run_id) in ("complete", "cancelled", "error"), 20)
+        status = _run_status(view, run_id)
+        printer.close()
+        await session.close()
+    elapsed = time.monotonic() - started
+    ok = status == "complete" and left == "complete"
+    summary = (
+        f"{'done' if ok else 'FAILED'}: run {status}; {stats.published} messages published, "
+        f"{stats.appends} appends, {len(view.runs())} run(s), {wakes} agent wake-ups, "
+        f"{agent.model_calls} model calls, {elapsed:.2f} s"
+    )
+    printer.note(summary, style="note" if ok else "error")
+    return 0 if ok else 1
+
+
+async def run_demo_command(args: argparse.Namespace) -> int:
+    """``ai-transport demo`` entry point."""
+    try:
+        return await run_demo(args)
+    except asyncio.TimeoutError as e:
+        raise CliError("the demo timed out waiting for the run (see the transcript above)") from e

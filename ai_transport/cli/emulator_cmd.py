@@ -1,0 +1,61 @@
+"""``ai-transport emulator``: run the local Ably-compatible server and say how to connect to it."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import errno
+import json
+import sys
+from typing import Any, TextIO
+
+from . import CliError
+
+
+def connection_help(url: str, key: str) -> str:
+    """How to point ably-python, ably-js and ``ai-transport tail`` at the emulator at ``url``."""
+    from ..emulator.client import client_options, connect_info
+
+    py_opts = {k: v for k, v in client_options(url).items() if k in ("endpoint", "tls", "port", "token")}
+    js_opts = {k: v for k, v in connect_info(url).items() if k in ("endpoint", "port", "tls", "token")}
+    py_args = ", ".join(f"{k}={v!r}" for k, v in py_opts.items())
+    return f"""\
+Ably emulator listening on {url}   (in memory; Ctrl-C to stop)
+  API key:  {key}   (any token string is also accepted as a dev token)
+
+ably-python (ably>=3.1.4):
+    from ably import AblyRealtime
+    client = AblyRealtime({py_args}, client_id="me")
+  or, with ai_transport:
+    from ai_transport.emulator.client import ably_realtime
+    client = ably_realtime("{url}", client_id="me")
+
+ably-js (ably@2):
+    const client = new Ably.Realtime({json.dumps({**js_opts, "clientId": "me"})});
+
+Follow a channel as a conversation:
+    ai-transport tail CHANNEL --emulator {url}
+Run the demo over it:
+    ai-transport demo --emulator {url}
+"""
+
+
+async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
+    """Start the emulator on ``args.host:args.port``, print connection help, serve until cancelled."""
+    out = out or sys.stdout
+    from ..emulator.server import Emulator
+
+    emulator: Any = Emulator(host=args.host, port=args.port)
+    try:
+        await emulator.start()
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            raise CliError(f"port {args.port} on {args.host} is already in use; pick another with --port N "
+                           "(or --port 0 for any free port)") from e
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from e
+    print(connection_help(emulator.url, emulator.key), file=out, flush=True)
+    try:
+        await asyncio.Event().wait()
+    finally:
+        await emulator.stop()
+    return 0

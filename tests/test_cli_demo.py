@@ -1,0 +1,219 @@
+"""``ai-transport demo`` run as a subprocess: the transcript of the approval and deny paths, on the
+in-process channel and over the emulator with the real ably SDK; ``--help``, errors, ``emulator``."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from ai_transport.cli.scenario import get_weather
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL")}
+ENV["PYTHONUNBUFFERED"] = "1"
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ai_transport", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=ROOT,
+        env=ENV,
+    )
+
+
+def order_of(lines: list[str], *patterns: str) -> list[int]:
+    """Index of the first line matching each pattern; asserts each is found after the previous one."""
+    at, found = 0, []
+    for p in patterns:
+        for i in range(at, len(lines)):
+            if re.search(p, lines[i]):
+                found.append(i)
+                at = i + 1
+                break
+        else:
+            raise AssertionError(f"{p!r} not found after line {at} in:\n" + "\n".join(lines))
+    return found
+
+
+SUMMARY = re.compile(
+    r"^done: run complete; (\d+) messages published, (\d+) appends, 1 run\(s\), 2 agent wake-ups, "
+    r"2 model calls, [\d.]+ s$"
+)
+
+
+def check_approved(out: str) -> None:
+    lines = out.splitlines()
+    weather = get_weather("Paris")
+    call = r'\[tool\] get_weather\(\{"city":"Paris","unit":"celsius"\}\)'
+    order_of(
+        lines,
+        r"^you> What's the weather in Paris right now\? Should I take an umbrella\?$",
+        r"^-- run [0-9a-f]{8} started$",
+        r"^thinking> The user asks about the current weather in Paris\. I need the get_weather tool",
+        r"^assistant> Let me look up the current weather in Paris for you\.$",
+        call + r" -- awaiting approval$",
+        r"^-- run [0-9a-f]{8} suspended: waiting for the client$",
+        r"^client: approving get_weather",
+        call + r" -- approved, running$",
+        r"^-- run [0-9a-f]{8} resumed$",
+        call + r" -- done$",
+        r"^  \[result\] get_weather -> \{\"city\": \"Paris\"",
+        rf"^assistant> Right now in Paris it is {weather['temperature']}°C with {weather['conditions']}",
+        r"^-- run [0-9a-f]{8} ended: complete$",
+    )
+    # One run id throughout: the resume continues the suspended run.
+    assert len(set(re.findall(r"-- run ([0-9a-f]{8})", out))) == 1
+    m = SUMMARY.match(lines[-1])
+    assert m, lines[-1]
+    assert int(m.group(1)) > 10 and int(m.group(2)) > 20  # streamed as appends, not one message per delta
+    assert "denied" not in out
+
+
+def check_denied(out: str, reason: str) -> None:
+    lines = out.splitlines()
+    call = r'\[tool\] get_weather\(\{"city":"Paris","unit":"celsius"\}\)'
+    order_of(
+        lines,
+        call + r" -- awaiting approval$",
+        r"^-- run [0-9a-f]{8} suspended",
+        re.escape(f"client: denying get_weather") + r".*" + re.escape(f"({reason})"),
+        call + re.escape(f" -- denied ({reason})") + "$",
+        r"^-- run [0-9a-f]{8} resumed$",
+        r"^assistant> I did not check the live weather \(" + re.escape(reason) + r"\)",
+        r"^-- run [0-9a-f]{8} ended: complete$",
+    )
+    assert "[result]" not in out  # the tool never ran
+    assert " -- done" not in out
+    assert SUMMARY.match(lines[-1]), lines[-1]
+
+
+def test_demo_approves_on_the_in_process_channel():
+    r = cli("demo", "--no-color")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "(in-process)" in r.stdout
+    check_approved(r.stdout)
+
+
+def test_demo_denies_with_a_reason():
+    reason = "I'd rather not share my location"
+    r = cli("demo", "--deny", reason)
+    assert r.returncode == 0, r.stdout + r.stderr
+    check_denied(r.stdout, reason)
+
+
+def test_demo_deny_without_reason_uses_the_default_rejection():
+    r = cli("demo", "--deny")
+    assert r.returncode == 0, r.stdout + r.stderr
+    # 0.8.0's reducer folds a reasonless denial as the output "Tool execution was not approved."
+    assert re.search(r"-- denied$", r.stdout, re.M), r.stdout
+    assert "I did not check the live weather (Tool execution was not approved.)" in r.stdout
+
+
+@pytest.mark.slow
+def test_demo_approves_over_the_emulator_with_the_ably_sdk():
+    r = cli("demo", "--emulator")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert re.search(r"^emulator: started at http://127\.0\.0\.1:\d+$", r.stdout, re.M)
+    assert "(Ably emulator at http://127.0.0.1:" in r.stdout
+    check_approved(r.stdout)
+
+
+@pytest.mark.slow
+def test_demo_denies_over_a_running_emulator():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ai_transport", "emulator", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
+    )
+    try:
+        first = proc.stdout.readline()
+        m = re.search(r"listening on (http://127\.0\.0\.1:\d+)", first)
+        assert m, first + proc.stderr.read()
+        url = m.group(1)
+        r = cli("demo", "--emulator", url, "--deny", "no thanks", "--channel", "shared-demo")
+        assert r.returncode == 0, r.stdout + r.stderr
+        check_denied(r.stdout, "no thanks")
+        assert f"channel: shared-demo (Ably emulator at {url}" in r.stdout
+        # The conversation stays on the emulator's channel: `tail --no-follow` reads it from history.
+        t = cli("tail", "shared-demo", "--emulator", url, "--no-follow")
+        assert t.returncode == 0, t.stdout + t.stderr
+        assert "you> What's the weather in Paris right now?" in t.stdout
+        assert re.search(r"get_weather\(.*\) -- denied \(no thanks\)", t.stdout)
+        assert "assistant> I did not check the live weather (no thanks)" in t.stdout
+        assert re.search(r"run [0-9a-f]{8}: complete", t.stdout)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_demo_reports_an_unreachable_emulator_clearly():
+    port = free_port()
+    t0 = time.monotonic()
+    r = cli("demo", "--emulator", f"http://127.0.0.1:{port}")
+    assert r.returncode == 1
+    assert r.stderr.startswith(f"ai-transport: error: cannot reach the emulator at http://127.0.0.1:{port}")
+    assert "ai-transport emulator" in r.stderr and "Traceback" not in r.stderr
+    assert time.monotonic() - t0 < 20
+
+
+def test_model_without_api_key_is_a_clear_error():
+    r = cli("demo", "--model", "gpt-5-mini")
+    assert r.returncode == 1
+    assert "needs OPENAI_API_KEY" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_help_texts():
+    top = cli("--help")
+    assert top.returncode == 0
+    for cmd in ("demo", "emulator", "tail"):
+        assert cmd in top.stdout
+    demo = cli("demo", "--help")
+    assert "--deny" in demo.stdout and "--emulator" in demo.stdout and "OPENAI_API_KEY" in demo.stdout
+    tail = cli("tail", "--help")
+    assert "CHANNEL" in tail.stdout and "--key" in tail.stdout and "--no-follow" in tail.stdout
+    none = cli()
+    assert none.returncode == 2 and "usage: ai-transport" in none.stdout
+    bad = cli("frobnicate")
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
+
+def test_emulator_command_prints_how_to_connect_and_refuses_a_busy_port():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ai_transport", "emulator", "--port", "0"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV,
+    )
+    try:
+        head: list[str] = []
+        while not head or "ai-transport demo --emulator" not in head[-1]:
+            line = proc.stdout.readline()
+            assert line, "".join(head) + proc.stderr.read()
+            head.append(line)
+        text = "".join(head)
+        port = int(re.search(r"listening on http://127\.0\.0\.1:(\d+)", text).group(1))
+        assert "AblyRealtime(" in text and "new Ably.Realtime(" in text
+        js_opts = json.loads(re.search(r"new Ably\.Realtime\((\{.*\})\);", text).group(1))
+        assert js_opts["port"] == port and js_opts["tls"] is False
+        with socket.create_connection(("127.0.0.1", port), timeout=2):
+            pass
+        busy = cli("emulator", "--port", str(port), timeout=20)
+        assert busy.returncode == 1
+        assert f"port {port} on 127.0.0.1 is already in use" in busy.stderr
+    finally:
+        proc.terminate()
+        proc.wait(10)
