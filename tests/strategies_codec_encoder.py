@@ -160,3 +160,39 @@ def event_streams(draw: Any) -> tuple[list[dict], int | None]:
             events = events + second
     cancel_at = draw(st.one_of(st.none(), st.integers(0, len(events))))
     return events, cancel_at
+
+
+JSON_LEAF = st.one_of(st.none(), st.booleans(), st.integers(-(2**53), 2**53), FLOATS, TEXT)
+JSON = st.recursive(
+    JSON_LEAF,
+    lambda kids: st.one_of(
+        st.lists(kids, max_size=3),
+        st.dictionaries(st.from_regex(r"[a-z_][a-z0-9_]{0,6}", fullmatch=True), kids, max_size=3),
+    ),
+    max_leaves=8,
+)
+
+
+@st.composite
+def inputs(draw: Any) -> dict:
+    """Any well-formed codec input (every kind), with random text and JSON payloads."""
+    kind = draw(st.sampled_from(
+        ["user-message", "regenerate", "tool-result", "tool-result-error", "tool-approval-response"]))
+    call_id = draw(st.one_of(TEXT, st.none()))
+    if kind == "user-message":
+        texts = draw(st.lists(TEXT, max_size=4))
+        return {"kind": kind, "message": {"role": draw(st.sampled_from(["user", "assistant"])), "items": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t} for t in texts]}]}}
+    if kind == "regenerate":
+        return {"kind": kind, "target": draw(TEXT), "parent": draw(TEXT)}
+    payload: dict[str, Any] = {"call_id": call_id} if call_id is not None else {}
+    if kind == "tool-result":
+        payload["output"] = draw(JSON)
+    elif kind == "tool-result-error":
+        payload["message"] = draw(TEXT)
+    else:
+        payload["approved"] = draw(st.booleans())
+        reason = draw(st.one_of(st.none(), TEXT))
+        if reason is not None:
+            payload["reason"] = reason
+    return {"kind": kind, "codecMessageId": draw(TEXT), "payload": payload}

@@ -12,7 +12,7 @@ import pytest
 from codec_encoder_cases import CLOSE, cases
 from hypothesis import given
 from hypothesis import strategies as st
-from strategies_codec_encoder import event_streams, header_maps
+from strategies_codec_encoder import event_streams, header_maps, inputs
 from support_codec_encoder import assert_same_as_js, fixture_names, load_events, outputs
 
 pytestmark = pytest.mark.js
@@ -74,6 +74,25 @@ def test_generated_streams(node, streams, default_headers, write_headers, messag
         steps.insert(cancel_at, {"op": "cancel"})
     if close:
         steps.append(CLOSE)
+    case = {"options": {"extras": {"headers": default_headers}}, "steps": steps}
+    py = assert_same_as_js(node, case)
+    assert all(r["ok"] for r in py["results"])
+
+
+@given(
+    values=st.lists(inputs(), min_size=1, max_size=4),
+    default_headers=header_maps(),
+    write_headers=st.one_of(st.none(), header_maps()),
+    message_id=st.one_of(st.none(), st.text(max_size=8)),
+)
+def test_generated_inputs(node, values, default_headers, write_headers, message_id):
+    """Hypothesis: every input kind with random text / JSON payloads (floats included) encodes
+    identically to 0.8.0, with encoder-level and per-write headers."""
+    steps = [
+        {"op": "input", "value": v, "messageId": message_id,
+         **({"extras": {"headers": write_headers}} if write_headers is not None else {})}
+        for v in values
+    ]
     case = {"options": {"extras": {"headers": default_headers}}, "steps": steps}
     py = assert_same_as_js(node, case)
     assert all(r["ok"] for r in py["results"])
