@@ -125,3 +125,31 @@ async def test_js_late_attach_and_history_paging(node: Any, emulator_thread: Emu
             assert [m["data"] for m in hist] == ["m4+more", "m3", "m2", "m1", "m0"]
         finally:
             await call(node, "close", handle=js["handle"])
+
+
+async def test_js_resumes_after_transport_drop(node: Any, emulator_thread: EmulatorThread) -> None:
+    name = unique_channel("js")
+    js = await call(node, "open", options=connect_info(emulator_thread))
+    try:
+        await call(node, "subscribe", handle=js["handle"], channel=name)
+        async with realtime_client(emulator_thread) as py:
+            ch = py.channels.get(name)
+            await ch.attach()
+            serial = (await ch.publish("ai-output", "a")).serials[0]
+            assert len(await call(node, "received", handle=js["handle"], channel=name, count=1)) == 1
+            dropped = await asyncio.to_thread(emulator_thread.call, emulator_thread.emulator.drop_transports,
+                                              js["connectionId"])
+            assert dropped == 1
+            for frag in "bcd":
+                await ch.append_message(Message(serial=serial, data=frag))
+            await ch.publish("ai-output", "next")
+            got = await call(node, "received", handle=js["handle"], channel=name, count=5, timeoutMs=15000)
+        assert [(m["action"], m["data"]) for m in got] == [
+            ("message.create", "a"),
+            ("message.append", "b"),
+            ("message.append", "c"),
+            ("message.append", "d"),
+            ("message.create", "next"),
+        ]
+    finally:
+        await call(node, "close", handle=js["handle"])

@@ -293,11 +293,7 @@ async def test_reconnect_resumes_and_delivers_missed(emulator: Emulator, binary:
         serial = (await pch.publish("n", "a")).serials[0]
         assert (await inbox.next()).data == "a"
         sub_id = sub.connection.connection_manager.connection_id
-        # drop only the subscriber's transport
-        conn = emulator.connections[sub_id]
-        assert conn.session is not None
-        conn.session.closed = True
-        conn.session.writer.transport.abort()
+        assert emulator.drop_transports(sub_id) == 1  # only the subscriber's websocket
         await asyncio.sleep(0.05)
         await pch.append_message(Message(serial=serial, data="b"))
         await pch.publish("n", "c")
@@ -307,6 +303,27 @@ async def test_reconnect_resumes_and_delivers_missed(emulator: Emulator, binary:
         assert sub.connection.connection_manager.connection_id == sub_id
         await pch.append_message(Message(serial=serial, data="d"))
         assert (await inbox.next()).data == "d"
+        await inbox.quiet()
+
+
+async def test_failed_resume_still_replays_missed_events(emulator: Emulator, binary: bool) -> None:
+    name = unique_channel()
+    async with realtime_client(emulator, use_binary_protocol=binary) as sub, realtime_client(
+        emulator, use_binary_protocol=binary
+    ) as pub:
+        inbox = Inbox()
+        await sub.channels.get(name).subscribe(inbox.push)
+        pch = pub.channels.get(name)
+        await pch.attach()
+        serial = (await pch.publish("n", "a")).serials[0]
+        assert (await inbox.next()).data == "a"
+        old_id = sub.connection.connection_manager.connection_id
+        assert emulator.drop_transports(old_id, forget=True) == 1
+        await asyncio.sleep(0.05)
+        await pch.append_message(Message(serial=serial, data="b"))
+        frag = await inbox.next(timeout=15)
+        assert (frag.action, frag.data) == (MessageAction.MESSAGE_APPEND, "b")
+        assert sub.connection.connection_manager.connection_id != old_id
         await inbox.quiet()
 
 

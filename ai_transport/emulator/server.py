@@ -1065,19 +1065,27 @@ class Emulator:
 
     # -- introspection -----------------------------------------------------------------------
 
-    def drop_transports(self, code: int = 1011, reason: str = "emulator dropped the transport") -> int:
-        """Abruptly close every live websocket (connections stay resumable); return how many.
+    def drop_transports(self, connection_id: str | None = None, *, forget: bool = False) -> int:
+        """Abruptly cut live websockets (all, or one connection's); return how many were cut.
 
-        Call from the emulator's loop (or via :meth:`EmulatorThread.call`).
+        The connections stay resumable for ``connection_state_ttl``: an SDK reconnects with
+        ``resume`` and re-attaches with its last ``channelSerial``, and the emulator replays every
+        event it missed. ``forget=True`` also discards the connection state, so the resume fails
+        (CONNECTED with error 80008 and a new connectionId) and only the ``channelSerial``
+        re-attach restores continuity. Call on the emulator's loop (or through
+        :meth:`EmulatorThread.call`).
         """
         n = 0
         for conn in list(self.connections.values()):
-            if conn.session is not None:
-                session = conn.session
-                session.closed = True
-                with contextlib.suppress(Exception):
-                    session.writer.transport.abort()
-                n += 1
+            if conn.session is None or (connection_id is not None and conn.id != connection_id):
+                continue
+            session = conn.session
+            session.closed = True
+            with contextlib.suppress(Exception):
+                session.writer.transport.abort()
+            if forget:
+                self._drop_connection(conn)
+            n += 1
         return n
 
 
