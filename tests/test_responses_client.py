@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from pathlib import Path
 
 import pytest
 import support_responses
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support_responses import USER_INPUT, chunk_lines, compact, split_by_response
 
 from ai_transport.errors import AITransportError
@@ -19,10 +22,13 @@ from ai_transport.responses import (
     E_OPENAI_RESPONSES_STREAM_ERROR,
     ErrorReply,
     InvalidResponsesOptionsError,
+    LocalResponsesServer,
     ReasoningReplayRejectedError,
     ResponsesAPIError,
     ResponsesClient,
     ResponsesStreamError,
+    ScriptedFunctionCall,
+    ScriptedReasoning,
     ScriptedText,
     StreamReply,
     build_response_events,
@@ -502,3 +508,45 @@ async def test_json_body_instead_of_an_event_stream_is_a_stream_error(serve, mak
     with pytest.raises(ResponsesStreamError) as info:
         await make_client(server).stream(input=USER_INPUT).collect()
     assert "proxy said no" in info.value.message and info.value.api_message == "proxy said no"
+
+
+async def test_connection_is_reused_across_calls(fixtures_dir, serve, make_client):
+    path = fixtures_dir / "vercel-ai" / "openai-reasoning-encrypted-content.1.chunks.txt"
+    server = await serve(replay_chunks(path))
+    client = make_client(server)
+    for _ in range(4):
+        await client.stream(input=USER_INPUT).collect()
+    assert [r.connection for r in server.requests] == [1, 1, 1, 1]
+
+
+async def test_terminal_event_is_recorded_even_when_the_consumer_stops_there(fixtures_dir, serve, make_client):
+    path = fixtures_dir / "vercel-ai" / "azure-text.1.chunks.txt"
+    server = await serve(replay_chunks(path, cycle=True))
+    async with make_client(server).stream(input=USER_INPUT) as stream:
+        async for event in stream:
+            if event["type"] == "response.completed":
+                break
+    assert stream.terminal_event == json.loads(chunk_lines(path)[-1])
+
+
+scripted_outputs = st.lists(
+    st.one_of(
+        st.builds(ScriptedText, st.text(max_size=60)),
+        st.builds(ScriptedReasoning, st.lists(st.text(min_size=1, max_size=40), max_size=2)),
+        st.builds(ScriptedFunctionCall, st.just("tool"), st.dictionaries(st.text(max_size=6), st.text(max_size=6))),
+    ),
+    max_size=4,
+)
+
+
+@settings(max_examples=25)
+@given(outputs=scripted_outputs, chunk_size=st.integers(1, 300), seed=st.integers(0, 2**16))
+def test_any_scripted_stream_arrives_unchanged_whatever_the_transfer_chunking(outputs, chunk_size, seed):
+    events = build_response_events(outputs, seed=seed, obfuscation=True)
+
+    async def run():
+        server = LocalResponsesServer(lambda r: StreamReply.from_events(events, chunk_size=chunk_size))
+        async with server, ResponsesClient(base_url=server.base_url, model="m") as client:
+            return await client.stream(input=USER_INPUT).collect()
+
+    assert asyncio.run(run()) == events

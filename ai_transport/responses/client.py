@@ -256,7 +256,8 @@ class ResponsesStream:
                             api_code=err.api_code,
                         )
                     decoder = SSEDecoder()
-                    async for chunk in resp.aiter_bytes():
+                    chunks = resp.aiter_bytes()
+                    async for chunk in chunks:
                         for sse in decoder.feed(chunk):
                             event = _event_dict(sse)
                             if event is None:
@@ -265,9 +266,12 @@ class ResponsesStream:
                             if kind == "error":
                                 raise _stream_error(event)
                             yielded = True
-                            yield event
-                            if kind in TERMINAL_EVENT_TYPES:
+                            terminal = kind in TERMINAL_EVENT_TYPES
+                            if terminal:
                                 self.terminal_event = event
+                            yield event
+                            if terminal:
+                                await _drain(chunks)
                                 return
                     decoder.close()
                     logger.warning(
@@ -297,6 +301,23 @@ class ResponsesStream:
                 raise ResponsesConnectionError(
                     f"could not reach the Responses API at {url}: {type(exc).__name__}: {exc}", cause=exc
                 ) from exc
+
+
+async def _drain(chunks: AsyncIterator[bytes], limit: int = 65536, timeout: float = 1.0) -> None:
+    """Read what follows a terminal event (normally just the end of the body), briefly and boundedly,
+    so the connection goes back to the pool instead of being closed."""
+
+    async def read() -> None:
+        total = 0
+        async for chunk in chunks:
+            total += len(chunk)
+            if total > limit:
+                return
+
+    try:
+        await asyncio.wait_for(read(), timeout)
+    except (asyncio.TimeoutError, httpx.HTTPError):
+        pass
 
 
 def _event_dict(sse: ServerSentEvent) -> dict[str, Any] | None:

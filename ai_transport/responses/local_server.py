@@ -75,12 +75,14 @@ TERMINAL_TYPES = ("response.completed", "response.incomplete", "response.failed"
 
 @dataclass
 class RecordedRequest:
-    """One request the server received: method, path (with query), headers (lower-case names), body."""
+    """One request the server received: method, path (with query), headers (lower-case names), body,
+    and ``connection``: the number of the TCP connection it came on (1, 2, … in accept order)."""
 
     method: str
     path: str
     headers: dict[str, str]
     body: bytes
+    connection: int = 0
 
     def json(self) -> Any:
         """The body parsed as JSON (``None`` if empty or not JSON)."""
@@ -245,10 +247,11 @@ def replay_error(path: str | Path, status: int = 400) -> Callable[[RecordedReque
 
 
 def scripted(
-    fn: Callable[[Any], Any], **build_kw: Any
+    fn: Callable[[Any], Any], *, delay: float = 0.0, **build_kw: Any
 ) -> Callable[[RecordedRequest], Awaitable[ResponderResult]]:
     """A responder from a function of the request JSON (sync or async) returning a reply, event dicts
-    or scripted outputs (built with :func:`build_response_events`, ``build_kw`` passed on)."""
+    or scripted outputs (built with :func:`build_response_events`, ``build_kw`` passed on).
+    ``delay`` (seconds before each frame) makes a list result stream at a visible pace."""
 
     async def responder(request: RecordedRequest) -> ResponderResult:
         body = request.json()
@@ -256,7 +259,9 @@ def scripted(
         if inspect.isawaitable(result):
             result = await result
         if isinstance(result, list) and result and all(isinstance(o, _SCRIPTED_TYPES) for o in result):
-            return build_response_events(result, request=body if isinstance(body, dict) else None, **build_kw)
+            result = build_response_events(result, request=body if isinstance(body, dict) else None, **build_kw)
+        if isinstance(result, list) and delay:
+            return StreamReply.from_events(result, delay=delay)
         return typing.cast(ResponderResult, result)
 
     return responder
@@ -530,6 +535,7 @@ class LocalResponsesServer:
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
         self._handlers: set[asyncio.Task[None]] = set()
+        self._accepted = 0
 
     @property
     def base_url(self) -> str:
@@ -569,6 +575,8 @@ class LocalResponsesServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._connections.add(writer)
+        self._accepted += 1
+        connection = self._accepted
         task = asyncio.current_task()
         if task is not None:
             self._handlers.add(task)
@@ -577,6 +585,7 @@ class LocalResponsesServer:
                 request = await _read_request(reader)
                 if request is None:
                     break
+                request.connection = connection
                 self.requests.append(request)
                 keep_alive = await self._respond(request, writer)
                 if not keep_alive or request.headers.get("connection", "").lower() == "close":
