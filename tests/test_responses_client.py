@@ -550,3 +550,12 @@ def test_any_scripted_stream_arrives_unchanged_whatever_the_transfer_chunking(ou
             return await client.stream(input=USER_INPUT).collect()
 
     assert asyncio.run(run()) == events
+
+
+async def test_read_timeout_before_any_event_is_retried_then_raised_as_a_stream_error(serve, make_client):
+    events = build_response_events([ScriptedText("slow")], seed=8)
+    server = await serve(lambda request: StreamReply.from_events(events, delay=0.5))
+    client = make_client(server, timeout=0.1, retry={"max_retries": 1})
+    with pytest.raises(ResponsesStreamError) as info:
+        await client.stream(input=USER_INPUT).collect()
+    assert "ReadTimeout" in info.value.message and len(server.requests) == 2
