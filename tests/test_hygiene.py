@@ -8,6 +8,18 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support_hygiene import (
+    ANY_ITEM,
+    INPUTS,
+    assistant,
+    call,
+    fold_done_items,
+    load_chunks,
+    output,
+    reasoning,
+    response_model,
+    user,
+)
 
 from ai_transport.codec.types import OpenAIMessage
 from ai_transport.errors import InvalidArgumentError, InvalidTypeError
@@ -24,18 +36,6 @@ from ai_transport.readers.hygiene import (
     sweep_reasoning,
 )
 from ai_transport.readers.preflight import preflight
-from support_hygiene import (
-    ANY_ITEM,
-    INPUTS,
-    assistant,
-    call,
-    fold_done_items,
-    load_chunks,
-    output,
-    reasoning,
-    response_model,
-    user,
-)
 
 TOOLS = [
     {
@@ -182,7 +182,7 @@ def test_fingerprint_detects_each_difference():
     prefix = [user("q")]
     fp = replay_fingerprint(model="gpt-5.2", tools=TOOLS, instructions="be brief", prefix=prefix)
     assert fp.prefix_length == 1
-    ok = dict(model="gpt-5.2", tools=TOOLS, instructions="be brief")
+    ok = {"model": "gpt-5.2", "tools": TOOLS, "instructions": "be brief"}
     assert fp.matches(**ok, input=[user("q"), reasoning()])
     assert not fp.matches(**{**ok, "model": "gpt-5.1"}, input=prefix)
     assert not fp.matches(**{**ok, "tools": None}, input=prefix)
@@ -236,7 +236,6 @@ def test_fingerprinted_reasoning_replays_under_the_same_context(recorded):
     # the same holds for the fingerprint's JSON form, and for tools=[] vs None on both sides
     fps_json = {k: v.to_dict() for k, v in fps.items()}
     assert sanitize_input(history, fingerprints=fps_json, model=model, tools=TOOLS).report == []
-    _, fps_none = _produce_turn1(model, turn1, user("x"))
     fp_empty = sanitize_input([user("What is the verification code for issue-11239?")]).fingerprint(model=model, tools=[])
     fp_none = sanitize_input([user("What is the verification code for issue-11239?")]).fingerprint(model=model, tools=None)
     assert fp_empty == fp_none

@@ -8,6 +8,16 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support_hygiene import (
+    INPUTS,
+    assistant,
+    call,
+    fold_done_items,
+    load_chunks,
+    output,
+    reasoning,
+    user,
+)
 
 from ai_transport.errors import AITransportError, InvalidTypeError
 from ai_transport.readers.hygiene import reasoning_links
@@ -18,16 +28,6 @@ from ai_transport.readers.preflight import (
     check,
     preflight,
     repair,
-)
-from support_hygiene import (
-    INPUTS,
-    assistant,
-    call,
-    fold_done_items,
-    load_chunks,
-    output,
-    reasoning,
-    user,
 )
 
 NOT_FOUND = (
@@ -230,11 +230,11 @@ def test_bad_input_type_names_the_field():
 def _error_inputs():
     # Each recorded 400 body, with the input the file documents (see the fixtures README).
     return {
-        "openai-issue-18537-error.1.json": dict(
-            input=[user("look it up"), output("call_dYQhZV1goGU4Rkny0QJvcxUJ", "42")], store=False
-        ),
-        "issue-18134-shell-store-false-error.json": dict(
-            input=[
+        "openai-issue-18537-error.1.json": {
+            "input": [user("look it up"), output("call_dYQhZV1goGU4Rkny0QJvcxUJ", "42")], "store": False
+        },
+        "issue-18134-shell-store-false-error.json": {
+            "input": [
                 user("list files"),
                 {
                     "type": "shell_call_output",
@@ -242,10 +242,10 @@ def _error_inputs():
                     "output": [{"stdout": "a\n", "stderr": "", "outcome": {"type": "exit", "exit_code": 0}}],
                 },
             ],
-            store=False,
-        ),
-        "openai-mcp-approval-previous-response-duplicate-error.json": dict(
-            input=[
+            "store": False,
+        },
+        "openai-mcp-approval-previous-response-duplicate-error.json": {
+            "input": [
                 {
                     "type": "mcp_approval_response",
                     "id": "mcpr_022444f7f0878ab8006a766d20b08881a290edfa9c9943f2ae",
@@ -253,8 +253,8 @@ def _error_inputs():
                     "approve": True,
                 }
             ],
-            store=True,
-            previous_items=[
+            "store": True,
+            "previous_items": [
                 {
                     "type": "mcp_approval_response",
                     "id": "mcpr_022444f7f0878ab8006a766d20b08881a290edfa9c9943f2ae",
@@ -262,20 +262,20 @@ def _error_inputs():
                     "approve": True,
                 }
             ],
-        ),
-        "openai-tool-search-duplicate-item-error.1.json": dict(
-            input=[
+        },
+        "openai-tool-search-duplicate-item-error.1.json": {
+            "input": [
                 user("find a tool"),
                 {"type": "tool_search_call", "id": "tsc_07dac4bac56245e1006a606d9ef06481a1afbe9ba9f5b6cff2", "arguments": {}},
                 user("again"),
                 {"type": "tool_search_call", "id": "tsc_07dac4bac56245e1006a606d9ef06481a1afbe9ba9f5b6cff2", "arguments": {}},
             ],
-            store=True,
-        ),
-        "openai-issue-17402-error.1.json": dict(
-            input=[user("weather?"), {"type": "function_call", "call_id": "call_1", "name": "weather"}, output("call_1")],
-            store=False,
-        ),
+            "store": True,
+        },
+        "openai-issue-17402-error.1.json": {
+            "input": [user("weather?"), {"type": "function_call", "call_id": "call_1", "name": "weather"}, output("call_1")],
+            "store": False,
+        },
     }
 
 
@@ -323,7 +323,7 @@ def test_recorded_loop_replays_cleanly(loop):
 
 
 def test_recorded_loop_broken_variants(loop):
-    question, turn1, answer, turn2 = loop
+    question, turn1, answer, _turn2 = loop
     rs, fc = turn1
     links = reasoning_links(turn1)
     rs_id, fc_id, cid = rs["id"], fc["id"], fc["call_id"]

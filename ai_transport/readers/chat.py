@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, Union
 
 from ..codec.types import OpenAIMessage
@@ -183,9 +183,9 @@ def _boundaries(messages: Sequence[Mapping[str, Any]]) -> list[int]:
     reach = [-1] * (n + 1)
     for j, m in enumerate(messages):
         if m.get("role") == "tool":
-            i = call_at.get(m.get("tool_call_id"))
-            if i is not None and i < j:
-                reach[i + 1] = max(reach[i + 1], j)
+            at = call_at.get(m.get("tool_call_id"))
+            if at is not None and at < j:
+                reach[at + 1] = max(reach[at + 1], j)
     starts = [0] if n else []
     running = -1
     for k in range(1, n):
@@ -200,7 +200,7 @@ def split_turns(messages: Sequence[Mapping[str, Any]]) -> list[list[ChatMessage]
     listed = _check_messages(messages)
     starts = _boundaries(listed)
     ends = starts[1:] + [len(listed)]
-    return [list(listed[s:e]) for s, e in zip(starts, ends)]  # type: ignore[misc]
+    return [[dict(m) if not isinstance(m, dict) else m for m in listed[s:e]] for s, e in zip(starts, ends)]
 
 
 class TrimResult(NamedTuple):
@@ -210,7 +210,7 @@ class TrimResult(NamedTuple):
     dropped: int
 
 
-def trim_turns(turns: Sequence[Mapping[str, Any]], max: int) -> TrimResult:  # noqa: A002
+def trim_turns(turns: Sequence[Mapping[str, Any]], max: int) -> TrimResult:
     """Keep the newest ``max`` whole turns of a message list; return them and the dropped count.
 
     ``turns`` is a flat Chat Completions message list (without the system prompt); it is cut with
@@ -221,9 +221,8 @@ def trim_turns(turns: Sequence[Mapping[str, Any]], max: int) -> TrimResult:  # n
     if max < 0:
         raise InvalidArgumentError(f"max must be >= 0, got {max}")
     split = split_turns(turns)
-    kept = split[len(split) - max :] if max else []
-    if len(kept) > len(split):
-        kept = split
+    start = len(split) - max if max < len(split) else 0
+    kept = split[start:]
     return TrimResult([m for turn in kept for m in turn], len(split) - len(kept))
 
 
@@ -288,7 +287,7 @@ def build_request_messages(
 # ---------------------------------------------------------------------------------------------
 # Responses items -> Chat Completions messages
 
-MessageLike = Union[OpenAIMessage, Mapping[str, Any]]
+MessageLike = Union[OpenAIMessage, Mapping[str, Any]]  # noqa: UP007
 
 
 def _user_part(part: Any) -> dict[str, Any] | None:
@@ -376,7 +375,7 @@ def to_chat_completions_messages(openai_messages: Sequence[MessageLike]) -> list
         raise InvalidTypeError(f"messages must be an array of messages, got {type_name(openai_messages)}")
     flat: list[tuple[str, Mapping[str, Any]]] = []
     for i, message in enumerate(openai_messages):
-        msg = OpenAIMessage.from_dict(message, path=f"messages[{i}]")
+        msg = message if isinstance(message, OpenAIMessage) else OpenAIMessage.from_dict(message, path=f"messages[{i}]")
         flat.extend((msg.role, item) for item in msg.items)
 
     call_ids = {
@@ -388,7 +387,7 @@ def to_chat_completions_messages(openai_messages: Sequence[MessageLike]) -> list
     for _, item in flat:
         if item.get("type") in ("function_call_output", "custom_tool_call_output"):
             cid = item.get("call_id")
-            if cid in call_ids:
+            if isinstance(cid, str) and cid in call_ids:
                 outputs.setdefault(cid, item)
             else:
                 log.debug("to_chat_completions_messages: output for unknown call_id %r dropped", cid)

@@ -33,7 +33,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ..errors import InvalidArgumentError, InvalidTypeError, type_name
@@ -686,8 +686,8 @@ class _Pipeline:
         aborted_output: str,
     ) -> None:
         items = [item for _, item in self.entries]
-        calls = _call_ids(list(previous_items) + items)
-        outputs = _output_call_ids(list(previous_items) + items)
+        calls = _call_ids([*previous_items, *items])
+        outputs = _output_call_ids([*previous_items, *items])
         kept: list[tuple[int | None, dict[str, Any]]] = []
         pending: list[tuple[int | None, dict[str, Any]]] = []  # synthesised outputs awaiting the end of the step
         for index, item in self.entries:

@@ -281,7 +281,7 @@ def preflight(
     for i, item in enumerate(items):
         t = item.get("type")
         cid = item.get("call_id")
-        if not isinstance(cid, str):
+        if not isinstance(cid, str) or not isinstance(t, str):
             continue
         if t in CALL_OUTPUT_TYPES and (t, cid) not in outputs:
             pairing.append(
