@@ -18,9 +18,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from ably.types.message import Message  # noqa: E402
+from ably.types.message import Message
 
-from ai_transport.emulator import EmulatorThread, ably_realtime  # noqa: E402
+from ai_transport.emulator import EmulatorThread, ably_realtime
 
 
 async def wait_connected(client: object) -> None:

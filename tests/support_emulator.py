@@ -32,14 +32,14 @@ import pytest
 from ai_transport.emulator import Emulator, EmulatorThread, ably_realtime, ably_rest
 
 __all__ = [
+    "Inbox",
+    "RawClient",
     "emulator",
     "emulator_thread",
     "realtime_client",
     "rest_client",
-    "wait_connected",
-    "Inbox",
-    "RawClient",
     "unique_channel",
+    "wait_connected",
 ]
 
 _counter = itertools.count(1)
@@ -66,10 +66,11 @@ def emulator_thread() -> Iterator[EmulatorThread]:
 
 async def wait_connected(client: Any, timeout: float = 10) -> None:
     """Wait until ``client.connection.state`` is ``connected`` (raises on failure / timeout)."""
+
     async def loop() -> None:
-        while str(client.connection.state).lower().split(".")[-1] != "connected":
-            state = str(client.connection.state).lower()
-            if state.endswith("failed") or state.endswith("closed"):
+        while getattr(client.connection.state, "value", client.connection.state) != "connected":
+            state = getattr(client.connection.state, "value", client.connection.state)
+            if state in ("failed", "closed"):
                 raise AssertionError(f"connection {state}: {client.connection.error_reason}")
             await asyncio.sleep(0.01)
 

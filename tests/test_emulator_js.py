@@ -1,4 +1,5 @@
 """ably-js 2.x (in node) against the emulator, interoperating with the ably-python SDK."""
+# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 import pytest
 from ably import MessageAction
 from ably.types.message import Message
+from support_emulator import Inbox, emulator_thread, realtime_client, unique_channel  # noqa: F401
 
 from ai_transport.emulator import EmulatorThread, connect_info
-from support_emulator import Inbox, emulator_thread, realtime_client, unique_channel  # noqa: F401
 
 pytestmark = [pytest.mark.js, pytest.mark.timeout(90)]
 
@@ -37,9 +38,13 @@ async def test_js_receives_python_stream(node: Any, emulator_thread: EmulatorThr
         async with realtime_client(emulator_thread, client_id="py-writer") as py:
             ch = py.channels.get(name)
             await ch.attach()
-            serial = (await ch.publish(Message(name="ai-output", data="", extras={"ai": {"s": "start"}}))).serials[0]
+            serial = (
+                await ch.publish(Message(name="ai-output", data="", extras={"ai": {"s": "start"}}))
+            ).serials[0]
             tasks = [
-                asyncio.create_task(ch.append_message(Message(serial=serial, data=f, extras={"ai": {"i": i}})))
+                asyncio.create_task(
+                    ch.append_message(Message(serial=serial, data=f, extras={"ai": {"i": i}}))
+                )
                 for i, f in enumerate(fragments)
             ]
             versions = [r.version_serial for r in await asyncio.gather(*tasks)]
@@ -59,7 +64,9 @@ async def test_js_receives_python_stream(node: Any, emulator_thread: EmulatorThr
         assert hist[0]["action"] == "message.update" and hist[0]["data"] == "".join(fragments)
         assert hist[0]["version"]["serial"] == versions[-1]
         # a client attaching afterwards reads the final aggregate through history({untilAttach: true})
-        late = await call(node, "open", options=connect_info(emulator_thread, use_binary_protocol=not js_binary))
+        late = await call(
+            node, "open", options=connect_info(emulator_thread, use_binary_protocol=not js_binary)
+        )
         try:
             await call(node, "subscribe", handle=late["handle"], channel=name)
             hist = await call(node, "history", handle=late["handle"], channel=name, untilAttach=True)
@@ -75,14 +82,21 @@ async def test_js_receives_python_stream(node: Any, emulator_thread: EmulatorThr
 async def test_python_receives_js_stream(node: Any, emulator_thread: EmulatorThread, js_binary: bool) -> None:
     name = unique_channel("js")
     fragments = ["Hello", ", ", "wor", "ld", "!"]
-    async with realtime_client(emulator_thread, client_id="py-reader", use_binary_protocol=not js_binary) as py:
+    async with realtime_client(
+        emulator_thread, client_id="py-reader", use_binary_protocol=not js_binary
+    ) as py:
         inbox = Inbox()
         await py.channels.get(name).subscribe(inbox.push)
         options = connect_info(emulator_thread, client_id="js-writer", use_binary_protocol=js_binary)
         js = await call(node, "open", options=options)
         try:
             res = await call(
-                node, "stream", handle=js["handle"], channel=name, name="ai-output", fragments=fragments,
+                node,
+                "stream",
+                handle=js["handle"],
+                channel=name,
+                name="ai-output",
+                fragments=fragments,
                 extras={"headers": {"x": "1"}},
             )
             got = await inbox.take(1 + len(fragments))
@@ -91,7 +105,9 @@ async def test_python_receives_js_stream(node: Any, emulator_thread: EmulatorThr
             assert all(m.action == MessageAction.MESSAGE_APPEND and m.name is None for m in got[1:])
             assert [m.version.serial for m in got[1:]] == res["versions"]
             assert all(m.extras == {"headers": {"x": "1"}} for m in got)
-            upd = await call(node, "update", handle=js["handle"], channel=name, serial=res["serial"], data="replaced")
+            upd = await call(
+                node, "update", handle=js["handle"], channel=name, serial=res["serial"], data="replaced"
+            )
             m = await inbox.next()
             assert m.action == MessageAction.MESSAGE_UPDATE and m.data == "replaced"
             assert m.version.serial == upd["versionSerial"]
@@ -137,8 +153,9 @@ async def test_js_resumes_after_transport_drop(node: Any, emulator_thread: Emula
             await ch.attach()
             serial = (await ch.publish("ai-output", "a")).serials[0]
             assert len(await call(node, "received", handle=js["handle"], channel=name, count=1)) == 1
-            dropped = await asyncio.to_thread(emulator_thread.call, emulator_thread.emulator.drop_transports,
-                                              js["connectionId"])
+            dropped = await asyncio.to_thread(
+                emulator_thread.call, emulator_thread.emulator.drop_transports, js["connectionId"]
+            )
             assert dropped == 1
             for frag in "bcd":
                 await ch.append_message(Message(serial=serial, data=frag))

@@ -1,4 +1,5 @@
 """The emulator's realtime protocol seen through a bare websocket: frame shapes and bad input."""
+# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
 
 from __future__ import annotations
 
@@ -8,11 +9,11 @@ import json
 
 import msgpack
 import pytest
+from support_emulator import RawClient, emulator, unique_channel  # noqa: F401
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
 from ai_transport.emulator import Emulator
-from support_emulator import RawClient, emulator, unique_channel  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -53,7 +54,12 @@ async def test_heartbeat_attach_publish_ack_detach_close(emulator: Emulator, fmt
         assert attached["flags"] & (1 << 17) and attached["flags"] & (1 << 18)
         assert attached["params"] == {"rewind": "0"}
         await c.send(
-            {"action": 15, "channel": ch, "msgSerial": 0, "messages": [{"name": "a", "data": "1"}, {"data": "2"}]}
+            {
+                "action": 15,
+                "channel": ch,
+                "msgSerial": 0,
+                "messages": [{"name": "a", "data": "1"}, {"data": "2"}],
+            }
         )
         ack = await c.recv()
         assert ack["action"] == 1 and ack["msgSerial"] == 0 and ack["count"] == 1
@@ -62,8 +68,10 @@ async def test_heartbeat_attach_publish_ack_detach_close(emulator: Emulator, fmt
         assert delivery["action"] == 15 and delivery["channel"] == ch
         assert [m["serial"] for m in delivery["messages"]] == ack["res"][0]["serials"]
         assert delivery["channelSerial"] == ack["res"][0]["serials"][-1]
-        assert [m["id"] for m in delivery["messages"]] == [f"{c.connected['connectionId']}:0:0",
-                                                           f"{c.connected['connectionId']}:0:1"]
+        assert [m["id"] for m in delivery["messages"]] == [
+            f"{c.connected['connectionId']}:0:0",
+            f"{c.connected['connectionId']}:0:1",
+        ]
         await c.send({"action": 12, "channel": ch})
         assert await c.recv() == {"action": 13, "channel": ch}
         # detached: our own publish is ACKed but not delivered back
@@ -79,11 +87,19 @@ async def test_attach_with_channel_serial_replays_missed_events(emulator: Emulat
     ch = unique_channel()
     async with RawClient.connect(emulator.port) as pub:
         await attach(pub, ch)
-        await pub.send({"action": 15, "channel": ch, "msgSerial": 0, "messages": [{"name": "n", "data": "a"}]})
+        await pub.send(
+            {"action": 15, "channel": ch, "msgSerial": 0, "messages": [{"name": "n", "data": "a"}]}
+        )
         serial = (await pub.recv_action(1))["res"][0]["serials"][0]
         checkpoint = (await pub.recv_action(15))["channelSerial"]
-        await pub.send({"action": 15, "channel": ch, "msgSerial": 1,
-                        "messages": [{"action": 5, "serial": serial, "data": "b"}]})
+        await pub.send(
+            {
+                "action": 15,
+                "channel": ch,
+                "msgSerial": 1,
+                "messages": [{"action": 5, "serial": serial, "data": "b"}],
+            }
+        )
         await pub.recv_action(1)
         await pub.send({"action": 15, "channel": ch, "msgSerial": 2, "messages": [{"data": "c"}]})
         await pub.recv_action(1)
@@ -151,8 +167,13 @@ async def test_bad_publishes_are_nacked_with_ably_errors(emulator: Emulator) -> 
         cases = [
             ({"channel": ch, "messages": [{"action": 5, "serial": "nope", "data": "x"}]}, 40400),
             ({"channel": ch, "messages": [{"action": 5, "data": "x"}]}, 40003),
-            ({"channel": ch, "messages": [{"action": 5, "serial": serial, "data": "eA==", "encoding": "base64"}]},
-             40003),
+            (
+                {
+                    "channel": ch,
+                    "messages": [{"action": 5, "serial": serial, "data": "eA==", "encoding": "base64"}],
+                },
+                40003,
+            ),
             ({"channel": ch, "messages": [{"data": "***", "encoding": "base64"}]}, 40013),
             ({"channel": ch, "messages": [{"action": 9, "serial": serial}]}, 40000),
             ({"channel": ch, "messages": "nope"}, 40000),
@@ -198,7 +219,9 @@ async def test_auth_failures(emulator: Emulator) -> None:
             err = await c.recv()
             assert err["action"] == 9 and err["error"]["code"] == code and err["error"]["statusCode"] == 401
     token = emulator.authority.issue("local.dev", client_id="ann")["token"]
-    async with RawClient.connect(emulator.port, query=f"access_token={token}&clientId=bob", connected=False) as c:
+    async with RawClient.connect(
+        emulator.port, query=f"access_token={token}&clientId=bob", connected=False
+    ) as c:
         err = await c.recv()
         assert err["error"]["code"] == 40102
     expired = emulator.authority.issue("local.dev", ttl=1)["token"]
@@ -230,34 +253,83 @@ async def test_reauth_with_auth_frame(emulator: Emulator) -> None:
 async def test_resume_unknown_key_gives_new_connection_with_error(emulator: Emulator) -> None:
     async with RawClient.connect(emulator.port, query="accessToken=t&resume=nope!x") as c:
         assert c.connected["error"]["code"] == 80008
-        async with RawClient.connect(emulator.port, query=f"accessToken=t&resume={c.connected['connectionKey']}") as d:
+        async with RawClient.connect(
+            emulator.port, query=f"accessToken=t&resume={c.connected['connectionKey']}"
+        ) as d:
             assert d.connected["connectionId"] == c.connected["connectionId"]
             assert "error" not in d.connected
 
 
 async def test_server_heartbeats_when_idle_interval_set() -> None:
-    async with Emulator(max_idle_interval=200) as emu:
-        async with RawClient.connect(emu.port) as c:
-            assert c.connected["connectionDetails"]["maxIdleInterval"] == 200
-            assert await c.recv(timeout=1) == {"action": 0}
+    async with Emulator(max_idle_interval=200) as emu, RawClient.connect(emu.port) as c:
+        assert c.connected["connectionDetails"]["maxIdleInterval"] == 200
+        assert await c.recv(timeout=1) == {"action": 0}
 
 
 async def test_binary_transcoding_on_the_wire(emulator: Emulator) -> None:
     ch = unique_channel()
-    async with RawClient.connect(emulator.port, fmt="json") as j, RawClient.connect(emulator.port, fmt="msgpack") as m:
+    async with (
+        RawClient.connect(emulator.port, fmt="json") as j,
+        RawClient.connect(emulator.port, fmt="msgpack") as m,
+    ):
         await attach(j, ch)
         await attach(m, ch)
         payload = bytes(range(256))
-        await m.send({"action": 15, "channel": ch, "msgSerial": 0,
-                      "messages": [{"data": payload, "encoding": "utf-8/cipher+aes-128-cbc"}]})
+        await m.send(
+            {
+                "action": 15,
+                "channel": ch,
+                "msgSerial": 0,
+                "messages": [{"data": payload, "encoding": "utf-8/cipher+aes-128-cbc"}],
+            }
+        )
         got_j = (await j.recv_action(15))["messages"][0]
         got_m = (await m.recv_action(15))["messages"][0]
         assert got_j["encoding"] == "utf-8/cipher+aes-128-cbc/base64"
         assert base64.b64decode(got_j["data"]) == payload
         assert got_m["data"] == payload and got_m["encoding"] == "utf-8/cipher+aes-128-cbc"
-        await j.send({"action": 15, "channel": ch, "msgSerial": 0,
-                      "messages": [{"data": base64.b64encode(b"hi").decode(), "encoding": "base64"},
-                                   {"data": json.dumps({"a": 1}), "encoding": "json"}]})
+        await j.send(
+            {
+                "action": 15,
+                "channel": ch,
+                "msgSerial": 0,
+                "messages": [
+                    {"data": base64.b64encode(b"hi").decode(), "encoding": "base64"},
+                    {"data": json.dumps({"a": 1}), "encoding": "json"},
+                ],
+            }
+        )
         got = (await m.recv_action(15))["messages"]
         assert got[0]["data"] == b"hi" and "encoding" not in got[0]
         assert got[1] == {**got[1], "data": '{"a": 1}', "encoding": "json"}
+
+
+async def test_rewind_frames_carry_the_attach_point_so_resuming_adds_no_duplicates(
+    emulator: Emulator,
+) -> None:
+    ch = unique_channel()
+    async with RawClient.connect(emulator.port) as pub:
+        await pub.send({"action": 15, "channel": ch, "msgSerial": 0, "messages": [{"data": "m3"}]})
+        m3 = (await pub.recv_action(1))["res"][0]["serials"][0]
+        await pub.send({"action": 15, "channel": ch, "msgSerial": 1, "messages": [{"data": "m4"}]})
+        await pub.recv_action(1)
+        await pub.send(
+            {
+                "action": 15,
+                "channel": ch,
+                "msgSerial": 2,
+                "messages": [{"action": 5, "serial": m3, "data": "+"}],
+            }
+        )
+        await pub.recv_action(1)
+    async with RawClient.connect(emulator.port) as c:
+        attached = await attach(c, ch, params={"rewind": "2"})
+        assert attached["flags"] & 2  # HAS_BACKLOG
+        frames = [await c.recv_action(15), await c.recv_action(15)]
+        assert [f["messages"][0]["data"] for f in frames] == ["m3+", "m4"]
+        assert [f["messages"][0]["action"] for f in frames] == [1, 0]
+        assert {f["channelSerial"] for f in frames} == {attached["channelSerial"]}
+    async with RawClient.connect(emulator.port) as d:
+        await attach(d, ch, channelSerial=frames[-1]["channelSerial"])
+        await d.send({"action": 0, "id": "nothing-replayed"})
+        assert await d.recv() == {"action": 0, "id": "nothing-replayed"}

@@ -1,4 +1,5 @@
 """The emulator's REST side over plain HTTP (httpx): routes, auth, paging, bodies, errors."""
+# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
 
 from __future__ import annotations
 
@@ -18,9 +19,9 @@ import msgpack
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from support_emulator import emulator_thread, unique_channel  # noqa: F401
 
 from ai_transport.emulator import EmulatorThread, request_token
-from support_emulator import emulator_thread, unique_channel  # noqa: F401
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -68,8 +69,10 @@ def test_errors_are_ably_shaped(emulator_thread: EmulatorThread, http: httpx.Cli
     err = r.json()["error"]
     assert err["code"] == 40101 and err["statusCode"] == 401 and err["message"]
     assert r.headers["x-ably-errorcode"] == "40101"
-    r = httpx.get(f"{emulator_thread.url}/channels/x/messages",
-                  headers={"Authorization": "Basic " + base64.b64encode(b"local.dev:bad").decode()})
+    r = httpx.get(
+        f"{emulator_thread.url}/channels/x/messages",
+        headers={"Authorization": "Basic " + base64.b64encode(b"local.dev:bad").decode()},
+    )
     assert r.json()["error"]["code"] == 40101
     assert http.get("/nowhere").json()["error"]["code"] == 40400
     assert http.get("/channels/x/messages/00000000000000000000").status_code == 404
@@ -109,7 +112,9 @@ def test_patch_get_and_versions(http: httpx.Client) -> None:
     assert versions == sorted(versions) and versions[0] > serial
     got = http.get(f"/channels/{ch}/messages/{serial}").json()
     assert got["data"] == "abcdef" and got["action"] == 1 and got["version"]["serial"] == versions[-1]
-    items, pages = read_all(http, f"/channels/{ch}/messages/{serial}/versions", {"limit": 2, "direction": "forwards"})
+    items, pages = read_all(
+        http, f"/channels/{ch}/messages/{serial}/versions", {"limit": 2, "direction": "forwards"}
+    )
     assert pages == 3
     assert [v["data"] for v in items] == ["a", "ab", "abc", "abcd", "abcde", "abcdef"]
     assert [v["version"]["serial"] for v in items] == [serial, *versions]
@@ -134,8 +139,14 @@ def test_chunked_request_body(http: httpx.Client) -> None:
 def test_request_token_signed_and_capability_enforced(emulator_thread: EmulatorThread) -> None:
     ch = unique_channel("cap")
     capability = json.dumps({ch: ["publish"]})
-    body = {"keyName": "local.dev", "ttl": 60000, "capability": capability, "clientId": "tok",
-            "timestamp": int(time.time() * 1000), "nonce": "n1"}
+    body = {
+        "keyName": "local.dev",
+        "ttl": 60000,
+        "capability": capability,
+        "clientId": "tok",
+        "timestamp": int(time.time() * 1000),
+        "nonce": "n1",
+    }
     text = "\n".join(["local.dev", "60000", capability, "tok", str(body["timestamp"]), "n1", ""])
     body["mac"] = base64.b64encode(hmac.new(b"secret", text.encode(), hashlib.sha256).digest()).decode()
     r = httpx.post(f"{emulator_thread.url}/keys/local.dev/requestToken", json=body)
@@ -150,8 +161,9 @@ def test_request_token_signed_and_capability_enforced(emulator_thread: EmulatorT
     assert r.status_code == 401 and r.json()["error"]["code"] == 40160
     r = httpx.post(f"{emulator_thread.url}/channels/other/messages", json={"data": "x"}, headers=bearer)
     assert r.json()["error"]["code"] == 40160
-    r = httpx.post(f"{emulator_thread.url}/channels/{ch}/messages", json={"data": "x", "clientId": "eve"},
-                   headers=bearer)
+    r = httpx.post(
+        f"{emulator_thread.url}/channels/{ch}/messages", json={"data": "x", "clientId": "eve"}, headers=bearer
+    )
     assert r.json()["error"]["code"] == 40012
     body["mac"] = base64.b64encode(b"forged").decode()
     r = httpx.post(f"{emulator_thread.url}/keys/local.dev/requestToken", json=body)
@@ -167,9 +179,13 @@ def test_history_time_and_serial_bounds(http: httpx.Client) -> None:
     for i in range(5):
         serials += publish(http, ch, [{"data": str(i)}])
         time.sleep(0.005)  # distinct millisecond timestamps
-    items = http.get(f"/channels/{ch}/messages", params={"from_serial": serials[2], "direction": "forwards"}).json()
+    items = http.get(
+        f"/channels/{ch}/messages", params={"from_serial": serials[2], "direction": "forwards"}
+    ).json()
     assert [m["data"] for m in items] == ["0", "1", "2"]
-    stamps = [m["timestamp"] for m in http.get(f"/channels/{ch}/messages", params={"direction": "forwards"}).json()]
+    stamps = [
+        m["timestamp"] for m in http.get(f"/channels/{ch}/messages", params={"direction": "forwards"}).json()
+    ]
     assert stamps == sorted(set(stamps))
     items = http.get(f"/channels/{ch}/messages", params={"start": stamps[1], "end": stamps[3]}).json()
     assert [m["data"] for m in items] == ["3", "2", "1"]

@@ -1,4 +1,5 @@
 """The unmodified ably-python 3.1.4 SDK against the emulator, in JSON and msgpack modes."""
+# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ import pytest
 from ably import MessageAction, MessageOperation
 from ably.types.message import Message
 from ably.util.exceptions import AblyException
+from support_emulator import Inbox, emulator, realtime_client, rest_client, unique_channel  # noqa: F401
 
 from ai_transport.emulator import Emulator, ably_rest
-from support_emulator import Inbox, emulator, realtime_client, rest_client, unique_channel  # noqa: F401
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -54,10 +55,14 @@ async def test_append_delivers_fragments_then_history_aggregate(emulator: Emulat
         ch = client.channels.get(unique_channel())
         inbox = Inbox()
         await ch.subscribe(inbox.push)
-        serial = (await ch.publish(Message(name="ai-output", data="", extras={"headers": {"k": "v0"}}))).serials[0]
+        serial = (
+            await ch.publish(Message(name="ai-output", data="", extras={"headers": {"k": "v0"}}))
+        ).serials[0]
         versions = []
         for i, frag in enumerate(["Hel", "lo", ", ", "world"]):
-            res = await ch.append_message(Message(serial=serial, data=frag, extras={"headers": {"k": f"v{i + 1}"}}))
+            res = await ch.append_message(
+                Message(serial=serial, data=frag, extras={"headers": {"k": f"v{i + 1}"}})
+            )
             versions.append(res.version_serial)
         assert versions == sorted(versions) and all(v > serial for v in versions)
         got = await inbox.take(5)
@@ -80,9 +85,10 @@ async def test_append_delivers_fragments_then_history_aggregate(emulator: Emulat
 
 async def test_late_attach_gets_aggregate_as_update_then_fragments(emulator: Emulator, binary: bool) -> None:
     name = unique_channel()
-    async with realtime_client(emulator, client_id="w", use_binary_protocol=binary) as writer, realtime_client(
-        emulator, client_id="r", use_binary_protocol=not binary
-    ) as reader:
+    async with (
+        realtime_client(emulator, client_id="w", use_binary_protocol=binary) as writer,
+        realtime_client(emulator, client_id="r", use_binary_protocol=not binary) as reader,
+    ):
         wch = writer.channels.get(name)
         await wch.attach()
         serial = (await wch.publish("ai-output", "ab")).serials[0]
@@ -111,7 +117,7 @@ async def test_update_and_delete(emulator: Emulator, binary: bool) -> None:
         )
         dele = await ch.delete_message(Message(serial=serial))
         assert serial < upd.version_serial < dele.version_serial
-        create, update, delete = await inbox.take(3)
+        _create, update, delete = await inbox.take(3)
         assert update.action == MessageAction.MESSAGE_UPDATE and update.data == "v2" and update.name == "n"
         assert update.extras == {"e": 1}
         assert update.version.description == "fix" and update.version.metadata == {"why": "typo"}
@@ -209,9 +215,10 @@ async def test_ping(emulator: Emulator, binary: bool) -> None:
 
 async def test_echo_false_is_honoured(emulator: Emulator, binary: bool) -> None:
     name = unique_channel()
-    async with realtime_client(
-        emulator, use_binary_protocol=binary, transport_params={"echo": "false"}
-    ) as quiet, realtime_client(emulator, use_binary_protocol=binary) as loud:
+    async with (
+        realtime_client(emulator, use_binary_protocol=binary, transport_params={"echo": "false"}) as quiet,
+        realtime_client(emulator, use_binary_protocol=binary) as loud,
+    ):
         q_inbox, l_inbox = Inbox(), Inbox()
         await quiet.channels.get(name).subscribe(q_inbox.push)
         await loud.channels.get(name).subscribe(l_inbox.push)
@@ -225,9 +232,10 @@ async def test_echo_false_is_honoured(emulator: Emulator, binary: bool) -> None:
 async def test_binary_and_extras_transcoded_between_formats(emulator: Emulator) -> None:
     name = unique_channel()
     extras = {"ai": {"headers": {"x-id": "1", "n": 1.5, "u": "é✓"}}, "list": [1, "2", None, True]}
-    async with realtime_client(emulator, use_binary_protocol=False) as js, realtime_client(
-        emulator, use_binary_protocol=True
-    ) as mp:
+    async with (
+        realtime_client(emulator, use_binary_protocol=False) as js,
+        realtime_client(emulator, use_binary_protocol=True) as mp,
+    ):
         js_inbox, mp_inbox = Inbox(), Inbox()
         await js.channels.get(name).subscribe(js_inbox.push)
         await mp.channels.get(name).subscribe(mp_inbox.push)
@@ -244,9 +252,10 @@ async def test_binary_and_extras_transcoded_between_formats(emulator: Emulator) 
 async def test_rest_publish_and_patch_reach_realtime(emulator: Emulator, binary: bool) -> None:
     name = unique_channel()
     token = emulator.authority.issue("local.dev", client_id="restie")["token"]
-    async with realtime_client(emulator, use_binary_protocol=binary) as rt, rest_client(
-        emulator, token=token, use_binary_protocol=binary
-    ) as rest:
+    async with (
+        realtime_client(emulator, use_binary_protocol=binary) as rt,
+        rest_client(emulator, token=token, use_binary_protocol=binary) as rest,
+    ):
         inbox = Inbox()
         await rt.channels.get(name).subscribe(inbox.push)
         rch = rest.channels.get(name)
@@ -282,9 +291,10 @@ async def test_rewind_delivers_aggregates(emulator: Emulator, binary: bool) -> N
 
 async def test_reconnect_resumes_and_delivers_missed(emulator: Emulator, binary: bool) -> None:
     name = unique_channel()
-    async with realtime_client(emulator, use_binary_protocol=binary) as sub, realtime_client(
-        emulator, use_binary_protocol=binary
-    ) as pub:
+    async with (
+        realtime_client(emulator, use_binary_protocol=binary) as sub,
+        realtime_client(emulator, use_binary_protocol=binary) as pub,
+    ):
         inbox = Inbox()
         sch = sub.channels.get(name)
         await sch.subscribe(inbox.push)
@@ -308,9 +318,10 @@ async def test_reconnect_resumes_and_delivers_missed(emulator: Emulator, binary:
 
 async def test_failed_resume_still_replays_missed_events(emulator: Emulator, binary: bool) -> None:
     name = unique_channel()
-    async with realtime_client(emulator, use_binary_protocol=binary) as sub, realtime_client(
-        emulator, use_binary_protocol=binary
-    ) as pub:
+    async with (
+        realtime_client(emulator, use_binary_protocol=binary) as sub,
+        realtime_client(emulator, use_binary_protocol=binary) as pub,
+    ):
         inbox = Inbox()
         await sub.channels.get(name).subscribe(inbox.push)
         pch = pub.channels.get(name)

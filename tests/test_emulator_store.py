@@ -32,8 +32,12 @@ def run(store: Store, script: list[tuple[Any, ...]]) -> list[str]:
     serials: list[str] = []
     for op in script:
         if op[0] == "create":
-            serials += [e.serial for e in store.apply("c", [{"name": "n", "data": op[1]}],
-                                                         connection_id="k", client_id=None, id_prefix="p")]
+            serials += [
+                e.serial
+                for e in store.apply(
+                    "c", [{"name": "n", "data": op[1]}], connection_id="k", client_id=None, id_prefix="p"
+                )
+            ]
         elif serials:
             target = serials[op[1] % len(serials)]
             msg: dict[str, Any] = {"serial": target}
@@ -57,7 +61,11 @@ def apply_delivery(view: dict[str, dict[str, Any]], msg: dict[str, Any]) -> None
         cur["extras"] = msg.get("extras")
         cur["version"] = msg["version"]
     else:
-        view[msg["serial"]] = {"data": msg.get("data"), "extras": msg.get("extras"), "version": msg["version"]}
+        view[msg["serial"]] = {
+            "data": msg.get("data"),
+            "extras": msg.get("extras"),
+            "version": msg["version"],
+        }
 
 
 @given(ops)
@@ -110,28 +118,54 @@ def test_events_after_is_the_suffix(script: list[tuple[Any, ...]], k: int) -> No
     assert log.events_after(FLOOR_SERIAL) == log.events
     if log.events:
         k = min(k, len(log.events) - 1)
-        assert log.events_after(log.events[k].serial) == log.events[k + 1:]
+        assert log.events_after(log.events[k].serial) == log.events[k + 1 :]
         assert log.latest_serial == log.events[-1].serial
 
 
 def test_append_semantics() -> None:
     store = Store()
-    (create,) = store.apply("c", [{"name": "out", "data": "a", "extras": {"x": 1}}], connection_id="k",
-                            client_id="me", id_prefix="p")
-    (app,) = store.apply("c", [{"action": 5, "serial": create.serial, "data": "b", "extras": {"y": 2}}],
-                         connection_id="k", client_id="me", id_prefix="p")
+    (create,) = store.apply(
+        "c",
+        [{"name": "out", "data": "a", "extras": {"x": 1}}],
+        connection_id="k",
+        client_id="me",
+        id_prefix="p",
+    )
+    (app,) = store.apply(
+        "c",
+        [{"action": 5, "serial": create.serial, "data": "b", "extras": {"y": 2}}],
+        connection_id="k",
+        client_id="me",
+        id_prefix="p",
+    )
     assert app.live == {
-        "id": "p:0", "data": "b", "extras": {"y": 2}, "clientId": "me", "connectionId": "k",
-        "timestamp": create.live["timestamp"], "serial": create.serial, "action": 5,
+        "id": "p:0",
+        "data": "b",
+        "extras": {"y": 2},
+        "clientId": "me",
+        "connectionId": "k",
+        "timestamp": create.live["timestamp"],
+        "serial": create.serial,
+        "action": 5,
         "version": {"serial": app.serial, "timestamp": app.live["version"]["timestamp"], "clientId": "me"},
     }
     assert app.aggregate["data"] == "ab" and app.aggregate["name"] == "out" and app.aggregate["action"] == 1
     assert app.aggregate["extras"] == {"y": 2}
-    (upd,) = store.apply("c", [{"action": 1, "serial": create.serial, "data": "z"}], connection_id="k",
-                         client_id="me", id_prefix="p")
-    assert upd.aggregate["data"] == "z" and upd.aggregate["extras"] == {"y": 2} and upd.aggregate["name"] == "out"
-    (dele,) = store.apply("c", [{"action": 2, "serial": create.serial}], connection_id="k", client_id=None,
-                          id_prefix="p")
+    (upd,) = store.apply(
+        "c",
+        [{"action": 1, "serial": create.serial, "data": "z"}],
+        connection_id="k",
+        client_id="me",
+        id_prefix="p",
+    )
+    assert (
+        upd.aggregate["data"] == "z"
+        and upd.aggregate["extras"] == {"y": 2}
+        and upd.aggregate["name"] == "out"
+    )
+    (dele,) = store.apply(
+        "c", [{"action": 2, "serial": create.serial}], connection_id="k", client_id=None, id_prefix="p"
+    )
     assert dele.aggregate["action"] == 2 and store.get("c", create.serial)["action"] == 2
     assert [v["action"] for v in store.versions("c", create.serial)] == [0, 1, 1, 2]
 
@@ -139,17 +173,32 @@ def test_append_semantics() -> None:
 def test_binary_appends_and_type_mismatch() -> None:
     store = Store()
     (create,) = store.apply("c", [{"data": b"\x00"}], connection_id=None, client_id=None, id_prefix="p")
-    store.apply("c", [{"action": 5, "serial": create.serial, "data": b"\x01"}], connection_id=None,
-                client_id=None, id_prefix="p")
+    store.apply(
+        "c",
+        [{"action": 5, "serial": create.serial, "data": b"\x01"}],
+        connection_id=None,
+        client_id=None,
+        id_prefix="p",
+    )
     assert store.get("c", create.serial)["data"] == b"\x00\x01"
     with pytest.raises(EmulatorError) as info:
-        store.apply("c", [{"action": 5, "serial": create.serial, "data": "text"}], connection_id=None,
-                    client_id=None, id_prefix="p")
+        store.apply(
+            "c",
+            [{"action": 5, "serial": create.serial, "data": "text"}],
+            connection_id=None,
+            client_id=None,
+            id_prefix="p",
+        )
     assert info.value.code == 40003
     # all-or-nothing: a bad message rejects the whole batch
     with pytest.raises(EmulatorError):
-        store.apply("c", [{"data": "ok"}, {"action": 5, "serial": "missing", "data": "x"}], connection_id=None,
-                    client_id=None, id_prefix="p")
+        store.apply(
+            "c",
+            [{"data": "ok"}, {"action": 5, "serial": "missing", "data": "x"}],
+            connection_id=None,
+            client_id=None,
+            id_prefix="p",
+        )
     assert len(store.history("c")) == 1
 
 

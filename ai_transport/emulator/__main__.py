@@ -16,13 +16,21 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m ai_transport.emulator", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8080, help="port (0 = any free port; default 8080)")
-    parser.add_argument("--key", action="append", help=f"an API key name:secret (repeatable; default {DEFAULT_KEY})")
-    parser.add_argument("--strict-tokens", action="store_true", help="refuse tokens the emulator did not issue")
+    parser.add_argument(
+        "--key", action="append", help=f"an API key name:secret (repeatable; default {DEFAULT_KEY})"
+    )
+    parser.add_argument(
+        "--strict-tokens", action="store_true", help="refuse tokens the emulator did not issue"
+    )
     parser.add_argument("--max-message-size", type=int, default=65536)
-    parser.add_argument("--max-idle-interval", type=int, default=0, help="ms between server heartbeats x2 (0 = off)")
+    parser.add_argument(
+        "--max-idle-interval", type=int, default=0, help="ms between server heartbeats x2 (0 = off)"
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(message)s")
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(message)s"
+    )
 
     async def run() -> None:
         emu = Emulator(

@@ -27,7 +27,7 @@ from typing import Any
 from .protocol import EmulatorError
 from .store import now_ms
 
-__all__ = ["Principal", "Authority", "DEFAULT_KEY", "capability_allows"]
+__all__ = ["DEFAULT_KEY", "Authority", "Principal", "capability_allows"]
 
 #: The well-known development key every emulator accepts unless configured otherwise.
 DEFAULT_KEY = "local.dev:secret"
@@ -96,7 +96,8 @@ def parse_capability(value: Any) -> dict[str, list[str]] | None:
         except ValueError:
             raise EmulatorError("capability is not valid JSON", 40000, 400) from None
     if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, list) and all(isinstance(o, str) for o in v) for k, v in value.items()
+        isinstance(k, str) and isinstance(v, list) and all(isinstance(o, str) for o in v)
+        for k, v in value.items()
     ):
         raise EmulatorError("capability must map channel names to lists of operations", 40000, 400)
     return value

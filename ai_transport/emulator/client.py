@@ -22,7 +22,7 @@ from typing import Any
 
 from .auth import DEFAULT_KEY
 
-__all__ = ["ably_realtime", "ably_rest", "connect_info", "client_options", "request_token", "endpoint_for"]
+__all__ = ["ably_realtime", "ably_rest", "client_options", "connect_info", "endpoint_for", "request_token"]
 
 DEV_TOKEN = "emulator-dev-token"
 
@@ -44,8 +44,10 @@ def _split(url_or_port: int | str) -> tuple[str, int]:
 def _resolve(target: Any) -> tuple[str, int]:
     """Accept a port, ``host:port``, a URL, or an object with ``host``/``port`` (Emulator, EmulatorThread)."""
     if hasattr(target, "port") and not isinstance(target, (int, str)):
-        host = getattr(target, "host", None) or getattr(getattr(target, "emulator", None), "host", "127.0.0.1")
-        return host, int(target.port)
+        host = getattr(target, "host", None) or getattr(
+            getattr(target, "emulator", None), "host", "127.0.0.1"
+        )
+        return str(host), int(target.port)
     return _split(target)
 
 
@@ -87,7 +89,7 @@ def request_token(
         },
         method="POST",
     )
-    with urllib.request.urlopen(req, timeout=10) as resp:  # noqa: S310 - loopback only
+    with urllib.request.urlopen(req, timeout=10) as resp:
         return json.loads(resp.read())
 
 
@@ -136,7 +138,7 @@ def ably_realtime(
     options go to ``AblyRealtime`` unchanged. REST calls (history, get_message, versions) on
     the returned client reach the emulator too.
     """
-    from ably import AblyRealtime
+    from ably import AblyRealtime  # type: ignore[import-untyped]
 
     asyncio.get_running_loop()  # AblyRealtime needs one; fail clearly otherwise
     return AblyRealtime(
@@ -155,11 +157,18 @@ def ably_rest(
     **opts: Any,
 ) -> Any:
     """An ``ably.AblyRest`` talking to the emulator (same options as :func:`ably_realtime`)."""
-    from ably import AblyRest
+    from ably import AblyRest  # type: ignore[import-untyped]
 
-    options = client_options(url_or_port, client_id=client_id, token=token, use_binary_protocol=use_binary_protocol, **opts)
-    for realtime_only in ("realtime_request_timeout", "disconnected_retry_timeout", "suspended_retry_timeout",
-                          "channel_retry_timeout", "connectivity_check_url"):
+    options = client_options(
+        url_or_port, client_id=client_id, token=token, use_binary_protocol=use_binary_protocol, **opts
+    )
+    for realtime_only in (
+        "realtime_request_timeout",
+        "disconnected_retry_timeout",
+        "suspended_retry_timeout",
+        "channel_retry_timeout",
+        "connectivity_check_url",
+    ):
         if realtime_only not in opts:
             options.pop(realtime_only, None)
     return AblyRest(**options)

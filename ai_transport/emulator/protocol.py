@@ -12,22 +12,22 @@ import json
 from enum import IntEnum
 from typing import Any
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
 
 __all__ = [
-    "Action",
-    "MessageAction",
-    "Flag",
     "DEFAULT_MODES",
+    "Action",
     "EmulatorError",
-    "error_body",
+    "Flag",
+    "MessageAction",
     "decode_frame",
+    "dumps_json",
     "encode_frame",
+    "error_body",
     "ingest_data",
+    "message_size",
     "render_message",
     "render_messages",
-    "message_size",
-    "dumps_json",
 ]
 
 

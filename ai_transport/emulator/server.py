@@ -21,7 +21,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
+import msgpack  # type: ignore[import-untyped]
+from typing_extensions import Self
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
 from websockets.protocol import State
@@ -74,7 +75,9 @@ class Attachment:
 class Connection:
     """A realtime connection; outlives its websocket for ``connection_state_ttl`` (resume)."""
 
-    def __init__(self, conn_id: str, principal: Principal, client_id: str | None, fmt: str, echo: bool) -> None:
+    def __init__(
+        self, conn_id: str, principal: Principal, client_id: str | None, fmt: str, echo: bool
+    ) -> None:
         self.id = conn_id
         self.key = f"{conn_id}!{secrets.token_urlsafe(12)}"
         self.principal = principal
@@ -215,7 +218,7 @@ def _int_param(query: dict[str, str], name: str) -> int | None:
 
 def _page(
     items: list[dict[str, Any]], query: dict[str, str], key: str, base: str
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[dict[str, Any]], str]:
     """Page ``items`` (oldest first, ordered by ``item[key]``) by ``limit``/``direction``/``cursor``.
 
     Returns the page and a ``Link`` header value (``first`` always, ``next`` while more remain).
@@ -306,7 +309,9 @@ class Emulator:
 
     async def start(self) -> Emulator:
         """Bind and start serving."""
-        self._server = await asyncio.start_server(self._on_client, self.host, self._requested_port, limit=MAX_HEAD)
+        self._server = await asyncio.start_server(
+            self._on_client, self.host, self._requested_port, limit=MAX_HEAD
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         log.info("emulator listening on %s", self.url)
         return self
@@ -328,8 +333,9 @@ class Emulator:
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
 
-    async def __aenter__(self) -> Emulator:
-        return await self.start()
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
@@ -351,7 +357,7 @@ class Emulator:
             await self._serve_http(reader, writer)
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
-        except Exception:  # noqa: BLE001 - a client must never take the server down
+        except Exception:
             log.exception("emulator: connection handler failed")
         finally:
             if task is not None:
@@ -385,14 +391,16 @@ class Emulator:
                 return
             body = await self._read_body(headers, reader)
             if body is None:
-                writer.write(b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+                writer.write(
+                    b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                )
                 return
             req = HttpRequest(method.upper(), target, headers, body)
             try:
                 resp = self._handle_rest(req)
             except EmulatorError as err:
                 resp = _error_response(err)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 log.exception("emulator: REST handler failed")
                 resp = _error_response(EmulatorError(f"internal error: {exc}", 50000, 500))
             keep_alive = headers.get("connection", "").lower() != "close"
@@ -403,7 +411,7 @@ class Emulator:
 
     async def _read_body(self, headers: dict[str, str], reader: asyncio.StreamReader) -> bytes | None:
         if "chunked" in headers.get("transfer-encoding", "").lower():
-            parts = []
+            parts: list[bytes] = []
             total = 0
             while True:
                 size_line = await reader.readuntil(b"\r\n")
@@ -424,7 +432,9 @@ class Emulator:
         return await reader.readexactly(length) if length else b""
 
     @staticmethod
-    def _write_response(writer: asyncio.StreamWriter, req: HttpRequest, resp: HttpResponse, keep_alive: bool) -> None:
+    def _write_response(
+        writer: asyncio.StreamWriter, req: HttpRequest, resp: HttpResponse, keep_alive: bool
+    ) -> None:
         head = [f"HTTP/1.1 {resp.status} {_REASONS.get(resp.status, 'Status')}"]
         hdrs = {
             "Content-Type": resp.content_type,
@@ -435,7 +445,9 @@ class Emulator:
         }
         hdrs.update(resp.headers)
         head.extend(f"{k}: {v}" for k, v in hdrs.items())
-        writer.write(("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (b"" if req.method == "HEAD" else resp.body))
+        writer.write(
+            ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (b"" if req.method == "HEAD" else resp.body)
+        )
 
     # -- REST --------------------------------------------------------------------------------
 
@@ -482,7 +494,12 @@ class Emulator:
             return HttpResponse(200, b"yes", "text/plain")
         if segments == ["time"] and req.method in ("GET", "HEAD"):
             return reply([now_ms()])
-        if len(segments) == 3 and segments[0] == "keys" and segments[2] == "requestToken" and req.method == "POST":
+        if (
+            len(segments) == 3
+            and segments[0] == "keys"
+            and segments[2] == "requestToken"
+            and req.method == "POST"
+        ):
             details = self.authority.request_token(
                 segments[1], self._decode_request_body(req), req.headers.get("authorization")
             )
@@ -523,7 +540,12 @@ class Emulator:
             body["serial"] = rest[1]
             events = self._rest_mutate(principal, channel, body, self._body_format(req))
             return reply({"versionSerial": events[0].serial})
-        if len(rest) == 3 and rest[0] == "messages" and rest[2] == "versions" and req.method in ("GET", "HEAD"):
+        if (
+            len(rest) == 3
+            and rest[0] == "messages"
+            and rest[2] == "versions"
+            and req.method in ("GET", "HEAD")
+        ):
             principal.check(channel, "history")
             versions = self.store.versions(channel, rest[1])
             page, link = _page(versions, query, "version", "versions")
@@ -569,8 +591,12 @@ class Emulator:
         self._fan_out(channel, events, publisher=None, frame_id=None, connection_id=None)
         return [e.serial for e in events]
 
-    def _rest_mutate(self, principal: Principal, channel: str, message: dict[str, Any], fmt: str) -> list[Event]:
-        events = self._accept(principal, principal.client_id, channel, [message], fmt, connection_id=None, id_prefix="")
+    def _rest_mutate(
+        self, principal: Principal, channel: str, message: dict[str, Any], fmt: str
+    ) -> list[Event]:
+        events = self._accept(
+            principal, principal.client_id, channel, [message], fmt, connection_id=None, id_prefix=""
+        )
         self._fan_out(channel, events, publisher=None, frame_id=None, connection_id=None)
         return events
 
@@ -617,7 +643,9 @@ class Emulator:
                     )
         if total > self.max_message_size:
             raise EmulatorError(
-                f"Maximum message length exceeded (size {total} bytes, limit {self.max_message_size})", 40009, 400
+                f"Maximum message length exceeded (size {total} bytes, limit {self.max_message_size})",
+                40009,
+                400,
             )
         return self.store.apply(
             channel, messages, connection_id=connection_id, client_id=client_id, id_prefix=id_prefix
@@ -685,7 +713,9 @@ class Emulator:
 
     # -- websocket ---------------------------------------------------------------------------
 
-    async def _serve_websocket(self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve_websocket(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
         proto = ServerProtocol(max_size=MAX_WS_FRAME)
         proto.receive_data(head)
         events = proto.events_received()
@@ -700,7 +730,9 @@ class Emulator:
         await writer.drain()
         if response.status_code != 101:
             return
-        query = dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(request.path).query, keep_blank_values=True))
+        query = dict(
+            urllib.parse.parse_qsl(urllib.parse.urlsplit(request.path).query, keep_blank_values=True)
+        )
         fmt = "msgpack" if query.get("format") == "msgpack" else "json"
         session = WsSession(proto, writer, fmt)
         conn: Connection | None = None
@@ -811,7 +843,9 @@ class Emulator:
             frame["error"] = error.to_dict()
         return frame
 
-    def _authenticate(self, query: dict[str, str], token_override: str | None = None) -> tuple[Principal, str | None]:
+    def _authenticate(
+        self, query: dict[str, str], token_override: str | None = None
+    ) -> tuple[Principal, str | None]:
         requested = query.get("clientId") or None
         token = token_override or query.get("accessToken") or query.get("access_token")
         if token:
@@ -857,7 +891,9 @@ class Emulator:
                 return old
             resume_error = EmulatorError("Unable to recover connection: connection key not found", 80008, 400)
         self._conn_counter += 1
-        conn = Connection(f"emu-{self._conn_counter}-{secrets.token_hex(3)}", principal, client_id, session.fmt, echo)
+        conn = Connection(
+            f"emu-{self._conn_counter}-{secrets.token_hex(3)}", principal, client_id, session.fmt, echo
+        )
         conn.session = session
         self.connections[conn.id] = conn
         self._by_key[conn.key] = conn
@@ -868,7 +904,11 @@ class Emulator:
         try:
             frame = decode_frame(payload.decode("utf-8") if text else payload)
         except (EmulatorError, UnicodeDecodeError) as exc:
-            err = exc if isinstance(exc, EmulatorError) else EmulatorError("malformed frame: invalid UTF-8", 40000)
+            err = (
+                exc
+                if isinstance(exc, EmulatorError)
+                else EmulatorError("malformed frame: invalid UTF-8", 40000)
+            )
             session.send({"action": int(Action.ERROR), "error": err.to_dict()})
             session.close(1000, "protocol error")
             return
@@ -877,10 +917,13 @@ class Emulator:
         except EmulatorError as err:
             session.send({"action": int(Action.ERROR), "error": err.to_dict()})
             session.close(1000, "protocol error")
-        except Exception as exc:  # noqa: BLE001 - never let one frame take the server down
+        except Exception as exc:
             log.exception("emulator: frame handler failed")
             session.send(
-                {"action": int(Action.ERROR), "error": EmulatorError(f"internal error: {exc}", 50000, 500).to_dict()}
+                {
+                    "action": int(Action.ERROR),
+                    "error": EmulatorError(f"internal error: {exc}", 50000, 500).to_dict(),
+                }
             )
             session.close(1011, "internal error")
 
@@ -937,9 +980,13 @@ class Emulator:
         if isinstance(channel, str) and channel and channel not in conn.attachments:
             err = EmulatorError(f"channel {channel!r} is not attached", 90001, 400)
         else:
-            err = EmulatorError(f"{Action(frame['action']).name} is not supported by the emulator", 40000, 400)
+            err = EmulatorError(
+                f"{Action(frame['action']).name} is not supported by the emulator", 40000, 400
+            )
         if isinstance(serial, int) and not isinstance(serial, bool):
-            session.send({"action": int(Action.NACK), "msgSerial": serial, "count": 1, "error": err.to_dict()})
+            session.send(
+                {"action": int(Action.NACK), "msgSerial": serial, "count": 1, "error": err.to_dict()}
+            )
         else:
             session.send({"action": int(Action.ERROR), "channel": channel, "error": err.to_dict()})
 
@@ -951,11 +998,14 @@ class Emulator:
         try:
             principal.check_expiry()
             if not principal.allows_any(channel):
-                raise EmulatorError(f"Channel denied access based on given capability; channel {channel!r}", 40160, 401)
+                raise EmulatorError(
+                    f"Channel denied access based on given capability; channel {channel!r}", 40160, 401
+                )
         except EmulatorError as err:
             session.send({"action": int(Action.ERROR), "channel": channel, "error": err.to_dict()})
             return
-        flags = frame.get("flags") if isinstance(frame.get("flags"), int) else 0
+        raw_flags = frame.get("flags")
+        flags = raw_flags if isinstance(raw_flags, int) else 0
         requested = flags & MODE_MASK or int(DEFAULT_MODES)
         granted = 0
         if principal.allows(channel, "publish"):
@@ -979,7 +1029,8 @@ class Emulator:
         att.subscribe = bool(modes & Flag.SUBSCRIBE)
         self._subs.setdefault(channel, {})[conn.id] = att
 
-        params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+        raw_params = frame.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         honoured: dict[str, str] = {}
         backlog: list[tuple[Event | None, dict[str, Any]]] = []
         channel_serial = frame.get("channelSerial")
@@ -1007,12 +1058,14 @@ class Emulator:
         session.send(reply)
         if not att.subscribe:
             return
-        for ev, msg in backlog:
+        for event, msg in backlog:
             session.send(
                 {
                     "action": int(Action.MESSAGE),
                     "channel": channel,
-                    "channelSerial": ev.serial if ev is not None else msg.get("version", {}).get("serial", msg["serial"]),
+                    # a replayed event carries its own serial; rewound aggregates are as of the
+                    # attach point, so they carry the ATTACHED channelSerial
+                    "channelSerial": event.serial if event is not None else reply["channelSerial"],
                     "timestamp": msg.get("timestamp", now_ms()),
                     "messages": [render_message(msg, conn.fmt)],
                 }
@@ -1051,7 +1104,9 @@ class Emulator:
                 id_prefix=f"{conn.id}:{msg_serial}",
             )
         except EmulatorError as err:
-            session.send({"action": int(Action.NACK), "msgSerial": msg_serial, "count": 1, "error": err.to_dict()})
+            session.send(
+                {"action": int(Action.NACK), "msgSerial": msg_serial, "count": 1, "error": err.to_dict()}
+            )
             return
         session.send(
             {
@@ -1061,7 +1116,9 @@ class Emulator:
                 "res": [{"serials": [ev.serial for ev in events]}],
             }
         )
-        self._fan_out(channel, events, publisher=conn, frame_id=f"{conn.id}:{msg_serial}", connection_id=conn.id)
+        self._fan_out(
+            channel, events, publisher=conn, frame_id=f"{conn.id}:{msg_serial}", connection_id=conn.id
+        )
 
     # -- introspection -----------------------------------------------------------------------
 
@@ -1152,8 +1209,9 @@ class EmulatorThread:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self._thread.join(10)
 
-    def __enter__(self) -> EmulatorThread:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

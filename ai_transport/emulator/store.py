@@ -25,7 +25,7 @@ from typing import Any
 
 from .protocol import EmulatorError, MessageAction
 
-__all__ = ["Store", "ChannelLog", "Entry", "Event", "now_ms", "FLOOR_SERIAL"]
+__all__ = ["FLOOR_SERIAL", "ChannelLog", "Entry", "Event", "Store", "now_ms"]
 
 SERIAL_WIDTH = 20
 #: The channel serial of a channel that has never had a message (sorts before every serial).
@@ -147,7 +147,9 @@ class Store:
                         400,
                     )
                 if new is not None and not isinstance(new, (str, bytes)):
-                    raise EmulatorError(f"messages[{i}].data: append data must be a string or binary", 40003, 400)
+                    raise EmulatorError(
+                        f"messages[{i}].data: append data must be a string or binary", 40003, 400
+                    )
 
     def apply(
         self,
@@ -244,8 +246,10 @@ class Store:
                 agg.pop("extras", None)
             if msg.get("name") is not None:
                 agg["name"] = msg["name"]
-            agg["action"] = int(MessageAction.UPDATE) if old.get("action") != MessageAction.DELETE else int(
-                MessageAction.DELETE
+            agg["action"] = (
+                int(MessageAction.UPDATE)
+                if old.get("action") != MessageAction.DELETE
+                else int(MessageAction.DELETE)
             )
         entry.aggregate = agg
         entry.versions.append(agg)
