@@ -30,13 +30,11 @@ import asyncio
 import json
 import logging
 import os
-import typing
 from collections.abc import AsyncIterator, Mapping
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
-from typing_extensions import Self
 
 from .errors import (
     InvalidResponsesOptionsError,
@@ -47,6 +45,9 @@ from .errors import (
 )
 from .options import ResponsesOptions, _merge_headers, merge_options, resolve_options
 from .sse import ServerSentEvent, SSEDecoder
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "DEFAULT_BASE_URL",
@@ -76,7 +77,8 @@ class _NotGiven:
     def __new__(cls) -> Self:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
-        return typing.cast(Self, cls._instance)
+        instance: Self = cls._instance
+        return instance
 
     def __repr__(self) -> str:
         return "NOT_GIVEN"

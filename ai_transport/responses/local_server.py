@@ -39,11 +39,12 @@ from dataclasses import dataclass, field
 from http import HTTPStatus
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Union
-
-from typing_extensions import Self
+from typing import TYPE_CHECKING, Any, Union
 
 from .sse import encode_event
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
 
 __all__ = [
     "ErrorReply",
