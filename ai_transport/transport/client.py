@@ -130,6 +130,60 @@ class ClientView(View):
         auto_parent = last[-1].codec_message_id if last and parent is None and not fork_of else None
         return await self._session._send(inputs, run_id, parent, auto_parent, fork_of, role, supersedes)
 
+    def _parent_of(self, node: Any, codec_message_id: str) -> str | None:
+        visible = self.get_messages()
+        for i, m in enumerate(visible):
+            if m.codec_message_id == codec_message_id:
+                return visible[i - 1].codec_message_id if i > 0 else None
+        own = self._session.tree.messages_of(node)
+        for i, m in enumerate(own):
+            if m.codec_message_id == codec_message_id:
+                if i > 0:
+                    return own[i - 1].codec_message_id
+                if node.parent is not None:
+                    parent_node = self._session.tree.get_node_by_codec_message_id(node.parent)
+                    if parent_node is not None:
+                        msgs = self._session.tree.messages_of(parent_node)
+                        return msgs[-1].codec_message_id if msgs else None
+        return None
+
+    async def regenerate(self, codec_message_id: str) -> ClientRun:
+        """Ask the agent for a new version of the assistant message ``codec_message_id``.
+
+        Publishes a wire-only ``regenerate`` input (``msg-regenerate`` = the target, ``parent`` = the
+        message before it); the agent's new run is a sibling of the target's run, and this view
+        switches to it (latest sibling) once it starts.
+        """
+        from .tree import RunNode
+
+        node = self._session.tree.get_node_by_codec_message_id(codec_message_id)
+        if not isinstance(node, RunNode):
+            raise InvalidArgumentError(f"unable to regenerate; message not found in tree: {codec_message_id}")
+        parent = self._parent_of(node, codec_message_id)
+        if parent is None:
+            raise InvalidArgumentError(f"unable to regenerate; parent user message not found for {codec_message_id}")
+        anchor = codec_message_id
+        if node.regenerates is not None:
+            first = self._session.tree.messages_of(node)
+            if first and first[0].codec_message_id == codec_message_id:
+                anchor = node.regenerates
+        return await self._session._send(
+            [self._session.codec.create_regenerate(anchor, parent)], None, parent, None, None, "user", None
+        )
+
+    async def edit(self, codec_message_id: str, input: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> ClientRun:
+        """Replace the user prompt ``codec_message_id`` with ``input`` (a ``fork-of`` sibling)."""
+        node = self._session.tree.get_node_by_codec_message_id(codec_message_id)
+        if node is None:
+            raise InvalidArgumentError(f"unable to edit; message not found in tree: {codec_message_id}")
+        parent = self._parent_of(node, codec_message_id)
+        inputs = [input] if isinstance(input, Mapping) else list(input)
+        run = await self._session._send(inputs, None, parent, None, codec_message_id, "user", None)
+        branch = self.branch
+        if isinstance(branch, TreeBranch):
+            branch.select(run.input_codec_message_id)
+        return run
+
     def select(self, node_key: str) -> None:
         """Show sibling ``node_key`` (run id / input codec-message-id) at its fork."""
         branch = self.branch

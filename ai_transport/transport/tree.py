@@ -180,6 +180,8 @@ class RunNode:
     input_client_id: str | None = None
     last_resume_invocation_id: str | None = None
     steps: list[StepInfo] = field(default_factory=list)
+    #: Serial of the lifecycle event that set ``status`` (history folds newer pages first).
+    status_serial: str = ""
     kind: Literal["run"] = "run"
 
     @property
@@ -547,7 +549,8 @@ class Tree:
             entry = _Internal(node, next(self._seq))
             self._insert(run_id, entry)
             structural = True
-        elif serial and isinstance(entry.node, RunNode) and not entry.node.start_serial:
+        elif serial and isinstance(entry.node, RunNode) and (not entry.node.start_serial or serial < entry.node.start_serial):
+            # the earliest serial seen orders the run (history arrives newest page first)
             entry.node.start_serial = serial
             self._promote(entry)
             structural = True
@@ -610,13 +613,18 @@ class Tree:
             if entry is not None and isinstance(entry.node, RunNode):
                 node = entry.node
                 self._link_fork_input(event.input_codec_message_id, event.run_id)
-                if node.status == "suspended":
+                if node.status == "suspended" and self._newer(node, event):
                     node.status = "active"
-                if event.serial and not node.start_serial:
+                if event.serial and (not node.start_serial or event.serial < node.start_serial):
                     node.start_serial = event.serial
                     self._promote(entry)
                     structural = True
-                if node.parent is None and event.parent is not None:
+                if event.parent is not None and node.parent != event.parent and event.serial is not None:
+                    # the agent's run-start is authoritative for the run's place in the tree (a node
+                    # created from a later wire of a resumed run may carry another parent)
+                    node.parent = event.parent
+                    structural = True
+                elif node.parent is None and event.parent is not None:
                     node.parent = event.parent
                     structural = True
                 if node.fork_of is None and event.fork_of is not None:
@@ -649,25 +657,23 @@ class Tree:
                 self._insert(event.run_id, _Internal(node, next(self._seq), run_start_seen=True))
                 self._link_fork_input(event.input_codec_message_id, event.run_id)
                 structural = True
-        elif entry is not None and isinstance(entry.node, RunNode):
-            node = entry.node
-            if event.type == "suspend":
-                if not (
-                    node.last_resume_invocation_id is not None
-                    and event.invocation_id
-                    and node.last_resume_invocation_id != event.invocation_id
-                ):
-                    node.status = "suspended"
-                    node.end_serial = event.serial
-            elif event.type == "resume":
-                if event.invocation_id:
-                    node.last_resume_invocation_id = event.invocation_id
-                if node.status == "suspended":
-                    node.status = "active"
-            elif event.type == "end":
-                node.status = event.reason if event.reason in ("complete", "cancelled", "error") else "complete"  # type: ignore[assignment]
-                node.error = event.error if event.reason == "error" else None
-                node.end_serial = event.serial
+        else:
+            if entry is None and event.serial is not None:
+                # a newer history page can bring a run's suspend/end before its start: keep it
+                node = RunNode(
+                    run_id=event.run_id,
+                    parent=None,
+                    fork_of=None,
+                    regenerates=None,
+                    client_id=event.client_id,
+                    invocation_id=event.invocation_id,
+                    projection=self._codec.init(),
+                )
+                entry = _Internal(node, next(self._seq))
+                self._insert(event.run_id, entry)
+                structural = True
+            if entry is not None and isinstance(entry.node, RunNode):
+                self._apply_status(entry.node, event)
         self.emitter.emit("run", event)
         if structural:
             self.emitter.emit("update")
@@ -675,11 +681,46 @@ class Tree:
             # status changes are visible in runs(); tell views so run status listeners fire
             self.emitter.emit("status", event)
 
+    @staticmethod
+    def _newer(node: RunNode, event: RunLifecycleEvent) -> bool:
+        """True unless ``event`` is older than the event that set the current status."""
+        if event.serial is None:
+            return True
+        if event.serial < node.status_serial:
+            return False
+        node.status_serial = event.serial
+        return True
+
+    def _apply_status(self, node: RunNode, event: RunLifecycleEvent) -> None:
+        """Suspend / resume / end, as 0.8.0, but an event older than the one that set the current
+        status (history folds newer pages first) does not override it."""
+        if event.type == "resume" and event.invocation_id:
+            node.last_resume_invocation_id = event.invocation_id
+        if event.type == "suspend" and (
+            node.last_resume_invocation_id is not None
+            and event.invocation_id
+            and node.last_resume_invocation_id != event.invocation_id
+        ):
+            return
+        if event.type == "resume" and node.status != "suspended":
+            return
+        if not self._newer(node, event):
+            return
+        if event.type == "suspend":
+            node.status = "suspended"
+            node.end_serial = event.serial
+        elif event.type == "resume":
+            node.status = "active"
+        elif event.type == "end":
+            node.status = event.reason if event.reason in ("complete", "cancelled", "error") else "complete"  # type: ignore[assignment]
+            node.error = event.error if event.reason == "error" else None
+            node.end_serial = event.serial
+
     def apply_step_lifecycle(self, event: StepLifecycleEvent) -> None:
         """Apply ``step-start`` / ``step-end`` to the step read model of the run."""
         entry = self._nodes.get(event.run_id)
         structural = False
-        if entry is None and event.type == "step-start":
+        if entry is None:  # 0.8.0 creates the run only for a step-start; history may bring the end first
             node = RunNode(
                 run_id=event.run_id,
                 parent=None,

@@ -1,0 +1,129 @@
+"""The tree: folding a channel's history in any page size, with re-deliveries, gives the live view.
+
+A real conversation is recorded once on the in-process channel (a gated call approved and answered,
+a second question, a regenerate); its history (aggregates, ascending serial) is then re-folded the way
+a reader pages it — newest page first, each page oldest-first — for every page size Hypothesis picks,
+with random duplicate deliveries, into a fresh :class:`Tree`. Messages, run statuses and steps must
+equal the live client's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ai_transport.codec.codec import ResponsesCodec
+from ai_transport.responses.local_server import ScriptedText, build_response_events
+from ai_transport.transport.agent import AgentSession
+from ai_transport.transport.client import ClientSession
+from ai_transport.transport.memory import InProcessHub
+from ai_transport.transport.tree import Tree, WireApplier, WireLog
+from ai_transport.transport.view import TreeBranch
+from support_sessions import C, Worker, as_dicts, assistant_with_call, user_message, wait_status
+
+
+async def _record() -> dict[str, Any]:
+    hub = InProcessHub()
+    client = ClientSession(hub.client("alice").channel("chat"))
+    await client.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    await agent.connect()
+    worker = Worker()
+    sent = await client.view.send(user_message("Weather in Paris?"))
+    run = await worker.handle(agent, sent.invocation.to_json())
+    await wait_status(client.view, run.run_id, "suspended")
+    cmid, call = assistant_with_call(client.view.get_messages())
+    answer = await client.view.send(
+        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
+    )
+    await worker.handle(agent, answer.invocation.to_json())
+    await wait_status(client.view, run.run_id, "complete")
+    second = await client.view.send(user_message("Thanks! And tomorrow?"))
+    r2 = await agent.create_run(second.invocation.to_json())
+    await r2.start()
+    await r2.pipe(build_response_events([ScriptedText("No forecast for tomorrow, sorry.")], seed=3))
+    await r2.end("complete")
+    await wait_status(client.view, r2.run_id, "complete")
+    regen = await client.view.regenerate(client.view.get_messages()[-1].codec_message_id)
+    r3 = await agent.create_run(regen.invocation.to_json())
+    await r3.start()
+    await r3.pipe(build_response_events([ScriptedText("Tomorrow looks dry.")], seed=4))
+    await r3.end("complete")
+    await wait_status(client.view, r3.run_id, "complete")
+    page = await hub.client("reader").channel("chat").history(limit=1000, direction="forwards")
+    history = list(page.items)
+    live = {
+        "messages": as_dicts(client.view.get_messages()),
+        "runs": [(r.run_id, r.status, [s.status for s in r.steps]) for r in client.view.runs()],
+    }
+    await client.close()
+    await agent.end()
+    return {"history": history, "live": live}
+
+
+RECORDED = asyncio.run(_record())
+
+
+def _fold(order: list[dict[str, Any]]) -> dict[str, Any]:
+    tree = Tree(ResponsesCodec)
+    applier = WireApplier(tree, ResponsesCodec.create_decoder())
+    for message in order:
+        applier.apply(message)
+        tree.emit_ably_message(message)
+    branch = TreeBranch(tree)
+    nodes = branch.visible_nodes()
+    return {
+        "messages": as_dicts(branch.extract_messages(nodes)),
+        "runs": [(n.run_id, n.status, [s.status for s in n.steps]) for n in nodes if n.kind == "run"],
+    }
+
+
+def test_history_in_order_equals_live() -> None:
+    history = RECORDED["history"]
+    assert len(history) > 30
+    assert _fold(history) == RECORDED["live"]
+    assert len(RECORDED["live"]["messages"]) == 6  # prompt, call turn, output, answer, prompt 2, regenerated answer
+
+
+@settings(deadline=None)
+@given(page_size=st.integers(min_value=1, max_value=80), dup=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), max_size=8))
+def test_paged_history_with_redeliveries_equals_live(page_size: int, dup: list[tuple[int, int]]) -> None:
+    history = RECORDED["history"]
+    newest_first = list(reversed(history))
+    order: list[dict[str, Any]] = []
+    for start in range(0, len(newest_first), page_size):
+        order.extend(reversed(newest_first[start : start + page_size]))
+    for src, at in dup:  # a wire delivered again, later
+        order.insert(at % (len(order) + 1), order[src % len(order)])
+    assert _fold(order) == RECORDED["live"]
+
+
+@given(
+    wires=st.lists(
+        st.tuples(st.integers(1, 12), st.integers(0, 3), st.booleans()), min_size=1, max_size=30
+    )
+)
+def test_wire_log_keeps_serial_order_and_drops_redeliveries(wires: list[tuple[int, int, bool]]) -> None:
+    log = WireLog()
+    expected: dict[str, list[str]] = {}
+    last_version: dict[str, str] = {}
+    streamed_of: dict[str, bool] = {}
+    for n, v, streamed in wires:
+        serial = f"{n:04d}"
+        streamed = streamed_of.setdefault(serial, streamed)
+        version = f"{n:04d}.{v}"
+        outcome = log.record(serial, None, [("output", {"v": version})], version, streamed)
+        prev = last_version.get(serial)
+        if prev is not None and (version <= prev or not streamed):
+            assert outcome == "dropped"
+            continue
+        assert outcome != "dropped"
+        last_version[serial] = version
+        expected.setdefault(serial, []).append(version)
+    replayed = [(s, e["v"]) for (_, e), s, _ in log.replay()]
+    assert [s for s, _ in replayed] == sorted(s for s, _ in replayed)
+    assert replayed == [(s, v) for s in sorted(expected) for v in expected[s]]
