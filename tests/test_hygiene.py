@@ -391,3 +391,27 @@ def test_sanitize_output_passes_preflight(items, store, in_progress):
     assert preflight(sent.input, store) == []
     # sanitizing again changes nothing
     assert sanitize_input(sent.input, store, in_progress=in_progress).report == []
+
+
+def test_after_a_dropped_reasoning_each_item_kind_is_handled_by_its_id_rules():
+    ws = {"type": "web_search_call", "id": "ws_1", "status": "completed", "action": {"type": "search", "query": "q"}}
+    msg = assistant("found it", "msg_1", "completed")
+    sent = sanitize_input([user(), reasoning("rs_1", enc=None), ws, msg])
+    # a server-side tool item needs its id: it goes, and the message after it loses its id instead
+    assert sent.input == [sent.input[0], {"type": "message", "role": "assistant", "content": msg["content"]}]
+    assert [(c.action, c.reason) for c in sent.report] == [
+        ("dropped_item", "reasoning_without_encrypted_content"),
+        ("dropped_item", "reasoning_dropped"),
+        ("stripped_id", "reasoning_dropped"),
+    ]
+    # a client-answered call whose id is required stays as it is (nothing valid to do)
+    cc = {"type": "computer_call", "id": "cu_1", "call_id": "c1", "status": "completed", "action": {"type": "screenshot"}}
+    cc_out = {"type": "computer_call_output", "call_id": "c1", "output": {"type": "computer_screenshot", "image_url": "data:,"}}
+    sent = sanitize_input([user(), reasoning("rs_1", enc=None), cc, cc_out])
+    assert sent.input[1] is cc and sent.input[2] is cc_out
+
+
+def test_duplicate_references_are_dropped_not_stripped():
+    items = [{"id": "rs_1"}, {"type": "item_reference", "id": "rs_1"}]
+    fixed = sanitize_input(items, store=True)
+    assert fixed.input == [items[0]] and [c.reason for c in fixed.report] == ["duplicate_id"]

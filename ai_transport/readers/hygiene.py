@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -55,6 +56,8 @@ __all__ = [
     "sanitize_input",
     "sweep_reasoning",
 ]
+
+log = logging.getLogger("ai_transport.readers.hygiene")
 
 #: Fields that exist only on stream events; never sent back (the API answers ``unknown_parameter``).
 STREAM_ONLY_FIELDS: tuple[str, ...] = ("obfuscation", "sequence_number")
@@ -95,11 +98,37 @@ _SYNTHESISABLE = ("function_call", "custom_tool_call")
 #: Output synthesised for a tool call whose turn was interrupted before it was answered.
 ABORTED_OUTPUT = '{"error":"aborted","message":"The tool call was interrupted before it returned a result."}'
 
-# Types whose ``id`` is optional on input, so a clashing or orphaned id can be stripped instead of
-# dropping the item (messages lose ``status`` too: the id-less assistant form has none).
+# Types whose ``id`` is optional on input (SDK 3.57 params), so a clashing id, or one that points at
+# a dropped reasoning item, can be stripped instead of dropping the item (an assistant message loses
+# ``status`` too: the id-less assistant form has none).
 _ID_OPTIONAL = frozenset(
-    {"function_call", "function_call_output", "message", *CALL_OUTPUT_TYPES, *CALL_OUTPUT_TYPES.values()}
+    {
+        "message",
+        "function_call",
+        "function_call_output",
+        "custom_tool_call",
+        "custom_tool_call_output",
+        "shell_call",
+        "shell_call_output",
+        "apply_patch_call",
+        "apply_patch_call_output",
+        "computer_call_output",
+        "tool_search_call",
+        "mcp_approval_response",
+    }
 )
+# Output items the server produced and ran itself (their ``id`` is required): when the reasoning
+# that produced one is dropped, the item is dropped too — its results live on in later items.
+_SERVER_SIDE = frozenset(
+    {"web_search_call", "file_search_call", "code_interpreter_call", "image_generation_call", "mcp_call", "mcp_list_tools"}
+)
+
+
+def _item_kind(item: Mapping[str, Any]) -> str | None:
+    t = item.get("type")
+    if t is None and "role" in item:
+        return "message"
+    return t if isinstance(t, str) else None
 
 
 @dataclass(frozen=True)
@@ -394,7 +423,7 @@ def _check_items(items: Any, name: str = "input") -> list[Any]:
 
 def _strip_id(item: Mapping[str, Any]) -> dict[str, Any]:
     out = {k: v for k, v in item.items() if k != "id"}
-    if out.get("type", "message") == "message":
+    if _item_kind(item) == "message":
         out.pop("status", None)
     return out
 
@@ -447,30 +476,28 @@ def _sweep(
         iid = item.get("id")
         if isinstance(iid, str) and is_output_item(item):
             required = links.get(iid) if links else None
+            reason = None
             if after_dropped is not None:
-                item = _strip_id(item)
-                changes.append(
-                    Change(
-                        "stripped_id",
-                        "reasoning_dropped",
-                        index,
-                        f"stripped id {iid!r} from {_describe(item)}: its reasoning item was dropped",
-                        iid,
-                        _str_or_none(item.get("call_id")),
-                    )
-                )
+                reason, why = "reasoning_dropped", "its reasoning item was dropped"
             elif required is not None and required not in kept_reasoning:
+                reason, why = "reasoning_missing", f"its required reasoning item {required!r} is not in the input"
+            kind = _item_kind(item)
+            if reason is not None and kind in _SERVER_SIDE:
+                changes.append(
+                    Change("dropped_item", reason, index, f"dropped {_describe(item)}: {why}", iid)
+                )
+                continue  # the next item now directly follows the dropped reasoning
+            if reason is not None and kind in _ID_OPTIONAL:
+                call_id = _str_or_none(item.get("call_id"))
+                kind_text = item.get("type") or "message"
                 item = _strip_id(item)
                 changes.append(
-                    Change(
-                        "stripped_id",
-                        "reasoning_missing",
-                        index,
-                        f"stripped id {iid!r}: its required reasoning item {required!r} is not in the input",
-                        iid,
-                        _str_or_none(item.get("call_id")),
-                    )
+                    Change("stripped_id", reason, index, f"stripped id {iid!r} from {kind_text}: {why}", iid, call_id)
                 )
+            elif reason is not None:
+                # id required and answered by the client (computer_call, local_shell_call,
+                # mcp_approval_request): neither stripping nor dropping keeps the input valid.
+                log.debug("sweep: %s keeps its id although %s", _describe(item), why)
         after_dropped = None
         out.append((index, item))
         out_items.append(item)
@@ -671,7 +698,7 @@ class _Pipeline:
                 first[iid] = item
                 kept.append((index, item))
                 continue
-            if first[iid] == item or item.get("type", "message") not in _ID_OPTIONAL:
+            if first[iid] == item or _item_kind(item) not in _ID_OPTIONAL:
                 self.note("dropped_item", "duplicate_id", index, f"dropped duplicate {_describe(item)}", item)
                 continue
             self.note("stripped_id", "duplicate_id", index, f"stripped duplicate id {iid!r} from a different {_describe(item)}", item)
