@@ -108,6 +108,7 @@ async def test_multi_response_file_one_response_per_request_ending_at_each_termi
         events = await stream.collect()
         assert events == [json.loads(line) for line in group]
         assert stream.terminal_event == events[-1] and events[-1]["type"] == "response.completed"
+        assert stream.response_id == events[-1]["response"]["id"]
         assert [e["sequence_number"] for e in events] == list(range(len(events)))
 
 

@@ -241,3 +241,17 @@ def test_scripted_deltas_always_fold_to_the_done_items(outputs, seed):
             assert json.loads(item["arguments"]) == outputs[index].arguments
         else:
             assert folded[index]["summary"] == item["summary"]
+
+
+async def test_chunked_request_bodies_are_read(serve):
+    server = await serve(scripted(lambda body: [ScriptedText(body["input"])]))
+
+    async def body():
+        yield b'{"model": "m", '
+        yield b'"input": "chunked"}'
+
+    async with httpx.AsyncClient() as http:
+        resp = await http.post(server.base_url + "/responses", content=body())
+    assert resp.status_code == 200 and '"text":"chunked"' in resp.text
+    assert server.requests[0].headers["transfer-encoding"] == "chunked"
+    assert server.requests[0].json() == {"model": "m", "input": "chunked"}

@@ -153,6 +153,7 @@ class ResponsesStream:
         dropped_reasoning: whether the input's reasoning items were dropped after
             ``invalid_encrypted_content``.
         terminal_event: the terminal event, once seen (``None`` after EOF without one).
+        response_id: the ``response.id`` announced by ``response.created``, once seen.
     """
 
     def __init__(self, client: ResponsesClient, options: ResponsesOptions, body: dict[str, Any]) -> None:
@@ -163,6 +164,7 @@ class ResponsesStream:
         self.requests_sent = 0
         self.dropped_reasoning = False
         self.terminal_event: dict[str, Any] | None = None
+        self.response_id: str | None = None
         self._gen: AsyncIterator[dict[str, Any]] | None = None
 
     def __aiter__(self) -> ResponsesStream:
@@ -268,6 +270,8 @@ class ResponsesStream:
                             if kind == "error":
                                 raise _stream_error(event)
                             yielded = True
+                            if kind == "response.created" and isinstance(event.get("response"), dict):
+                                self.response_id = event["response"].get("id")
                             terminal = kind in TERMINAL_EVENT_TYPES
                             if terminal:
                                 self.terminal_event = event
