@@ -333,3 +333,20 @@ async def test_rewind_frames_carry_the_attach_point_so_resuming_adds_no_duplicat
         await attach(d, ch, channelSerial=frames[-1]["channelSerial"])
         await d.send({"action": 0, "id": "nothing-replayed"})
         assert await d.recv() == {"action": 0, "id": "nothing-replayed"}
+
+
+async def test_token_expiry_disconnects_with_40142_and_auth_extends(emulator: Emulator) -> None:
+    short = emulator.authority.issue("local.dev", ttl=300)["token"]
+    async with RawClient.connect(emulator.port, query=f"accessToken={short}") as c:
+        frame = await c.recv(timeout=3)
+        assert (
+            frame["action"] == 6 and frame["error"]["code"] == 40142 and frame["error"]["statusCode"] == 401
+        )
+    short = emulator.authority.issue("local.dev", ttl=300)["token"]
+    longer = emulator.authority.issue("local.dev", ttl=60_000)["token"]
+    async with RawClient.connect(emulator.port, query=f"accessToken={short}") as c:
+        await c.send({"action": 17, "auth": {"accessToken": longer}})
+        assert (await c.recv())["action"] == 4
+        await asyncio.sleep(0.5)
+        await c.send({"action": 0, "id": "still-connected"})
+        assert await c.recv() == {"action": 0, "id": "still-connected"}

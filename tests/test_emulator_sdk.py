@@ -338,6 +338,40 @@ async def test_failed_resume_still_replays_missed_events(emulator: Emulator, bin
         await inbox.quiet()
 
 
+async def test_token_auth_via_request_token_reauth_and_expiry_renewal(emulator: Emulator) -> None:
+    async with realtime_client(
+        emulator,
+        key=emulator.key,
+        use_token_auth=True,
+        client_id="kim",
+        default_token_params={"client_id": "kim", "ttl": 1500},
+    ) as client:
+        first = client.auth.token_details
+        assert first.client_id == "kim" and first.token.startswith("emu.")
+        conn_id = client.connection.connection_manager.connection_id
+        renewed = await client.auth.authorize()
+        assert renewed.token != first.token
+        assert client.connection.state.value == "connected"
+        ch = client.channels.get(unique_channel())
+        inbox = Inbox()
+        await ch.subscribe(inbox.push)
+        await ch.publish("n", "before-expiry")
+        assert (await inbox.next()).client_id == "kim"
+        # the token expires: DISCONNECTED 40142, the SDK fetches a new token and resumes
+        await asyncio.sleep(1.7)
+        for _ in range(300):
+            if (
+                client.connection.state.value == "connected"
+                and client.auth.token_details.token != renewed.token
+            ):
+                break
+            await asyncio.sleep(0.02)
+        assert client.auth.token_details.token != renewed.token
+        assert client.connection.connection_manager.connection_id == conn_id
+        await ch.publish("n", "after-renewal")
+        assert (await inbox.next()).data == "after-renewal"
+
+
 async def test_connection_refused_with_bad_key(emulator: Emulator) -> None:
     from ai_transport.emulator import ably_realtime
 

@@ -102,6 +102,7 @@ class WsSession:
         self.writer = writer
         self.fmt = fmt
         self.closed = False
+        self.expiry_task: asyncio.Task[None] | None = None
 
     def flush(self) -> None:
         """Write whatever the protocol has queued."""
@@ -745,14 +746,36 @@ class Emulator:
                 return
             if self.max_idle_interval > 0:
                 heartbeat = asyncio.create_task(self._heartbeat(session))
+            self._watch_expiry(conn, session)
             await self._read_loop(conn, session, reader)
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
+            if session.expiry_task is not None:
+                session.expiry_task.cancel()
             session.closed = True
             if conn is not None and conn.session is session:
                 conn.session = None
                 conn.expires_at = asyncio.get_running_loop().time() + self.connection_state_ttl / 1000
+
+    def _watch_expiry(self, conn: Connection, session: WsSession) -> None:
+        """When the connection's token expires, send DISCONNECTED 40142 (the SDK renews and resumes)."""
+        if session.expiry_task is not None:
+            session.expiry_task.cancel()
+            session.expiry_task = None
+        expires = conn.principal.expires
+        if expires is None:
+            return
+
+        async def expire() -> None:
+            await asyncio.sleep(max(0.0, (expires - now_ms()) / 1000))
+            if session.closed or conn.session is not session:
+                return
+            err = EmulatorError("Token expired", 40142, 401)
+            session.send({"action": int(Action.DISCONNECTED), "error": err.to_dict()})
+            session.close(1000, "token expired")
+
+        session.expiry_task = asyncio.create_task(expire())
 
     async def _drain_close(self, session: WsSession, reader: asyncio.StreamReader) -> None:
         """After a fatal error: close and wait (briefly) for the peer's close."""
@@ -971,6 +994,7 @@ class Emulator:
                 return
             conn.principal = principal
             session.send(self._connected_frame(conn))
+            self._watch_expiry(conn, session)
         else:
             raise EmulatorError(f"unknown or unexpected ProtocolMessage action {action}", 40000, 400)
 
