@@ -110,6 +110,10 @@ async function main() {
     const last = runs[runs.length - 1];
     $('#runs').textContent = runs.map((r) => `${r.runId.slice(0, 8)}: ${r.status}`).join(' | ');
     document.body.dataset.runStatus = last ? last.status : 'none';
+    if (last) {
+      const label = { active: 'agent running', suspended: 'waiting for your approval' }[last.status];
+      setStatus(label ?? `run ${last.status}`);
+    }
   }
 
   async function answer(codecMessageId, callId, approved, reason) {
