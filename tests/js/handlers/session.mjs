@@ -7,7 +7,7 @@
 // events are supplied by the test (`turns`, consumed in order), gated calls get a tool-approval-request
 // on the same pipe, approved calls are executed from `toolOutputs[name]`.
 import * as Ably from 'ably';
-import { createAgentSession, createClientSession, Invocation } from '@ably/ai-transport';
+import { buildTransportHeaders, createAgentSession, createClientSession, Invocation } from '@ably/ai-transport';
 import {
   ResponsesCodec,
   approvedUnexecutedCalls,
@@ -200,4 +200,11 @@ export async function agentHandle({ options, channel, invocation, gated = [], cl
     await session.end();
     client.close();
   }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Pure helpers exported by the package.
+
+export async function transportHeaders({ cases }) {
+  return cases.map((opts) => buildTransportHeaders(opts));
 }
