@@ -27,6 +27,7 @@ from ai_transport.readers.calls import to_responses_input
 from ai_transport.readers.hygiene import (
     ABORTED_OUTPUT,
     ReplayFingerprint,
+    drop_reasoning,
     is_output_item,
     is_paired,
     normalize_tools,
@@ -415,3 +416,14 @@ def test_duplicate_references_are_dropped_not_stripped():
     items = [{"id": "rs_1"}, {"type": "item_reference", "id": "rs_1"}]
     fixed = sanitize_input(items, store=True)
     assert fixed.input == [items[0]] and [c.reason for c in fixed.report] == ["duplicate_id"]
+
+
+def test_drop_reasoning_for_an_encrypted_content_retry(fixtures_dir):
+    turn1 = fold_done_items(load_chunks(fixtures_dir / "vercel-ai" / "openai-issue-11239.1.chunks.txt"))
+    answer = output(turn1[1]["call_id"], "blue-42")
+    items = [user("q"), *turn1, answer]
+    retry = drop_reasoning(items, reason="invalid_encrypted_content")
+    assert retry.input == [items[0], {k: v for k, v in turn1[1].items() if k != "id"}, answer]
+    assert retry.dropped == [turn1[0]]
+    assert [c.reason for c in retry.changes] == ["invalid_encrypted_content", "reasoning_dropped"]
+    assert preflight(retry.input, links=reasoning_links(turn1)) == []

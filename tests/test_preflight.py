@@ -23,9 +23,11 @@ from ai_transport.errors import AITransportError, InvalidTypeError
 from ai_transport.readers.hygiene import reasoning_links
 from ai_transport.readers.preflight import (
     PREFLIGHT_ERROR_CODE,
+    REASONING_REPLAY_KINDS,
     PreflightError,
     Problem,
     check,
+    parse_api_error,
     preflight,
     repair,
 )
@@ -292,6 +294,44 @@ def test_preflight_agrees_with_recorded_error_body(fixtures_dir, name):
     assert fixed.changes
 
 
+@pytest.mark.parametrize("name", sorted(_error_inputs()))
+def test_recorded_error_bodies_parse_to_the_problem_preflight_predicts(fixtures_dir, name):
+    body = json.loads((fixtures_dir / "errors" / name).read_text(encoding="utf-8"))
+    case = _error_inputs()[name]
+    predicted = preflight(case["input"], case["store"], previous_items=case.get("previous_items"))[0]
+    parsed = parse_api_error(body)
+    assert parsed is not None
+    assert (parsed.kind, parsed.message, parsed.param, parsed.code) == (
+        predicted.kind,
+        predicted.message,
+        predicted.param,
+        predicted.code,
+    )
+    assert parse_api_error(body["error"]) == parsed
+
+
+def test_parse_api_error_other_texts():
+    enc = {
+        "error": {
+            "message": "The encrypted content gAAA...DQ== could not be verified.",
+            "type": "invalid_request_error",
+            "param": None,
+            "code": "invalid_encrypted_content",
+        }
+    }
+    assert parse_api_error(enc).kind == "invalid_encrypted_content"
+    newer = "The encrypted content for item rs_1 could not be verified. Reason: Encrypted content could not be decrypted or parsed."
+    assert parse_api_error({"error": {"message": newer, "param": None, "code": "invalid_encrypted_content"}}).kind == (
+        "invalid_encrypted_content"
+    )
+    pairing = parse_api_error(
+        {"error": {"message": "Item 'rs_1' of type 'reasoning' was provided without its required following item.", "param": "input"}}
+    )
+    assert pairing.kind in REASONING_REPLAY_KINDS
+    assert parse_api_error({"error": {"message": "You exceeded your current quota.", "code": "insufficient_quota"}}) is None
+    assert parse_api_error({"error": None}) is None
+
+
 def test_every_recorded_error_body_is_covered(fixtures_dir):
     assert sorted(p.name for p in (fixtures_dir / "errors").glob("*.json")) == sorted(_error_inputs())
 
@@ -488,3 +528,18 @@ def test_first_problem_is_what_check_raises(items, store):
         assert info.value.message == problems[0].message
     else:
         check(items, store)
+
+
+@given(INPUTS, st.booleans())
+def test_every_predicted_text_parses_back_to_its_problem(items, store):
+    for problem in preflight(items, store):
+        parsed = parse_api_error(problem.to_error_body())
+        assert parsed is not None, problem.message
+        assert (parsed.kind, parsed.message, parsed.param, parsed.code) == (
+            problem.kind,
+            problem.message,
+            problem.param,
+            problem.code,
+        )
+        if problem.param != "input":
+            assert parsed.index == problem.index

@@ -48,6 +48,7 @@ __all__ = [
     "ReplayFingerprint",
     "SanitizeResult",
     "SweepResult",
+    "drop_reasoning",
     "is_output_item",
     "is_paired",
     "normalize_tools",
@@ -532,6 +533,16 @@ def sweep_reasoning(
     if trailing is not None:
         result.extend(_check_items(trailing, "trailing"))
     return SweepResult(result, covered, dropped, changes)
+
+
+def drop_reasoning(items: Sequence[Mapping[str, Any]], *, reason: str = "reasoning_dropped_by_caller") -> SweepResult:
+    """``items`` without any reasoning item, the ids that pointed at them stripped (a sweep).
+
+    For the retry after an ``invalid_encrypted_content`` 400: every reasoning item goes, and each
+    output item that directly followed one loses its id (server-side tool items are dropped), so
+    the retried input is still accepted. ``reason`` is recorded on each drop.
+    """
+    return sweep_reasoning(items, should_drop=lambda _item, _out: reason)
 
 
 _REASONS = {

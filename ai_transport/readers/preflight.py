@@ -21,6 +21,7 @@ by analogy for other tool-call families (``custom tool call``, ``computer call``
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
@@ -43,10 +44,12 @@ from .hygiene import (
 
 __all__ = [
     "PREFLIGHT_ERROR_CODE",
+    "REASONING_REPLAY_KINDS",
     "PreflightError",
     "Problem",
     "RepairResult",
     "check",
+    "parse_api_error",
     "preflight",
     "repair",
 ]
@@ -62,6 +65,10 @@ _KIND = {
     "apply_patch_call": "apply patch call",
 }
 _RECORDED_ORPHAN = ("function_call", "shell_call")
+
+#: Problem kinds that mean "the API rejected how reasoning was replayed" (pairing of reasoning and
+#: its output item). A client maps these to ``E_OPENAI_RESPONSES_REASONING_REPLAY_REJECTED``.
+REASONING_REPLAY_KINDS = frozenset({"reasoning_unpaired", "reasoning_missing"})
 _RECORDED_UNANSWERED = ("function_call",)
 
 
@@ -355,3 +362,60 @@ def repair(
         extra_rule=None,
     )
     return RepairResult(pipeline.items, pipeline.changes)
+
+
+_INDEX = re.compile(r"^input\[(\d+)\]")
+_TEMPLATES: list[tuple[re.Pattern[str], str]] = [
+    (re.compile(r"^No tool output found for .+ \S+\.$"), "unanswered_call"),
+    (re.compile(r"^No tool call found for .+ output with call_id \S+\.$"), "orphan_output"),
+    (re.compile(r"^Item '[^']*' of type 'reasoning' was provided without its required following item\.$"), "reasoning_unpaired"),
+    (re.compile(r"^Item '[^']*' of type '[^']+' was provided without its required 'reasoning' item: '[^']*'\.$"), "reasoning_missing"),
+    (re.compile(r"^Item with id '[^']*' not found\."), "not_persisted"),
+    (re.compile(r"^Duplicate item found with id \S+\. Remove duplicate items"), "duplicate_id"),
+    (re.compile(r"^Invalid value: '[^']+'\. Supported values are: 'output_text' and 'refusal'\.$"), "assistant_input_part"),
+    (re.compile(r"^The encrypted content .*could not be verified"), "invalid_encrypted_content"),
+]
+_MISSING = re.compile(r"^Missing required parameter: 'input\[\d+\]\.([^']+)'\.$")
+_UNKNOWN = re.compile(r"^Unknown parameter: 'input\[\d+\]\.([^']+)'\.$")
+_MISSING_KINDS = {"summary": "missing_summary", "arguments": "missing_arguments", "id": "reasoning_without_id"}
+
+
+def parse_api_error(body: Mapping[str, Any]) -> Problem | None:
+    """The :class:`Problem` a real API error body describes, or ``None`` for an unknown error.
+
+    ``body`` is the JSON error body (``{"error": {...}}``) or its inner ``error`` object. The kind
+    is recognised from the message template (the same texts :func:`preflight` produces), so a
+    client can tell a reasoning-pairing rejection (``kind in REASONING_REPLAY_KINDS``) or an
+    ``invalid_encrypted_content`` from other 400s. ``index`` comes from an ``input[N]`` param.
+    """
+    if not isinstance(body, Mapping):
+        raise InvalidTypeError(f"body must be an object, got {type_name(body)}")
+    error = body.get("error", body)
+    if not isinstance(error, Mapping):
+        return None
+    message, param, code = error.get("message"), error.get("param"), error.get("code")
+    if not isinstance(message, str):
+        return None
+    kind: str | None = None
+    for pattern, name in _TEMPLATES:
+        if pattern.search(message):
+            kind = name
+            break
+    if kind is None and (m := _MISSING.match(message)):
+        kind = _MISSING_KINDS.get(m.group(1), "missing_parameter")
+    if kind is None and (m := _UNKNOWN.match(message)):
+        field = m.group(1).rsplit(".", 1)[-1]
+        kind = "reasoning_status" if m.group(1) == "status" else "stream_only_field" if field in STREAM_ONLY_FIELDS else "unknown_parameter"
+    if kind is None and code == "invalid_encrypted_content":
+        kind = "invalid_encrypted_content"
+    if kind is None:
+        return None
+    index_match = _INDEX.match(param) if isinstance(param, str) else None
+    return Problem(
+        message,
+        param if isinstance(param, str) else None,
+        code if isinstance(code, str) else None,
+        int(index_match.group(1)) if index_match else None,
+        kind,
+        type=error.get("type") if isinstance(error.get("type"), str) else "invalid_request_error",
+    )
