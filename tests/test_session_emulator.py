@@ -20,6 +20,7 @@ pytest.importorskip("ai_transport.emulator")
 
 from ai_transport.cli.scenario import run_tool, scripted_turn  # noqa: E402
 from ai_transport.emulator.client import client_options, connect_info  # noqa: E402
+from ai_transport.errors import AITransportError  # noqa: E402
 from ai_transport.readers.calls import to_responses_input  # noqa: E402
 from ai_transport.transport.ably_channel import AblyChannel  # noqa: E402
 from ai_transport.transport.agent import AgentSession  # noqa: E402
@@ -183,6 +184,56 @@ async def flow_js_client_python_agent(emulator_thread: Any, node: Any) -> str:
         await ach.close()
         await pch.close()
     return name
+
+
+async def test_js_client_cancels_and_sees_errors_of_python_agent(emulator_thread, node) -> None:
+    name = unique_channel("interop-cancel")
+    ach = await open_channel(emulator_thread, name, "agent")
+    agent = AgentSession(ach)
+    await agent.connect()
+    jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+    started = asyncio.Event()
+
+    async def endless(items):
+        yield {"type": "response.output_item.added", "output_index": 0,
+               "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}
+        yield {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+               "part": {"type": "output_text", "annotations": [], "text": ""}}
+        for i in range(10_000):
+            if i == 5:
+                started.set()
+            yield {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+                   "delta": "la "}
+            await asyncio.sleep(0.005)
+
+    try:
+        sent = await js(node, "clientSend", id=jsc["id"], text="Sing")
+        run = await agent.create_run(sent["invocation"])
+        await run.start()
+        pipe = asyncio.ensure_future(run.pipe(endless(run.input_items())))
+        await started.wait()
+        await js(node, "clientCancel", id=jsc["id"], runId=run.run_id)
+        result = await asyncio.wait_for(pipe, 10)
+        assert result.reason == "cancelled" and run.abort_signal.is_set()
+        await run.end("cancelled")
+        await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="cancelled")
+        view = await js(node, "clientMessages", id=jsc["id"])
+        assert view["messages"][1]["message"]["items"][0]["content"][0]["text"].startswith("la la")
+        assert view["runs"][0]["steps"][0]["status"] == "cancelled"
+
+        # next turn fails: the JS client reads our error code and message off ai-run-end
+        sent = await js(node, "clientSend", id=jsc["id"], text="Again")
+        run2 = await agent.create_run(sent["invocation"])
+        await run2.start()
+        await run2.end("error", AITransportError("model unavailable", 50300))
+        await js(node, "clientWait", id=jsc["id"], runId=run2.run_id, status="error")
+        runs = (await js(node, "clientMessages", id=jsc["id"]))["runs"]
+        err = runs[-1]["error"]
+        assert (err["code"], err["statusCode"], err["message"]) == (50300, 503, "model unavailable")
+    finally:
+        await js(node, "clientClose", id=jsc["id"])
+        await agent.end()
+        await ach.close()
 
 
 def _turns_for(question: str) -> tuple[list[dict], Any]:

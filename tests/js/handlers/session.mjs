@@ -114,7 +114,11 @@ export async function clientWait({ id, inputCodecMessageId, runId, status, timeo
 
 export async function clientMessages({ id }) {
   const { session } = clients.get(id);
-  return { messages: plain(session.view.getMessages()), runs: plain(session.view.runs()) };
+  const runs = session.view.runs().map((r) => ({
+    ...r,
+    error: r.error ? { code: r.error.code, statusCode: r.error.statusCode, message: r.error.message } : undefined,
+  }));
+  return { messages: plain(session.view.getMessages()), runs: plain(runs) };
 }
 
 export async function clientClose({ id }) {
@@ -207,4 +211,10 @@ export async function agentHandle({ options, channel, invocation, gated = [], cl
 
 export async function transportHeaders({ cases }) {
   return cases.map((opts) => buildTransportHeaders(opts));
+}
+
+export async function clientCancel({ id, runId }) {
+  const { session } = clients.get(id);
+  await session.cancel(runId);
+  return null;
 }
