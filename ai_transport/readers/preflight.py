@@ -417,5 +417,5 @@ def parse_api_error(body: Mapping[str, Any]) -> Problem | None:
         code if isinstance(code, str) else None,
         int(index_match.group(1)) if index_match else None,
         kind,
-        type=error.get("type") if isinstance(error.get("type"), str) else "invalid_request_error",
+        type=etype if isinstance(etype := error.get("type"), str) else "invalid_request_error",
     )
