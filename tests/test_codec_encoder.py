@@ -534,3 +534,52 @@ def test_responses_codec_is_a_namespace():
     assert ResponsesCodec.adapter_tag == "openai-responses"
     with pytest.raises(TypeError):
         ResponsesCodec()
+
+
+class FutureWriter(RecordingWriter):
+    """append_message is a plain method returning a Future resolved later (the fast path)."""
+
+    def append_message(self, msg):  # type: ignore[override]
+        n = self._appends
+        self._appends += 1
+        self.log.append({"op": "append", "message": msg})
+        loop = asyncio.get_running_loop()
+        fut = loop.create_future()
+        if n in self.fail_appends:
+            loop.call_soon(fut.set_exception, RuntimeError("append failed"))
+        else:
+            loop.call_soon(fut.set_result, "v")
+        return fut
+
+
+class RaisingWriter(RecordingWriter):
+    """append_message raises synchronously (a sync writer bug) for the n-th call."""
+
+    def append_message(self, msg):  # type: ignore[override]
+        self.log.append({"op": "append", "message": msg})
+        raise RuntimeError("sync failure")
+
+
+@pytest.mark.parametrize("writer_cls", [FutureWriter, RaisingWriter])
+async def test_future_and_sync_writers(writer_cls):
+    writer = writer_cls(fail_appends=[1])
+    enc = ResponsesCodec.create_encoder(writer)
+    for e in text_stream(deltas=("a", "b", "c")):
+        await enc.publish_output(e)
+    await enc.close()
+    updates = [x["message"] for x in writer.log if x["op"] == "update"]
+    assert len(updates) == 1 and updates[0]["data"] == "abc"
+
+
+async def test_cancelled_append_counts_as_failed_and_flush_does_not_hang():
+    class CancellingWriter(RecordingWriter):
+        async def append_message(self, msg):
+            await super().append_message(msg)
+            raise asyncio.CancelledError
+
+    writer = CancellingWriter()
+    enc = ResponsesCodec.create_encoder(writer)
+    for e in text_stream(deltas=("a",)):
+        await asyncio.wait_for(enc.publish_output(e), 5)
+    await asyncio.wait_for(enc.close(), 5)
+    assert [x["op"] for x in writer.log].count("update") == 1

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
@@ -268,14 +269,6 @@ def _start_group(event: Mapping[str, Any]) -> _Group | None:
     return None
 
 
-def _is_start_type(etype: Any) -> bool:
-    return etype in (
-        "response.content_part.added",
-        "response.reasoning_summary_part.added",
-        "response.output_item.added",
-    )
-
-
 # ---------------------------------------------------------------------------------------------
 # The sans-I/O core
 
@@ -316,16 +309,18 @@ class EncoderCore:
             ev = self._normaliser.normalise(ev)
         etype = ev.get("type", ABSENT)
 
-        group = _start_group(ev)
-        if group is not None:
-            stream_id = _stream_id(group, ev, "start")
-            return [self._start_stream(stream_id, _group_headers(group, ev), message_id, extras)]
-        if not _is_start_type(etype) and etype in _DELTA_OR_END:
-            group, phase = _DELTA_OR_END[etype]  # type: ignore[index]
+        # Delta / end types are never start types, so testing them first changes nothing.
+        phased = _DELTA_OR_END.get(etype) if type(etype) is str else None
+        if phased is not None:
+            group, phase = phased
             stream_id = _stream_id(group, ev, phase)
             if phase == "delta":
                 return [self._append(stream_id, ev.get("delta", ABSENT), etype)]
             return self._close_stream(stream_id, _group_headers(group, ev))
+        group = _start_group(ev)
+        if group is not None:
+            stream_id = _stream_id(group, ev, "start")
+            return [self._start_stream(stream_id, _group_headers(group, ev), message_id, extras)]
 
         if etype == "response.output_item.added":
             item = ev.get("item")
@@ -581,7 +576,10 @@ class ChannelWriter(Protocol):
         """Publish one message dict or a list (one batch); return the serials (``list[str]``)."""
 
     async def append_message(self, message: dict[str, Any]) -> Any:
-        """Append ``message["data"]`` to the message at ``message["serial"]``."""
+        """Append ``message["data"]`` to the message at ``message["serial"]``.
+
+        May also be a plain method returning an :class:`asyncio.Future` (saves a task per append).
+        """
 
     async def update_message(self, message: dict[str, Any]) -> Any:
         """Replace the message at ``message["serial"]``."""
@@ -607,7 +605,7 @@ class Encoder:
         self.core = EncoderCore(extras, on_ably_message=on_ably_message, normalise_item_ids=normalise_item_ids)
         #: The encoder-level fallback message id of 0.8.0's options (never stamped on the wire).
         self.message_id = message_id
-        self._pending: list[tuple[asyncio.Future[Any], str]] = []
+        self._batch = _AppendBatch()
         self._flushing: asyncio.Future[None] | None = None
 
     async def publish_output(
@@ -644,7 +642,40 @@ class Encoder:
 
     @staticmethod
     def _start(coro: Any) -> asyncio.Future[Any]:
+        # Eager where the runtime supports it (3.12+): the writer is entered at once, as 0.8.0
+        # calls the writer synchronously; otherwise tasks still start in creation order.
+        if _EAGER:
+            return asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)  # type: ignore[call-arg]
         return asyncio.ensure_future(coro)
+
+    def _append(self, message: dict[str, Any], stream_id: str) -> None:
+        """Fire one append; its outcome is collected by the current batch (awaited at flush)."""
+        batch = self._batch
+        batch.outstanding += 1
+        try:
+            result = self._writer.append_message(message)
+        except Exception as exc:  # noqa: BLE001 - a synchronous failure is a failed append
+            batch.settle(stream_id, exc)
+            return
+        if asyncio.isfuture(result):
+            # Fast path: a writer may return a Future (no task needed).
+            batch.tasks.add(result)
+            result.add_done_callback(
+                lambda f: batch.settle(stream_id, asyncio.CancelledError() if f.cancelled() else f.exception())
+            )
+        else:
+            batch.tasks.add(self._start(self._guarded(batch, result, stream_id)))
+
+    @staticmethod
+    async def _guarded(batch: _AppendBatch, awaitable: Any, stream_id: str) -> None:
+        try:
+            await awaitable
+        except BaseException as exc:  # settled even when cancelled, so a flush never hangs
+            batch.settle(stream_id, exc)
+            if not isinstance(exc, Exception):
+                raise
+        else:
+            batch.settle(stream_id, None)
 
     async def _run(self, ops: list[Operation]) -> None:
         for op in ops:
@@ -659,9 +690,7 @@ class Encoder:
                 else:
                     await self._start(self._writer.publish(op.message))
             elif op.action == "append":
-                task = self._start(self._writer.append_message(op.message))
-                task.add_done_callback(_swallow)
-                self._pending.append((task, op.stream_id or ""))
+                self._append(op.message, op.stream_id or "")
             elif op.action == "update":
                 await self._start(self._writer.update_message(op.message))
             elif op.action == "flush":
@@ -671,20 +700,22 @@ class Encoder:
         if self._flushing is not None:
             await asyncio.shield(self._flushing)
             return
-        snapshot, self._pending = self._pending, []
-        if not snapshot:
+        batch, self._batch = self._batch, _AppendBatch()
+        if not batch.outstanding and not batch.failed:
             return
-        self._flushing = asyncio.ensure_future(self._do_flush(snapshot))
+        self._flushing = asyncio.ensure_future(self._do_flush(batch))
         try:
             await asyncio.shield(self._flushing)
         finally:
             self._flushing = None
 
-    async def _do_flush(self, snapshot: list[tuple[asyncio.Future[Any], str]]) -> None:
-        results = await asyncio.gather(*(t for t, _ in snapshot), return_exceptions=True)
+    async def _do_flush(self, batch: _AppendBatch) -> None:
+        if batch.outstanding:
+            batch.waiter = asyncio.get_running_loop().create_future()
+            await batch.waiter
         failed: list[str] = []
-        for (_, stream_id), result in zip(snapshot, results):
-            if isinstance(result, BaseException) and stream_id not in failed:
+        for stream_id, _exc in batch.failed:
+            if stream_id not in failed:
                 failed.append(stream_id)
         if not failed:
             return
@@ -701,7 +732,24 @@ class Encoder:
             raise EncoderCore.recovery_error(ids, errors[0][1])
 
 
-def _swallow(task: asyncio.Future[Any]) -> None:
-    # Mark the exception retrieved; failures are handled at the next flush.
-    if not task.cancelled():
-        task.exception()
+class _AppendBatch:
+    """The appends in flight since the last flush (0.8.0's pending-promise snapshot)."""
+
+    __slots__ = ("failed", "outstanding", "tasks", "waiter")
+
+    def __init__(self) -> None:
+        self.outstanding = 0
+        self.failed: list[tuple[str, BaseException]] = []
+        self.tasks: set[asyncio.Future[Any]] = set()  # strong refs until the flush
+        self.waiter: asyncio.Future[None] | None = None
+
+    def settle(self, stream_id: str, error: BaseException | None) -> None:
+        """One append finished (``error`` set when it failed)."""
+        if error is not None:
+            self.failed.append((stream_id, error))
+        self.outstanding -= 1
+        if self.outstanding == 0 and self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+
+_EAGER = sys.version_info >= (3, 12)

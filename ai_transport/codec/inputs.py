@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..errors import InvalidArgumentError, InvalidTypeError, type_name
-from .headers import write_bool, write_str
+from .headers import js_number, write_bool, write_str
 
 __all__ = [
     "ABSENT",
@@ -116,8 +116,11 @@ def create_tool_approval_response(codec_message_id: str, payload: Mapping[str, A
 
 def js_string(value: Any) -> str:
     """``String(value)`` as JavaScript renders it (for error messages and composite stream ids)."""
-    from .headers import js_number
-
+    t = type(value)
+    if t is str:
+        return value  # type: ignore[no-any-return]
+    if t is int:
+        return str(value)
     if value is ABSENT:
         return "undefined"
     if value is None:
