@@ -170,3 +170,25 @@ async def test_js_resumes_after_transport_drop(node: Any, emulator_thread: Emula
         ]
     finally:
         await call(node, "close", handle=js["handle"])
+
+
+async def test_js_token_capability_and_client_id(node: Any, emulator_thread: EmulatorThread) -> None:
+    from jsbridge import NodeError
+
+    name = unique_channel("jscap")
+    token = await asyncio.to_thread(
+        emulator_thread.call,
+        lambda: emulator_thread.emulator.authority.issue(
+            "local.dev", capability={name: ["subscribe", "history"]}, client_id="js-bound"
+        )["token"],
+    )
+    js = await call(node, "open", options=connect_info(emulator_thread, token=token))
+    try:
+        assert js["clientId"] == "js-bound"
+        await call(node, "subscribe", handle=js["handle"], channel=name)
+        with pytest.raises(NodeError) as info:
+            await call(node, "publish", handle=js["handle"], channel=name, name="n", data="denied")
+        assert info.value.code == 40160
+        assert await call(node, "history", handle=js["handle"], channel=name) == []
+    finally:
+        await call(node, "close", handle=js["handle"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from typing import Any
 
 import pytest
@@ -389,3 +390,14 @@ async def test_connection_refused_with_bad_key(emulator: Emulator) -> None:
 
 def _shape(m: Any) -> tuple[Any, ...]:
     return (m.name, m.data, m.serial)
+
+
+async def test_rest_time_and_channel_status(emulator: Emulator, binary: bool) -> None:
+    name = unique_channel()
+    async with realtime_client(emulator) as rt, rest_client(emulator, use_binary_protocol=binary) as rest:
+        await rt.channels.get(name).attach()
+        now = await rest.time()
+        assert abs(now - int(time.time() * 1000)) < 5000
+        details = await rest.channels.get(name).status()
+        assert details.channel_id == name
+        assert details.status.is_active and details.status.occupancy.metrics.connections == 1
