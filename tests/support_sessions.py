@@ -9,6 +9,7 @@ with an ``await asyncio.sleep(0)`` between them, like a network stream.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
@@ -27,11 +28,23 @@ def user_message(text: str) -> dict[str, Any]:
     )
 
 
+def _with_encrypted_reasoning(event: dict[str, Any]) -> dict[str, Any]:
+    """Give reasoning items an ``encrypted_content`` (as with ``include: ["reasoning.encrypted_content"]``
+    and ``store: false``; the ``added`` blob differs from the final one, as on the real wire)."""
+    item = event.get("item")
+    if event.get("type") in ("response.output_item.added", "response.output_item.done") and isinstance(item, dict) \
+            and item.get("type") == "reasoning":
+        tag = "added" if event["type"].endswith("added") else "done"
+        digest = hashlib.sha256(f"{item.get('id')}:{tag}".encode()).hexdigest()
+        event = dict(event, item=dict(item, encrypted_content="gAAAAB" + digest * 4))
+    return event
+
+
 async def model_stream(items: list[dict[str, Any]], delay: float = 0.0) -> AsyncIterator[dict[str, Any]]:
     """The scripted model's answer to ``items`` as an async stream of Responses events."""
     for event in scripted_turn({"input": items, "model": "scripted-model"}):
         await asyncio.sleep(delay)
-        yield event
+        yield _with_encrypted_reasoning(event)
 
 
 class Worker:

@@ -15,6 +15,7 @@ import json
 import pytest
 
 from ai_transport.readers.calls import to_responses_input, unanswered_calls
+from ai_transport.readers.preflight import preflight
 from ai_transport.transport.agent import AgentSession
 from ai_transport.transport.client import ClientSession
 from ai_transport.transport.memory import InProcessHub
@@ -23,22 +24,9 @@ from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, u
 
 pytestmark = pytest.mark.asyncio
 
-try:  # the preflight reader lands separately; assert with it when present
-    from ai_transport.readers import preflight as _preflight
-except ImportError:  # pragma: no cover - depends on the tree state
-    _preflight = None
-
-
 def check_preflight(items: list[dict]) -> None:
-    """to_responses_input of the final view must pass the preflight (when it exists)."""
-    if _preflight is None:
-        return
-    fn = getattr(_preflight, "preflight", None) or getattr(_preflight, "check", None)
-    if fn is None:
-        return
-    result = fn(items)
-    errors = getattr(result, "errors", None)
-    assert not errors, errors
+    """to_responses_input of the final view is a replay input the Responses API accepts."""
+    assert preflight(items) == []
 
 
 async def setup(agent_id: str = "agent", client_id: str = "alice"):
@@ -72,6 +60,8 @@ async def test_approve_flow_resumes_runs_tool_and_completes() -> None:
     assert states[call["call_id"]]["approval"] == "pending"
     assert states[call["call_id"]]["arguments"] == call["arguments"]
     assert worker.executed == []
+    # while suspended the call has no output: not yet a valid model input (the preflight says why)
+    assert [p.kind for p in preflight(to_responses_input([m.message for m in msgs]))]
 
     answer = await client.view.send(
         C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
