@@ -488,29 +488,20 @@ def test_wire_item_message_invariants(content, status):
         assert w == {"type": "message", "id": "m", "status": status}
 
 
-def test_responses_codec_round_trip_through_decoder_and_reducer():
-    """encode (ours) -> decode -> fold -> get_messages rebuilds the streamed items."""
-    evs = summary_stream("rs_1", 0) + text_stream("msg_1", 1, deltas=("Hé", "llo")) + fc_stream("fc_1", 2)
-    evs.insert(0, {"type": "response.output_item.added", "output_index": 0,
-                   "item": {"id": "rs_1", "type": "reasoning", "summary": []}})
-    res = run_py_sync({"steps": outputs(evs, "m1") + [{"op": "input", "value": user_message("q"),
-                                                       "messageId": "u1"}, {"op": "close"}]})
-    inbound, versions = [], 0
-    for entry in res["log"]:
+def fold_wire(log: list[dict]) -> dict:
+    """Turn a recorded wire log into inbound messages, decode and fold them: {codec id: message}."""
+    inbound, creates, versions = [], 0, 0
+    for entry in log:
         msgs = entry["message"] if isinstance(entry["message"], list) else [entry["message"]]
         for m in msgs:
-            versions += 1
             if entry["op"] == "publish":
-                inbound.append({"action": "message.create", "serial": f"s{versions}", **m,
-                                "version": {"serial": f"s{versions}"}})
+                creates += 1  # the recording writer minted s1, s2 … in publish order
+                inbound.append({"action": "message.create", "serial": f"s{creates}", **m,
+                                "version": {"serial": f"s{creates}"}})
             else:
-                inbound.append({"action": "message.append", **m, "version": {"serial": f"v{versions}"}})
-    # publishes were minted s1, s2 … in order by the recording writer: re-mint identically
-    n = 0
-    for msg in inbound:
-        if msg["action"] == "message.create":
-            n += 1
-            msg["serial"] = msg["version"]["serial"] = f"s{n}"
+                versions += 1
+                action = "message.append" if entry["op"] == "append" else "message.update"
+                inbound.append({"action": action, **m, "version": {"serial": f"v{versions:06d}"}})
     decoder = ResponsesCodec.create_decoder()
     state = ResponsesCodec.init()
     for msg in inbound:
@@ -520,7 +511,17 @@ def test_responses_codec_round_trip_through_decoder_and_reducer():
             state = ResponsesCodec.fold(state, "input", ev, mid, msg["serial"])
         for ev in r.outputs:
             state = ResponsesCodec.fold(state, "output", ev, mid, msg["serial"])
-    msgs = {m.codec_message_id: m.message for m in ResponsesCodec.get_messages(state)}
+    return {m.codec_message_id: m.message for m in ResponsesCodec.get_messages(state)}
+
+
+def test_responses_codec_round_trip_through_decoder_and_reducer():
+    """encode (ours) -> decode -> fold -> get_messages rebuilds the streamed items."""
+    evs = summary_stream("rs_1", 0) + text_stream("msg_1", 1, deltas=("Hé", "llo")) + fc_stream("fc_1", 2)
+    evs.insert(0, {"type": "response.output_item.added", "output_index": 0,
+                   "item": {"id": "rs_1", "type": "reasoning", "summary": []}})
+    res = run_py_sync({"steps": outputs(evs, "m1") + [{"op": "input", "value": user_message("q"),
+                                                       "messageId": "u1"}, {"op": "close"}]})
+    msgs = fold_wire(res["log"])
     items = msgs["m1"].items
     assert [i["type"] for i in items] == ["reasoning", "message", "function_call"]
     assert items[0]["summary"][0]["text"] == "Thinking"
@@ -528,6 +529,23 @@ def test_responses_codec_round_trip_through_decoder_and_reducer():
     assert items[2]["arguments"] == '{"a":1}' and items[2]["call_id"] == "call_1"
     assert msgs["u1"].role == "user"
     assert msgs["u1"].items[0]["content"] == [{"text": "q", "type": "input_text"}]
+
+
+@pytest.mark.parametrize("name", fixture_names())
+def test_rotated_stream_folds_to_the_same_items(name):
+    """A proxy's rotated ids still fold to one correct item per output item (the whole point)."""
+    events = load_events(name)
+    rotated = rotate_ids(events)
+    straight = fold_wire(run_py_sync({"steps": outputs(events) + [{"op": "close"}]})["log"])
+    rot = fold_wire(run_py_sync({"steps": outputs(rotated) + [{"op": "close"}]})["log"])
+    assert straight.keys() == rot.keys()
+    if "error" not in name:
+        assert sum(len(m.items) for m in straight.values()) >= 1
+    for mid, msg in straight.items():
+        a, b = msg.items, rot[mid].items
+        assert len(a) == len(b)
+        for x, y in zip(a, b):
+            assert {k: v for k, v in x.items() if k != "id"} == {k: v for k, v in y.items() if k != "id"}
 
 
 def test_responses_codec_is_a_namespace():

@@ -317,10 +317,10 @@ class EncoderCore:
             if phase == "delta":
                 return [self._append(stream_id, ev.get("delta", ABSENT), etype)]
             return self._close_stream(stream_id, _group_headers(group, ev))
-        group = _start_group(ev)
-        if group is not None:
-            stream_id = _stream_id(group, ev, "start")
-            return [self._start_stream(stream_id, _group_headers(group, ev), message_id, extras)]
+        starts = _start_group(ev)
+        if starts is not None:
+            stream_id = _stream_id(starts, ev, "start")
+            return [self._start_stream(stream_id, _group_headers(starts, ev), message_id, extras)]
 
         if etype == "response.output_item.added":
             item = ev.get("item")
