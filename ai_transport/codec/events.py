@@ -14,6 +14,11 @@ Two things happen to an output event before the encoder maps it to the wire:
    to the first id seen at that index, so the wire stays 0.8.0-compatible and the item folds as one.
    Events whose ids are already consistent pass through as the *same object*, so their wire is
    byte-identical to 0.8.0's.
+
+   Assumption (true of the Responses API): within one response an ``output_index`` names one item.
+   A new response is recognised by ``response.created`` / ``response.queued`` and a new item by its
+   ``response.output_item.added``; a hand-made stream that reuses an index for a different item
+   without either would be merged — pass ``normalise_item_ids=False`` to the encoder for such input.
 """
 
 from __future__ import annotations
