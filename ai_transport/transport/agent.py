@@ -213,7 +213,7 @@ class AgentSession:
         self._connected = False
         self._closed = False
         self._high_water = ""
-        self._seen = asyncio.Condition()
+        self._seen_waiters: list[tuple[str, asyncio.Future[None]]] = []
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
 
@@ -240,26 +240,33 @@ class AgentSession:
         )
         if mark > self._high_water:
             self._high_water = mark
-            asyncio.ensure_future(self._notify_seen())
+            if self._seen_waiters:
+                waiting = []
+                for serial, fut in self._seen_waiters:
+                    if serial <= mark:
+                        if not fut.done():
+                            fut.set_result(None)
+                    else:
+                        waiting.append((serial, fut))
+                self._seen_waiters = waiting
         if message.get("name") == EVENT_CANCEL:
             self._handle_cancel(message)
-
-    async def _notify_seen(self) -> None:
-        async with self._seen:
-            self._seen.notify_all()
 
     async def wait_seen(self, serial: str, timeout: float = 10.0) -> bool:
         """Wait until the live subscription delivered a wire at or after ``serial`` (every earlier
         wire has then been folded: delivery is in channel order). False on timeout."""
         if not serial or self._high_water >= serial:
             return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._seen_waiters.append((serial, fut))
         try:
-            async with self._seen:
-                await asyncio.wait_for(self._seen.wait_for(lambda: self._high_water >= serial), timeout)
+            await asyncio.wait_for(fut, timeout)
             return True
         except asyncio.TimeoutError:
             logger.warning("echo of %s not seen within %ss", serial, timeout)
             return False
+        finally:
+            self._seen_waiters = [(s, f) for s, f in self._seen_waiters if f is not fut]
 
     # -- trust ---------------------------------------------------------------------------------
 

@@ -1,0 +1,141 @@
+"""AgentSession / AgentRun API: misuse errors, cancels (early, vetoed), session end, trigger lookup."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from ai_transport.errors import AITransportError
+from ai_transport.responses.local_server import ScriptedText, build_response_events
+from ai_transport.transport.agent import AgentSession
+from ai_transport.transport.client import ClientSession
+from ai_transport.transport.invocation import Invocation
+from ai_transport.transport.memory import InProcessHub
+from support_sessions import user_message, wait_status
+
+pytestmark = pytest.mark.asyncio
+
+
+async def setup():
+    hub = InProcessHub()
+    client = ClientSession(hub.client("alice").channel("chat"))
+    await client.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    await agent.connect()
+    return hub, client, agent
+
+
+async def slow_text(n: int = 1000):
+    yield {"type": "response.output_item.added", "output_index": 0,
+           "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}
+    yield {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
+           "part": {"type": "output_text", "annotations": [], "text": ""}}
+    for _ in range(n):
+        yield {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "x"}
+        await asyncio.sleep(0.002)
+
+
+async def test_misuse_raises_40003() -> None:
+    hub, client, agent = await setup()
+    sent = await client.view.send(user_message("hi"))
+    with pytest.raises(AITransportError) as err:
+        await agent.create_run(sent.invocation.to_json(), run_id="")
+    assert err.value.code == 40003 and "run_id" in err.value.message
+    run = await agent.create_run(sent.invocation)
+    for call in (run.pipe([]), run.send({"type": "x"}), run.suspend(), run.end("complete")):
+        with pytest.raises(AITransportError) as err:
+            await call
+        assert err.value.code == 40003 and "start()" in err.value.message
+    await run.start()
+    await run.start()  # idempotent
+    with pytest.raises(AITransportError) as err:
+        await run.end("done")  # type: ignore[arg-type]
+    assert err.value.code == 40003
+    result = await run.pipe(build_response_events([ScriptedText("ok")], seed=1))
+    assert result.reason == "complete"
+    await run.end("complete")
+    await run.end("complete")  # idempotent
+    with pytest.raises(AITransportError) as err:
+        await run.pipe([])
+    assert err.value.code == 40003 and "ended" in err.value.message
+    bad = await run.session.create_run(Invocation("no-such-event", "chat"))
+    with pytest.raises(AITransportError) as err:
+        await bad.start(timeout=0.2)
+    assert err.value.code == 104010
+    await client.close()
+    await agent.end()
+
+
+async def test_unsupported_event_makes_the_pipe_fail_with_the_codec_error() -> None:
+    hub, client, agent = await setup()
+    sent = await client.view.send(user_message("hi"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    result = await run.pipe([{"type": "response.web_search_call.searching", "item_id": "ws_1"}])
+    assert result.reason == "error" and getattr(result.error, "code", None) == 40003
+    await run.end("error", result.error)
+    await wait_status(client.view, run.run_id, "error")
+    assert client.view.run(run.run_id).error.code == 40003
+    await client.close()
+    await agent.end()
+
+
+async def test_cancel_before_the_run_starts_is_honoured_at_start() -> None:
+    hub, client, agent = await setup()
+    sent = await client.view.send(user_message("hi"))
+    await sent.cancel()  # the agent has not even been invoked: cancel by input codec-message-id
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    assert run.abort_signal.is_set()
+    result = await run.pipe(slow_text())
+    assert result.reason == "cancelled"
+    await run.end("cancelled")
+    await wait_status(client.view, run.run_id, "cancelled")
+    await client.close()
+    await agent.end()
+
+
+async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
+    hub, client, agent = await setup()
+    sent = await client.view.send(user_message("hi"))
+    asked = []
+
+    def on_cancel(message):
+        asked.append(message["name"])
+        return len(asked) > 1  # refuse the first cancel, accept the second
+
+    async def on_cancelled(write):
+        await write({"type": "response.output_item.done", "output_index": 0,
+                     "item": {"id": "msg_1", "type": "message", "status": "incomplete", "content": [], "role": "assistant"}})
+
+    run = await agent.create_run(sent.invocation.to_json(), hooks={"on_cancel": on_cancel, "on_cancelled": on_cancelled})
+    await run.start()
+    pipe = asyncio.ensure_future(run.pipe(slow_text()))
+    await asyncio.sleep(0.05)
+    await client.cancel(run.run_id)
+    await asyncio.sleep(0.05)
+    assert not run.abort_signal.is_set() and not pipe.done()
+    await client.cancel(run.run_id)
+    result = await asyncio.wait_for(pipe, 5)
+    assert result.reason == "cancelled" and asked == ["ai-cancel", "ai-cancel"]
+    await run.end("cancelled")
+    await wait_status(client.view, run.run_id, "cancelled")
+    item = client.view.get_messages()[1].message.items[0]
+    assert item["status"] == "incomplete" and item["content"][0]["text"].startswith("x")
+    await client.close()
+    await agent.end()
+
+
+async def test_session_end_ends_open_runs_cancelled() -> None:
+    hub, client, agent = await setup()
+    sent = await client.view.send(user_message("hi"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    await agent.end()
+    await wait_status(client.view, run.run_id, "cancelled")
+    assert run.abort_signal.is_set()
+    with pytest.raises(AITransportError) as err:
+        await agent.connect()
+    assert err.value.code == 104004
+    await client.close()
