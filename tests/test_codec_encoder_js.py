@@ -13,7 +13,7 @@ from codec_encoder_cases import CLOSE, cases
 from hypothesis import given
 from hypothesis import strategies as st
 from strategies_codec_encoder import event_streams, header_maps, inputs
-from support_codec_encoder import assert_same_as_js, fixture_names, load_events, outputs
+from support_codec_encoder import assert_same_as_js, fixture_names, load_events, outputs, run_py_sync
 
 pytestmark = pytest.mark.js
 
@@ -96,3 +96,56 @@ def test_generated_inputs(node, values, default_headers, write_headers, message_
     case = {"options": {"extras": {"headers": default_headers}}, "steps": steps}
     py = assert_same_as_js(node, case)
     assert all(r["ok"] for r in py["results"])
+
+
+# Malformed events where 0.8.0 crashes with a bare TypeError (no code) or writes garbage; ours
+# raises a coded 40003 naming the field instead (or, for null logprobs, reads them as absent).
+DEVIATIONS = {
+    "part-missing": (
+        [{"type": "response.content_part.added", "item_id": "m", "output_index": 0, "content_index": 0}],
+        "unable to publish; unsupported event type 'response.content_part.added'",
+    ),
+    "fc-null-id": (
+        [{"type": "response.output_item.added", "output_index": 0, "item": {"type": "function_call", "id": None}}],
+        "unable to stream function-call arguments; item has no id",
+    ),
+    "delta-missing": (
+        [{"type": "response.content_part.added", "item_id": "m", "output_index": 0, "content_index": 0,
+          "part": {"type": "output_text"}},
+         {"type": "response.output_text.delta", "item_id": "m", "output_index": 0, "content_index": 0}],
+        "unable to append to stream; response.output_text.delta.delta must be a string, got undefined",
+    ),
+    "done-no-item": (
+        [{"type": "response.output_item.done", "output_index": 0}],
+        "unable to publish; unsupported output item type 'undefined'",
+    ),
+    "not-an-object": (["hello"], "unable to publish; output event must be an object (dict or openai model), got string"),
+    "logprobs-null": (
+        [{"type": "response.output_item.done", "output_index": 0,
+          "item": {"type": "message", "id": "m", "content": [{"type": "output_text", "logprobs": None}]}}],
+        None,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEVIATIONS))
+def test_malformed_events_get_coded_errors_where_js_crashes(node, name):
+    events, message = DEVIATIONS[name]
+    case = {"steps": outputs(events)}
+    js = node.call("codec_encoder", "run", **case)
+    py = run_py_sync(case)
+    js_last, py_last = js["results"][-1], py["results"][-1]
+    if message is None:
+        assert not js_last["ok"] and js_last["error"]["code"] is None  # JS: TypeError on null.length
+        assert py_last["ok"]
+        assert py["log"][-1]["message"]["data"] == {"item": {"type": "message", "id": "m"}}
+        return
+    assert py_last == {"ok": False, "error": {"message": message, "code": 40003, "statusCode": 400}}
+    if name == "delta-missing":  # JS appends no data and accumulates the text "undefined"
+        assert js_last["ok"] and "data" not in js["log"][-1]["message"]
+    elif name == "fc-null-id":  # JS opens a stream with a null stream-id
+        assert js_last["ok"] and js["log"][0]["message"]["extras"]["ai"]["transport"]["stream-id"] is None
+    elif name == "not-an-object":
+        assert js_last["error"]["code"] == 40003
+    else:
+        assert not js_last["ok"] and js_last["error"]["code"] is None
