@@ -28,11 +28,11 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from ai_transport.errors import AITransportError
 from ai_transport.cli.scenario import GATED_TOOLS, INSTRUCTIONS, WEATHER_TOOL, run_tool, scripted_turn
+from ai_transport.errors import AITransportError
 from ai_transport.responses.client import ResponsesClient
-from ai_transport.transport.agent import AgentSession, function_call_output
 from ai_transport.transport.ably_channel import AblyChannel
+from ai_transport.transport.agent import AgentSession, function_call_output
 
 
 async def with_approval_requests(stream: Any) -> AsyncIterator[dict[str, Any]]:
@@ -40,10 +40,10 @@ async def with_approval_requests(stream: Any) -> AsyncIterator[dict[str, Any]]:
     async for event in stream:
         yield event
         item = event.get("item") or {}
-        if event.get("type") == "response.output_item.done" and item.get("type") == "function_call":
-            if item.get("name") in GATED_TOOLS:
-                yield {"type": "tool-approval-request", "call_id": item["call_id"], "name": item["name"],
-                       "arguments": item.get("arguments", "")}
+        done = event.get("type") == "response.output_item.done"
+        if done and item.get("type") == "function_call" and item.get("name") in GATED_TOOLS:
+            yield {"type": "tool-approval-request", "call_id": item["call_id"], "name": item["name"],
+                   "arguments": item.get("arguments", "")}
 
 
 class AgentWorker:

@@ -23,9 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from support_emulator import emulator_thread  # noqa: F401  (fixture)
 
 from ai_transport.cli.scenario import get_weather
-from support_emulator import emulator_thread  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "browser"
@@ -111,7 +111,7 @@ def example_server(emulator_thread, request) -> Iterator[str]:
 def drive(url: str, decision: str) -> dict:
     with tempfile.TemporaryDirectory(prefix="ait-chromium-") as profile:
         r = subprocess.run(["node", str(DRIVER), url, str(CHROMIUM), profile, decision],
-                           capture_output=True, text=True, timeout=90, cwd=ROOT)
+                           check=False, capture_output=True, text=True, timeout=90, cwd=ROOT)
     assert r.returncode == 0, r.stdout + r.stderr
     result = json.loads(r.stdout.strip().splitlines()[-1])
     assert result["ok"], json.dumps(result, indent=1)

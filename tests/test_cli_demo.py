@@ -24,6 +24,7 @@ ENV["PYTHONUNBUFFERED"] = "1"
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "ai_transport", *args],
+        check=False,
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -87,7 +88,7 @@ def check_denied(out: str, reason: str) -> None:
         lines,
         call + r" -- awaiting approval$",
         r"^-- run [0-9a-f]{8} suspended",
-        re.escape(f"client: denying get_weather") + r".*" + re.escape(f"({reason})"),
+        re.escape("client: denying get_weather") + r".*" + re.escape(f"({reason})"),
         call + re.escape(f" -- denied ({reason})") + "$",
         r"^-- run [0-9a-f]{8} resumed$",
         r"^assistant> I did not check the live weather \(" + re.escape(reason) + r"\)",
@@ -116,7 +117,7 @@ def test_demo_deny_without_reason_uses_the_default_rejection():
     r = cli("demo", "--deny")
     assert r.returncode == 0, r.stdout + r.stderr
     # 0.8.0's reducer folds a reasonless denial as the output "Tool execution was not approved."
-    assert re.search(r"-- denied$", r.stdout, re.M), r.stdout
+    assert re.search(r"-- denied$", r.stdout, re.MULTILINE), r.stdout
     assert "I did not check the live weather (Tool execution was not approved.)" in r.stdout
 
 
@@ -124,7 +125,7 @@ def test_demo_deny_without_reason_uses_the_default_rejection():
 def test_demo_approves_over_the_emulator_with_the_ably_sdk():
     r = cli("demo", "--emulator")
     assert r.returncode == 0, r.stdout + r.stderr
-    assert re.search(r"^emulator: started at http://127\.0\.0\.1:\d+$", r.stdout, re.M)
+    assert re.search(r"^emulator: started at http://127\.0\.0\.1:\d+$", r.stdout, re.MULTILINE)
     assert "(Ably emulator at http://127.0.0.1:" in r.stdout
     check_approved(r.stdout)
 
@@ -217,3 +218,38 @@ def test_emulator_command_prints_how_to_connect_and_refuses_a_busy_port():
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_model_flag_uses_the_openai_api_path_with_key_and_base_url():
+    """With OPENAI_API_KEY + --model the demo talks to the API; here OPENAI_BASE_URL points that exact
+    code path at a local Responses server, which records what a real API would receive."""
+    import asyncio
+
+    from ai_transport.cli.scenario import scripted_turn
+    from ai_transport.responses.local_server import LocalResponsesServer, StreamReply
+
+    async with LocalResponsesServer(lambda req: StreamReply.from_events(scripted_turn(req.json()))) as server:
+        env = dict(ENV, OPENAI_API_KEY="sk-test-123", OPENAI_BASE_URL=server.base_url)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ai_transport", "demo", "--model", "gpt-test-model",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    assert proc.returncode == 0, out.decode() + err.decode()
+    text = out.decode()
+    assert "model: gpt-test-model via the OpenAI Responses API" in text
+    check_approved(text)
+    assert len(server.requests) == 2
+    for req in server.requests:
+        assert req.headers["authorization"] == "Bearer sk-test-123"
+    first, second = server.request_bodies()
+    for body in (first, second):
+        assert body["model"] == "gpt-test-model" and body["stream"] is True and body["store"] is False
+        assert body["reasoning"] == {"effort": "low", "summary": "auto"}
+        assert [t["name"] for t in body["tools"]] == ["get_weather"]
+    assert [i.get("type") for i in first["input"]] == ["message"]
+    # The resumed turn resends the whole conversation: question, reasoning, text, call, its output.
+    kinds = [i.get("type") for i in second["input"]]
+    assert kinds[0] == "message" and kinds[-2:] == ["function_call", "function_call_output"]
+    call, output = second["input"][-2], second["input"][-1]
+    assert output["call_id"] == call["call_id"] and json.loads(output["output"]) == get_weather("Paris")

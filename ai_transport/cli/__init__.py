@@ -17,6 +17,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ..errors import AITransportError
 
@@ -146,6 +147,22 @@ def _add_color(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-color", dest="color", action="store_false", help="plain output")
 
 
+def _quiet_sdk_noise(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+    """Drop the ably SDK's unretrieved close-task errors (a websocket already closed by the server)."""
+    exc = context.get("exception")
+    if exc is not None and type(exc).__module__.startswith("websockets"):
+        return
+    loop.default_exception_handler(context)
+
+
+def _run(coro: Any) -> int:
+    async def runner() -> int:
+        asyncio.get_running_loop().set_exception_handler(_quiet_sdk_noise)
+        return int(await coro)
+
+    return asyncio.run(runner())
+
+
 def _error(msg: str) -> None:
     print(f"ai-transport: error: {msg}", file=sys.stderr)
 
@@ -168,17 +185,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "demo":
             from .demo import run_demo_command
 
-            return asyncio.run(run_demo_command(args))
+            return _run(run_demo_command(args))
         if args.command == "emulator":
             from .emulator_cmd import run_emulator_command
 
-            return asyncio.run(run_emulator_command(args))
+            return _run(run_emulator_command(args))
         if args.command == "tail":
             from .tail import run_tail_command
 
-            return asyncio.run(run_tail_command(args))
+            return _run(run_tail_command(args))
     except KeyboardInterrupt:
-        print("", file=sys.stderr)
+        print(file=sys.stderr)
         return 130
     except CliError as e:
         _error(str(e))

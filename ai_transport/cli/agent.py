@@ -130,6 +130,6 @@ class ToolAgent:
     def _execute(self, call: Mapping[str, Any]) -> str:
         try:
             return self.execute(str(call.get("name", "")), str(call.get("arguments", "")))
-        except Exception as e:  # a failing tool is reported to the model, not a crashed run
+        except Exception as e:  # noqa: BLE001 - a failing tool is reported to the model, not a crashed run
             logger.warning("tool %s failed: %s", call.get("name"), e)
             return f"error: {e}"

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from ..codec.codec import ResponsesCodec
+from ..codec.inputs import create_tool_approval_response, create_user_message
 from ..transport.client import ClientSession
 from . import CliError
 from .agent import ToolAgent
@@ -219,7 +219,7 @@ async def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
             "role": "user",
             "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": args.question}]}],
         }
-        run = await view.send([ResponsesCodec.create_user_message(message)])
+        run = await view.send([create_user_message(message)])
         left = await wake(run.to_invocation().to_json())
         run_id = await asyncio.wait_for(asyncio.shield(run.started), 15)
         if left != "suspended":
@@ -240,7 +240,7 @@ async def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
                 payload = {"call_id": call_id, "approved": False}
                 if args.deny:
                     payload["reason"] = args.deny
-            answers.append(ResponsesCodec.create_tool_approval_response(cmid, payload))
+            answers.append(create_tool_approval_response(cmid, payload))
         answer_run = await view.send(answers, run_id=run_id)
 
         # 3. The agent is woken again: it resumes the run, runs (or skips) the tool, answers.

@@ -15,9 +15,9 @@ Styling uses ``rich`` when it is installed and the output is a terminal; otherwi
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TextIO
+from typing import Any, ClassVar, Literal, TextIO
 
 from ..codec.types import CodecMessage, OpenAIMessage
 
@@ -101,7 +101,7 @@ def _as_message(m: Any) -> tuple[str, OpenAIMessage]:
     raise TypeError(f"cannot render {type(m).__name__} as a conversation message")
 
 
-def call_status(state: dict[str, Any] | None, item: dict[str, Any] | None, output: Any, has_output: bool) -> str:
+def call_status(state: Mapping[str, Any] | None, item: Mapping[str, Any] | None, output: Any, has_output: bool) -> str:
     """The display state of one tool call from its item, its ``toolCallStates`` entry and its output."""
     state = state or {}
     approval = state.get("approval")
@@ -203,7 +203,7 @@ def render_transcript(messages: Iterable[Any]) -> str:
 class _Styler:
     """Plain or rich styling of labels; ``write`` never adds a newline by itself."""
 
-    _STYLES = {
+    _STYLES: ClassVar[dict[str, str]] = {
         "user": "bold cyan",
         "reasoning": "dim italic",
         "assistant": "bold green",
@@ -222,7 +222,7 @@ class _Styler:
             try:
                 from rich.console import Console
             except ImportError:  # rich is an optional extra (ai-transport[cli])
-                Console = None  # type: ignore[assignment,misc]  # noqa: N806
+                Console = None  # type: ignore[assignment,misc]
             if Console is not None:
                 self._console = Console(file=out, highlight=False, soft_wrap=True, force_terminal=True)
 

@@ -162,7 +162,7 @@ class _Events:
         added = {"id": fid, "type": "function_call", "status": "in_progress", "arguments": "",
                  "call_id": call_id, "name": name}
         self.add({"type": "response.output_item.added", "output_index": idx, "item": added})
-        for d in re.findall(r".{1,8}", arguments, flags=re.S):
+        for d in re.findall(r".{1,8}", arguments, flags=re.DOTALL):
             self.add({"type": "response.function_call_arguments.delta", "item_id": fid, "output_index": idx,
                       "delta": d})
         self.add({"type": "response.function_call_arguments.done", "item_id": fid, "output_index": idx,

@@ -50,10 +50,10 @@ async def open_channel(args: argparse.Namespace) -> Any:
             raise CliError(f"{where} rejected the credentials: {e.message} (code {e.code})") from e
         raise CliError(f"cannot connect to {where}: {e.message} (code {e.code})") from e
     except Exception as e:  # the ably SDK raises its own AblyException
-        code = getattr(e, "code", None)
+        sdk_code = getattr(e, "code", None)
         message = getattr(e, "message", None) or str(e)
-        if isinstance(code, int) and (40100 <= code < 40200 or code == 40400):
-            raise CliError(f"{where} rejected the credentials: {message} (code {code})") from e
+        if isinstance(sdk_code, int) and (40100 <= sdk_code < 40200 or sdk_code == 40400):
+            raise CliError(f"{where} rejected the credentials: {message} (code {sdk_code})") from e
         raise CliError(f"cannot connect to {where}: {message}") from e
 
 

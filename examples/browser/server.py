@@ -112,10 +112,10 @@ class ExampleServer:
                 return 405, "text/plain", b"POST only"
             try:
                 invocation = json.loads(body)
-                if not isinstance(invocation, dict) or not isinstance(invocation.get("inputEventId"), str):
-                    raise ValueError("expected {inputEventId, sessionName}")
             except ValueError as e:
-                return 400, "text/plain", str(e).encode()
+                return 400, "text/plain", f"invalid JSON: {e}".encode()
+            if not isinstance(invocation, dict) or not isinstance(invocation.get("inputEventId"), str):
+                return 400, "text/plain", b"expected {inputEventId, sessionName}"
             task = asyncio.create_task(self._invoke(invocation))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)

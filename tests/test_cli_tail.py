@@ -1,0 +1,88 @@
+"""``ai-transport tail``: a live conversation followed as it streams, history, and clear errors."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from support_emulator import emulator_thread  # noqa: F401  (fixture)
+
+from ai_transport.cli.scenario import get_weather
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "AIT_EMULATOR_URL", "ABLY_KEY")}
+ENV["PYTHONUNBUFFERED"] = "1"
+
+
+def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "ai_transport", *args], check=False, capture_output=True, text=True,
+                          timeout=timeout, cwd=ROOT, env=ENV)
+
+
+@pytest.mark.slow
+def test_tail_follows_a_run_live_as_it_streams(emulator_thread):
+    url = emulator_thread.url
+    channel = f"tail-live-{os.getpid()}"
+    tail = subprocess.Popen([sys.executable, "-m", "ai_transport", "tail", channel, "--emulator", url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(iter(tail.stdout.readline, "")), daemon=True)
+    try:
+        # Wait until tail has loaded the (empty) history and follows live.
+        while "following live" not in (err := tail.stderr.readline()):
+            assert err, "tail exited early"
+        reader.start()
+        demo = cli("demo", "--emulator", url, "--channel", channel)
+        assert demo.returncode == 0, demo.stdout + demo.stderr
+        deadline = time.monotonic() + 15
+        while not any("ended: complete" in line for line in lines) and time.monotonic() < deadline:
+            time.sleep(0.05)
+    finally:
+        tail.terminate()
+        tail.wait(10)
+    out = "".join(lines)
+    weather = get_weather("Paris")
+    order = [
+        "you> What's the weather in Paris right now?",
+        " started\n",
+        "assistant> Let me look up the current weather in Paris for you.",
+        "-- awaiting approval",
+        " suspended\n",
+        "-- approved, running",
+        " resumed\n",
+        "[result] get_weather",
+        f"assistant> Right now in Paris it is {weather['temperature']}°C",
+        " ended: complete",
+    ]
+    positions = [out.find(s) for s in order]
+    assert -1 not in positions and positions == sorted(positions), out
+    # The tail saw the same transcript lines as the demo printed (minus the demo's own notes).
+    demo_lines = [ln for ln in demo.stdout.splitlines() if re.match(r"^(you|thinking|assistant)>|^  \[", ln)]
+    tail_lines = [ln for ln in out.splitlines() if re.match(r"^(you|thinking|assistant)>|^  \[", ln)]
+    assert tail_lines == demo_lines
+
+
+def test_tail_errors_are_clear(emulator_thread):
+    r = cli("tail", "x", "--no-follow")
+    assert r.returncode == 1 and "say where CHANNEL lives" in r.stderr
+    r = cli("tail", "x", "--key", "not-a-key", "--no-follow")
+    assert r.returncode == 1 and "--key must be an Ably API key" in r.stderr
+    r = cli("tail", "x", "--emulator", emulator_thread.url, "--key", "bad.key:nope", "--no-follow")
+    assert r.returncode == 1, r.stderr
+    assert r.stderr.startswith(f"ai-transport: error: the emulator at {emulator_thread.url} rejected the credentials")
+    assert "40101" in r.stderr and "Traceback" not in r.stderr
+    r = cli("tail", "x", "--emulator", "http://127.0.0.1:9", "--no-follow")
+    assert r.returncode == 1 and "cannot reach the emulator at http://127.0.0.1:9" in r.stderr
+
+
+def test_tail_of_an_empty_channel_prints_nothing(emulator_thread):
+    r = cli("tail", f"empty-{os.getpid()}", "--emulator", emulator_thread.url, "--no-follow")
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == ""
+    assert "loading history" in r.stderr
