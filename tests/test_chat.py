@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support_hygiene import call, fold_done_items, load_chunks, output, reasoning, user
+from support_hygiene import INPUTS, call, fold_done_items, load_chunks, output, reasoning, user
 
 from ai_transport.codec.types import OpenAIMessage
 from ai_transport.errors import InvalidArgumentError, InvalidTypeError
@@ -332,3 +332,36 @@ def test_to_chat_completions_messages_bad_input():
         to_chat_completions_messages([{"role": "user"}])
     with pytest.raises(InvalidTypeError, match="messages must be"):
         to_chat_completions_messages("nope")  # type: ignore[arg-type]
+
+
+@given(st.lists(INPUTS, max_size=3))
+def test_to_chat_completions_messages_is_valid_once_pending_calls_are_answered(conversation):
+    messages = [
+        OpenAIMessage("user" if any(i.get("role") == "user" for i in items) else "assistant", items)
+        for items in conversation
+    ]
+    before = copy.deepcopy(conversation)
+    chat = to_chat_completions_messages(messages)
+    assert conversation == before
+    assert all(m["role"] != "tool" or m["content"] is not None for m in chat)
+    assert not any(m["role"] == "assistant" and m.get("tool_calls") == [] for m in chat)
+    # calls with a stored output are answered directly after their assistant message
+    answered = {
+        i["call_id"]
+        for items in conversation
+        for i in items
+        if i.get("type") in ("function_call_output", "custom_tool_call_output")
+    }
+    first_seen = set()
+    for k, m in enumerate(chat):
+        for c in m.get("tool_calls", []):
+            if c["id"] in first_seen:
+                continue  # a repeated call id is answered once, after its first call
+            first_seen.add(c["id"])
+            run = []
+            for later in chat[k + 1 :]:
+                if later["role"] != "tool":
+                    break
+                run.append(later["tool_call_id"])
+            assert (c["id"] in run) == (c["id"] in answered)
+    assert_valid_chat(answer_unanswered_tool_calls(chat))

@@ -427,3 +427,58 @@ def test_drop_reasoning_for_an_encrypted_content_retry(fixtures_dir):
     assert retry.dropped == [turn1[0]]
     assert [c.reason for c in retry.changes] == ["invalid_encrypted_content", "reasoning_dropped"]
     assert preflight(retry.input, links=reasoning_links(turn1)) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# A simulated stateless agent loop: fingerprints stay valid turn after turn
+
+
+@st.composite
+def agent_steps(draw):
+    """Per step: (reasoning?, [output kinds]) the model produces, and whether the model changes."""
+    steps = []
+    for _ in range(draw(st.integers(1, 5))):
+        kinds = draw(st.lists(st.sampled_from(["call", "message"]), min_size=1, max_size=3))
+        steps.append((draw(st.booleans()), kinds, draw(st.integers(0, 5)) == 0))
+    return steps
+
+
+@given(agent_steps())
+def test_agent_loop_replays_reasoning_until_the_model_changes(steps):
+    model = "gpt-5.2"
+    history = [user("start")]
+    fingerprints = {}
+    produced_under = {}  # rs id -> model
+    for n, (with_reasoning, kinds, switch_model) in enumerate(steps):
+        if switch_model:
+            model = "gpt-5.1" if model == "gpt-5.2" else "gpt-5.2"
+        sent = sanitize_input(
+            history, fingerprints=fingerprints, model=model, tools=TOOLS, trailing=[user(f"<context>{n}</context>")]
+        )
+        assert preflight(sent.input) == []
+        kept = {i.get("id") for i in sent.input if i.get("type") == "reasoning"}
+        current = {rs for rs, m in produced_under.items() if m == model}
+        # never replayed under another model; always replayed while nothing before it changed
+        assert kept <= current
+        assert _unchanged_prefix(produced_under, model, history) <= kept
+        # the model answers: reasoning, then its items (calls answered by the agent)
+        fp = sent.fingerprint(model=model, tools=TOOLS)
+        out = []
+        if with_reasoning:
+            rs_id = f"rs_{n}"
+            out.append(reasoning(rs_id, enc=f"blob{n}"))
+            fingerprints[rs_id] = fp
+            produced_under[rs_id] = model
+        for k, kind in enumerate(kinds):
+            out.append(call(f"call_{n}_{k}", f"fc_{n}_{k}") if kind == "call" else assistant("a", f"msg_{n}_{k}", "completed"))
+        history += out + [output(f"call_{n}_{k}") for k, kind in enumerate(kinds) if kind == "call"]
+
+
+def _unchanged_prefix(produced_under, model, history):
+    """Reasoning items before which every reasoning item was also made by ``model`` (their prefix is intact)."""
+    out = set()
+    for rs in [i["id"] for i in history if i.get("type") == "reasoning"]:
+        if produced_under[rs] != model:
+            break
+        out.add(rs)
+    return out
