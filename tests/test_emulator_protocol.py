@@ -350,3 +350,46 @@ async def test_token_expiry_disconnects_with_40142_and_auth_extends(emulator: Em
         await asyncio.sleep(0.5)
         await c.send({"action": 0, "id": "still-connected"})
         assert await c.recv() == {"action": 0, "id": "still-connected"}
+
+
+async def test_reattach_while_live_continues_without_replay(emulator: Emulator) -> None:
+    ch = unique_channel()
+    async with RawClient.connect(emulator.port) as c:
+        first = await attach(c, ch)
+        assert not first["flags"] & 4
+        await c.send({"action": 15, "channel": ch, "msgSerial": 0, "messages": [{"data": "a"}]})
+        await c.recv_action(1)
+        await c.recv_action(15)
+        # re-attach with an older channelSerial (frames may still be in flight): RESUMED, no replay
+        again = await attach(c, ch, channelSerial=first["channelSerial"])
+        assert again["flags"] & 4
+        await c.send({"action": 0, "id": "no-replay"})
+        assert await c.recv() == {"action": 0, "id": "no-replay"}
+
+
+async def test_resume_holds_deliveries_until_reattach_then_replays_once(emulator: Emulator) -> None:
+    ch = unique_channel()
+    async with RawClient.connect(emulator.port) as pub:
+        async with RawClient.connect(emulator.port) as sub:
+            await attach(sub, ch)
+            await pub.send({"action": 15, "channel": ch, "msgSerial": 0, "messages": [{"data": "a"}]})
+            await pub.recv_action(1)
+            checkpoint = (await sub.recv_action(15))["channelSerial"]
+            key, conn_id = sub.connected["connectionKey"], sub.connected["connectionId"]
+            sub.ws.transport.abort()
+        await asyncio.sleep(0.05)
+        await pub.send({"action": 15, "channel": ch, "msgSerial": 1, "messages": [{"data": "during-gap"}]})
+        await pub.recv_action(1)
+        async with RawClient.connect(emulator.port, query=f"accessToken=t&resume={key}") as back:
+            assert back.connected["connectionId"] == conn_id
+            await pub.send(
+                {"action": 15, "channel": ch, "msgSerial": 2, "messages": [{"data": "after-resume"}]}
+            )
+            await pub.recv_action(1)
+            await back.send({"action": 0, "id": "held"})
+            assert await back.recv() == {"action": 0, "id": "held"}  # nothing delivered before re-attach
+            await attach(back, ch, channelSerial=checkpoint)
+            got = [(await back.recv_action(15))["messages"][0]["data"] for _ in range(2)]
+            assert got == ["during-gap", "after-resume"]
+            await back.send({"action": 0, "id": "once"})
+            assert await back.recv() == {"action": 0, "id": "once"}

@@ -66,6 +66,10 @@ class Attachment:
     modes: int = int(DEFAULT_MODES)
     seen: set[str] = field(default_factory=set)
     base: str | None = None  # the client holds every message with serial <= base
+    # True while deliveries flow on the connection's current websocket. A dropped transport
+    # pauses the attachment until the client re-attaches with its channelSerial, which replays
+    # everything after it exactly once; a re-attach while live continues (RESUMED, no replay).
+    live: bool = False
 
     def has_seen(self, serial: str) -> bool:
         """Whether this attachment already delivered (or the client already had) ``serial``."""
@@ -684,7 +688,7 @@ class Emulator:
         ts = now_ms()
         for conn_id, att in list(subs.items()):
             conn = self.connections.get(conn_id)
-            if conn is None or conn.session is None or not att.subscribe:
+            if conn is None or conn.session is None or not att.subscribe or not att.live:
                 continue
             if conn is publisher and not conn.echo:
                 continue
@@ -756,6 +760,7 @@ class Emulator:
             session.closed = True
             if conn is not None and conn.session is session:
                 conn.session = None
+                self._pause(conn)
                 conn.expires_at = asyncio.get_running_loop().time() + self.connection_state_ttl / 1000
 
     def _watch_expiry(self, conn: Connection, session: WsSession) -> None:
@@ -831,6 +836,12 @@ class Emulator:
                 return
             await session.writer.drain()
 
+    @staticmethod
+    def _pause(conn: Connection) -> None:
+        """The transport went away: hold deliveries until each channel is re-attached."""
+        for att in conn.attachments.values():
+            att.live = False
+
     def _sweep(self) -> None:
         now = asyncio.get_running_loop().time()
         for conn in list(self.connections.values()):
@@ -905,6 +916,7 @@ class Emulator:
                 if old.session is not None:
                     old.session.close(1000, "superseded by a resumed transport")
                     old.session.closed = True
+                self._pause(old)
                 old.session = session
                 old.expires_at = None
                 old.principal = principal
@@ -1047,6 +1059,7 @@ class Emulator:
         modes = requested & granted
         log_ = self.store.channel(channel)
         att = conn.attachments.get(channel)
+        continuing = att is not None and att.live
         if att is None:
             att = conn.attachments[channel] = Attachment(channel)
         att.modes = modes
@@ -1058,7 +1071,9 @@ class Emulator:
         honoured: dict[str, str] = {}
         backlog: list[tuple[Event | None, dict[str, Any]]] = []
         channel_serial = frame.get("channelSerial")
-        if isinstance(channel_serial, str) and channel_serial:
+        if continuing:
+            pass  # nothing was lost on this transport: frames after channelSerial are in flight
+        elif isinstance(channel_serial, str) and channel_serial:
             if att.base is None or channel_serial > att.base:
                 att.base = channel_serial
             for ev in log_.events_after(channel_serial):
@@ -1075,8 +1090,9 @@ class Emulator:
             "action": int(Action.ATTACHED),
             "channel": channel,
             "channelSerial": log_.latest_serial,
-            "flags": int(modes | (Flag.HAS_BACKLOG if backlog else 0)),
+            "flags": int(modes | (Flag.HAS_BACKLOG if backlog else 0) | (Flag.RESUMED if continuing else 0)),
         }
+        att.live = True
         if honoured:
             reply["params"] = honoured
         session.send(reply)
