@@ -16,7 +16,7 @@ from typing import Any
 
 from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.codec.codec import ResponsesCodec
-from ai_transport.transport.agent import AgentRun, AgentSession, function_call_output, gate_calls
+from ai_transport.transport.agent import AgentRun, AgentSession, gate_calls
 
 C = ResponsesCodec
 
@@ -24,7 +24,10 @@ C = ResponsesCodec
 def user_message(text: str) -> dict[str, Any]:
     """A ``user-message`` input with one ``input_text`` part."""
     return C.create_user_message(
-        {"role": "user", "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}]}
+        {
+            "role": "user",
+            "items": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+        }
     )
 
 
@@ -32,8 +35,11 @@ def _with_encrypted_reasoning(event: dict[str, Any]) -> dict[str, Any]:
     """Give reasoning items an ``encrypted_content`` (as with ``include: ["reasoning.encrypted_content"]``
     and ``store: false``; the ``added`` blob differs from the final one, as on the real wire)."""
     item = event.get("item")
-    if event.get("type") in ("response.output_item.added", "response.output_item.done") and isinstance(item, dict) \
-            and item.get("type") == "reasoning":
+    if (
+        event.get("type") in ("response.output_item.added", "response.output_item.done")
+        and isinstance(item, dict)
+        and item.get("type") == "reasoning"
+    ):
         tag = "added" if event["type"].endswith("added") else "done"
         digest = hashlib.sha256(f"{item.get('id')}:{tag}".encode()).hexdigest()
         event = dict(event, item=dict(item, encrypted_content="gAAAAB" + digest * 4))
@@ -86,7 +92,9 @@ class Worker:
             if last.get("type") == "message" and last.get("role") == "assistant":
                 await run.end("complete")
                 return run
-            result = await run.pipe(gate_calls(self.model(items), lambda item: item.get("name") in self.gated))
+            result = await run.pipe(
+                gate_calls(self.model(items), lambda item: item.get("name") in self.gated)
+            )
             self.results.append(result)
             if result.reason != "complete":
                 await run.end(result.reason, result.error)

@@ -51,7 +51,13 @@ _FIELDS = {
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(req, req, st.fixed_dictionaries({}, optional={k: ids for k in _FIELDS})), min_size=1, max_size=20))
+@given(
+    st.lists(
+        st.tuples(req, req, st.fixed_dictionaries({}, optional={k: ids for k in _FIELDS})),
+        min_size=1,
+        max_size=20,
+    )
+)
 def test_transport_headers_equal_the_js_builder(node, cases) -> None:
     js_cases = []
     ours = []
@@ -67,36 +73,98 @@ def test_transport_headers_equal_the_js_builder(node, cases) -> None:
 def test_lifecycle_header_tables() -> None:
     assert build_lifecycle_headers(run_id="r", run_client_id="") == {"run-id": "r", "run-client-id": ""}
     full = build_lifecycle_headers(
-        run_id="r", run_client_id="c", parent="p", fork_of="f", regenerates="g", invocation_id="i",
-        input_client_id="ic", input_codec_message_id="im", reason="error", error_code=50000, error_message="boom",
+        run_id="r",
+        run_client_id="c",
+        parent="p",
+        fork_of="f",
+        regenerates="g",
+        invocation_id="i",
+        input_client_id="ic",
+        input_codec_message_id="im",
+        reason="error",
+        error_code=50000,
+        error_message="boom",
     )
-    assert list(full) == ["run-id", "run-client-id", "run-reason", "parent", "fork-of", "msg-regenerate",
-                          "invocation-id", "input-client-id", "input-codec-message-id", "error-code", "error-message"]
+    assert list(full) == [
+        "run-id",
+        "run-client-id",
+        "run-reason",
+        "parent",
+        "fork-of",
+        "msg-regenerate",
+        "invocation-id",
+        "input-client-id",
+        "input-codec-message-id",
+        "error-code",
+        "error-message",
+    ]
     assert full["error-code"] == "50000"
-    step = build_step_headers(run_id="r", step_id="s", step_start_serial="1", invocation_id="i", run_client_id="",
-                              invocation_client_id="a", step_client_id="a", reason="failed")
-    assert step == {"run-id": "r", "step-id": "s", "step-start-serial": "1", "invocation-id": "i", "run-client-id": "",
-                    "input-client-id": "a", "step-client-id": "a", "step-reason": "failed"}
+    step = build_step_headers(
+        run_id="r",
+        step_id="s",
+        step_start_serial="1",
+        invocation_id="i",
+        run_client_id="",
+        invocation_client_id="a",
+        step_client_id="a",
+        reason="failed",
+    )
+    assert step == {
+        "run-id": "r",
+        "step-id": "s",
+        "step-start-serial": "1",
+        "invocation-id": "i",
+        "run-client-id": "",
+        "input-client-id": "a",
+        "step-client-id": "a",
+        "step-reason": "failed",
+    }
     msg = build_lifecycle_message(EVENT_RUN_SUSPEND, {"run-id": "r", "run-client-id": ""})
-    assert msg == {"name": "ai-run-suspend", "extras": {"ai": {"transport": {"run-id": "r", "run-client-id": ""}}}}
+    assert msg == {
+        "name": "ai-run-suspend",
+        "extras": {"ai": {"transport": {"run-id": "r", "run-client-id": ""}}},
+    }
     assert "data" not in msg
 
 
 @given(
     name=st.sampled_from([EVENT_RUN_START, EVENT_RUN_RESUME, EVENT_RUN_SUSPEND, EVENT_RUN_END]),
-    run_id=req, client=st.text(max_size=5), parent=st.one_of(st.none(), req), inv=st.one_of(st.none(), req),
-    reason=st.sampled_from([None, "complete", "cancelled", "error"]), serial=st.one_of(st.none(), req),
+    run_id=req,
+    client=st.text(max_size=5),
+    parent=st.one_of(st.none(), req),
+    inv=st.one_of(st.none(), req),
+    reason=st.sampled_from([None, "complete", "cancelled", "error"]),
+    serial=st.one_of(st.none(), req),
 )
 def test_run_lifecycle_round_trip(name, run_id, client, parent, inv, reason, serial) -> None:
     headers = build_lifecycle_headers(
-        run_id=run_id, run_client_id=client, parent=parent if name == EVENT_RUN_START else None,
-        invocation_id=inv, reason=reason if name == EVENT_RUN_END else None,
+        run_id=run_id,
+        run_client_id=client,
+        parent=parent if name == EVENT_RUN_START else None,
+        invocation_id=inv,
+        reason=reason if name == EVENT_RUN_END else None,
     )
     event = parse_run_lifecycle(name, headers, serial, 5)
     assert event is not None
-    assert (event.type, event.run_id, event.client_id, event.serial, event.timestamp, event.invocation_id) == (
-        {EVENT_RUN_START: "start", EVENT_RUN_RESUME: "resume", EVENT_RUN_SUSPEND: "suspend", EVENT_RUN_END: "end"}[name],
-        run_id, client, serial, 5, inv or "",
+    assert (
+        event.type,
+        event.run_id,
+        event.client_id,
+        event.serial,
+        event.timestamp,
+        event.invocation_id,
+    ) == (
+        {
+            EVENT_RUN_START: "start",
+            EVENT_RUN_RESUME: "resume",
+            EVENT_RUN_SUSPEND: "suspend",
+            EVENT_RUN_END: "end",
+        }[name],
+        run_id,
+        client,
+        serial,
+        5,
+        inv or "",
     )
     if name == EVENT_RUN_START:
         assert event.parent == parent
@@ -111,17 +179,35 @@ def test_run_lifecycle_parse_edges() -> None:
     assert parse_run_lifecycle(EVENT_RUN_START, {}) is None
     assert parse_run_lifecycle(EVENT_RUN_START, {"run-id": ""}) is None
     assert parse_run_lifecycle("ai-output", {"run-id": "r"}) is None
-    e = parse_run_lifecycle(EVENT_RUN_END, {"run-id": "r", "run-reason": "error", "error-code": "40300", "error-message": "no"})
+    e = parse_run_lifecycle(
+        EVENT_RUN_END, {"run-id": "r", "run-reason": "error", "error-code": "40300", "error-message": "no"}
+    )
     assert (e.error.code, e.error.status_code, e.error.message) == (40300, 403, "no")
     e = parse_run_lifecycle(EVENT_RUN_END, {"run-id": "r", "run-reason": "error", "error-code": "x"})
     assert (e.error.code, e.error.status_code) == (104008, 500)
 
 
-@given(run_id=req, step_id=req, sss=st.one_of(st.none(), req), reason=st.sampled_from([None, "complete", "failed", "cancelled"]))
+@given(
+    run_id=req,
+    step_id=req,
+    sss=st.one_of(st.none(), req),
+    reason=st.sampled_from([None, "complete", "failed", "cancelled"]),
+)
 def test_step_lifecycle_round_trip(run_id, step_id, sss, reason) -> None:
-    start = parse_step_lifecycle(EVENT_STEP_START, build_step_headers(run_id=run_id, step_id=step_id, step_client_id="a"), "9")
-    assert (start.type, start.run_id, start.step_id, start.serial, start.step_client_id) == ("step-start", run_id, step_id, "9", "a")
-    end = parse_step_lifecycle(EVENT_STEP_END, build_step_headers(run_id=run_id, step_id=step_id, step_start_serial=sss, reason=reason))
+    start = parse_step_lifecycle(
+        EVENT_STEP_START, build_step_headers(run_id=run_id, step_id=step_id, step_client_id="a"), "9"
+    )
+    assert (start.type, start.run_id, start.step_id, start.serial, start.step_client_id) == (
+        "step-start",
+        run_id,
+        step_id,
+        "9",
+        "a",
+    )
+    end = parse_step_lifecycle(
+        EVENT_STEP_END,
+        build_step_headers(run_id=run_id, step_id=step_id, step_start_serial=sss, reason=reason),
+    )
     if sss is None:
         assert end is None  # a step-end must name its step-start
     else:
@@ -130,7 +216,10 @@ def test_step_lifecycle_round_trip(run_id, step_id, sss, reason) -> None:
 
 def test_cancel_message() -> None:
     msg = build_cancel_message(CancelTarget(run_id="r", input_codec_message_id="m"), event_id="e")
-    assert msg == {"name": EVENT_CANCEL, "extras": {"ai": {"transport": {"event-id": "e", "run-id": "r", "input-codec-message-id": "m"}}}}
+    assert msg == {
+        "name": EVENT_CANCEL,
+        "extras": {"ai": {"transport": {"event-id": "e", "run-id": "r", "input-codec-message-id": "m"}}},
+    }
     assert read_cancel_target(msg) == CancelTarget("r", "m")
     fresh = build_cancel_message(CancelTarget(run_id="r"))
     assert len(fresh["extras"]["ai"]["transport"]["event-id"]) == 36

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from support_sessions import user_message, wait_status
 
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
@@ -12,7 +13,6 @@ from ai_transport.transport.agent import AgentSession
 from ai_transport.transport.client import ClientSession
 from ai_transport.transport.invocation import Invocation
 from ai_transport.transport.memory import InProcessHub
-from support_sessions import user_message, wait_status
 
 pytestmark = pytest.mark.asyncio
 
@@ -27,17 +27,37 @@ async def setup():
 
 
 async def slow_text(n: int = 1000):
-    yield {"type": "response.output_item.added", "output_index": 0,
-           "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}
-    yield {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-           "part": {"type": "output_text", "annotations": [], "text": ""}}
+    yield {
+        "type": "response.output_item.added",
+        "output_index": 0,
+        "item": {
+            "id": "msg_1",
+            "type": "message",
+            "status": "in_progress",
+            "content": [],
+            "role": "assistant",
+        },
+    }
+    yield {
+        "type": "response.content_part.added",
+        "item_id": "msg_1",
+        "output_index": 0,
+        "content_index": 0,
+        "part": {"type": "output_text", "annotations": [], "text": ""},
+    }
     for _ in range(n):
-        yield {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "x"}
+        yield {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "x",
+        }
         await asyncio.sleep(0.002)
 
 
 async def test_misuse_raises_40003() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     sent = await client.view.send(user_message("hi"))
     with pytest.raises(AITransportError) as err:
         await agent.create_run(sent.invocation.to_json(), run_id="")
@@ -68,7 +88,7 @@ async def test_misuse_raises_40003() -> None:
 
 
 async def test_unsupported_event_makes_the_pipe_fail_with_the_codec_error() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     sent = await client.view.send(user_message("hi"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
@@ -82,7 +102,7 @@ async def test_unsupported_event_makes_the_pipe_fail_with_the_codec_error() -> N
 
 
 async def test_cancel_before_the_run_starts_is_honoured_at_start() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     sent = await client.view.send(user_message("hi"))
     await sent.cancel()  # the agent has not even been invoked: cancel by input codec-message-id
     run = await agent.create_run(sent.invocation.to_json())
@@ -97,7 +117,7 @@ async def test_cancel_before_the_run_starts_is_honoured_at_start() -> None:
 
 
 async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     sent = await client.view.send(user_message("hi"))
     asked = []
 
@@ -106,10 +126,23 @@ async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
         return len(asked) > 1  # refuse the first cancel, accept the second
 
     async def on_cancelled(write):
-        await write({"type": "response.output_item.done", "output_index": 0,
-                     "item": {"id": "msg_1", "type": "message", "status": "incomplete", "content": [], "role": "assistant"}})
+        await write(
+            {
+                "type": "response.output_item.done",
+                "output_index": 0,
+                "item": {
+                    "id": "msg_1",
+                    "type": "message",
+                    "status": "incomplete",
+                    "content": [],
+                    "role": "assistant",
+                },
+            }
+        )
 
-    run = await agent.create_run(sent.invocation.to_json(), hooks={"on_cancel": on_cancel, "on_cancelled": on_cancelled})
+    run = await agent.create_run(
+        sent.invocation.to_json(), hooks={"on_cancel": on_cancel, "on_cancelled": on_cancelled}
+    )
     await run.start()
     pipe = asyncio.ensure_future(run.pipe(slow_text()))
     await asyncio.sleep(0.05)
@@ -128,7 +161,7 @@ async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
 
 
 async def test_session_end_ends_open_runs_cancelled() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     sent = await client.view.send(user_message("hi"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()

@@ -1,3 +1,4 @@
+# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
 """Sessions over real Ably SDKs on the local emulator.
 
 * Python agent + Python client through :class:`~ai_transport.transport.ably_channel.AblyChannel`
@@ -18,15 +19,16 @@ import pytest
 pytest.importorskip("ai_transport.transport.ably_channel")
 pytest.importorskip("ai_transport.emulator")
 
-from ai_transport.cli.scenario import run_tool, scripted_turn  # noqa: E402
-from ai_transport.emulator.client import client_options, connect_info  # noqa: E402
-from ai_transport.errors import AITransportError  # noqa: E402
-from ai_transport.readers.calls import to_responses_input  # noqa: E402
-from ai_transport.transport.ably_channel import AblyChannel  # noqa: E402
-from ai_transport.transport.agent import AgentSession  # noqa: E402
-from ai_transport.transport.client import ClientSession  # noqa: E402
-from support_emulator import emulator_thread, unique_channel  # noqa: E402,F401
-from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, user_message, wait_status  # noqa: E402
+from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, user_message, wait_status
+
+from ai_transport.cli.scenario import run_tool, scripted_turn
+from ai_transport.emulator.client import client_options, connect_info
+from ai_transport.errors import AITransportError
+from ai_transport.readers.calls import to_responses_input
+from ai_transport.transport.ably_channel import AblyChannel
+from ai_transport.transport.agent import AgentSession
+from ai_transport.transport.client import ClientSession
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 
@@ -55,7 +57,8 @@ async def test_python_agent_and_client_over_ably_sdk(emulator_thread) -> None:
         await wait_status(client.view, run.run_id, "suspended")
         cmid, call = assistant_with_call(client.view.get_messages())
         answer = await client.view.send(
-            C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
+            C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
+            run_id=run.run_id,
         )
         await worker.handle(agent, answer.invocation.to_json())
         await wait_status(client.view, run.run_id, "complete")
@@ -117,7 +120,10 @@ async def test_connection_drop_mid_stream_client_converges(emulator_thread) -> N
                 break
             await asyncio.sleep(0.1)
         assert as_dicts(client.view.get_messages()) == as_dicts(fresh.view.get_messages())
-        assert shapes(client.view.get_messages())[1] == ("assistant", ["reasoning", "message", "function_call"])
+        assert shapes(client.view.get_messages())[1] == (
+            "assistant",
+            ["reasoning", "message", "function_call"],
+        )
         await fresh.close()
         await fresh_ch.close()
     finally:
@@ -153,7 +159,13 @@ async def flow_js_client_python_agent(emulator_thread: Any, node: Any) -> str:
         sent = await js(node, "clientSend", id=jsc["id"], text="Weather in Paris?")
         run = await worker.handle(agent, sent["invocation"])
         assert run.status == "suspended" and run.input_client_id == "alice"
-        waited = await js(node, "clientWait", id=jsc["id"], inputCodecMessageId=sent["inputCodecMessageId"], status="suspended")
+        waited = await js(
+            node,
+            "clientWait",
+            id=jsc["id"],
+            inputCodecMessageId=sent["inputCodecMessageId"],
+            status="suspended",
+        )
         assert waited["runId"] == run.run_id
 
         js_view = await js(node, "clientMessages", id=jsc["id"])
@@ -174,7 +186,12 @@ async def flow_js_client_python_agent(emulator_thread: Any, node: Any) -> str:
         final = await js(node, "clientMessages", id=jsc["id"])
         assert final["messages"] == as_dicts(observer.view.get_messages())
         assert final["messages"] == as_dicts(resumed.view.get_messages())
-        assert [m["message"]["role"] for m in final["messages"]] == ["user", "assistant", "assistant", "assistant"]
+        assert [m["message"]["role"] for m in final["messages"]] == [
+            "user",
+            "assistant",
+            "assistant",
+            "assistant",
+        ]
         assert final["runs"][0]["status"] == "complete" and final["runs"][0]["clientId"] == "alice"
         assert [s["status"] for s in final["runs"][0]["steps"]] == ["complete", "complete", "complete"]
     finally:
@@ -195,15 +212,34 @@ async def test_js_client_cancels_and_sees_errors_of_python_agent(emulator_thread
     started = asyncio.Event()
 
     async def endless(items):
-        yield {"type": "response.output_item.added", "output_index": 0,
-               "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}
-        yield {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-               "part": {"type": "output_text", "annotations": [], "text": ""}}
+        yield {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {
+                "id": "msg_1",
+                "type": "message",
+                "status": "in_progress",
+                "content": [],
+                "role": "assistant",
+            },
+        }
+        yield {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "text": ""},
+        }
         for i in range(10_000):
             if i == 5:
                 started.set()
-            yield {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-                   "delta": "la "}
+            yield {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "la ",
+            }
             await asyncio.sleep(0.005)
 
     try:
@@ -237,8 +273,18 @@ async def test_js_client_cancels_and_sees_errors_of_python_agent(emulator_thread
 
 
 def _turns_for(question: str) -> tuple[list[dict], Any]:
-    first = scripted_turn({"input": [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": question}]}]})
-    call = next(e["item"] for e in first if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call")
+    first = scripted_turn(
+        {
+            "input": [
+                {"type": "message", "role": "user", "content": [{"type": "input_text", "text": question}]}
+            ]
+        }
+    )
+    call = next(
+        e["item"]
+        for e in first
+        if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call"
+    )
     return first, call
 
 
@@ -259,8 +305,16 @@ async def flow_js_agent_python_client(emulator_thread: Any, node: Any, decision:
     client_tools = ["get_weather"] if decision == "client-result" else []
     try:
         sent = await client.view.send(user_message(question))
-        r1 = await js(node, "agentHandle", options=opts, channel=name, invocation=sent.invocation.to_json(),
-                      gated=gated, clientTools=client_tools, turns=[first])
+        r1 = await js(
+            node,
+            "agentHandle",
+            options=opts,
+            channel=name,
+            invocation=sent.invocation.to_json(),
+            gated=gated,
+            clientTools=client_tools,
+            turns=[first],
+        )
         assert r1["outcome"] == "suspended"
         assert r1["modelInputs"] == [to_responses_input([m.message for m in client.view.get_messages()][:1])]
         await wait_status(client.view, r1["runId"], "suspended")
@@ -273,7 +327,9 @@ async def flow_js_agent_python_client(emulator_thread: Any, node: Any, decision:
         if decision == "approve":
             inp = C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True})
         elif decision == "deny":
-            inp = C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": False, "reason": "no"})
+            inp = C.create_tool_approval_response(
+                cmid, {"call_id": call["call_id"], "approved": False, "reason": "no"}
+            )
         else:
             inp = C.create_tool_result(cmid, {"call_id": call["call_id"], "output": weather})
         answer = await client.view.send(inp, run_id=r1["runId"])
@@ -281,22 +337,37 @@ async def flow_js_agent_python_client(emulator_thread: Any, node: Any, decision:
         expected_input = to_responses_input([m.message for m in client.view.get_messages()])
         # what the JS agent will send the model after answering: the call paired with its output
         if decision == "approve":
-            expected_input = expected_input + [{"type": "function_call_output", "call_id": call["call_id"], "output": weather}]
+            expected_input = expected_input + [
+                {"type": "function_call_output", "call_id": call["call_id"], "output": weather}
+            ]
         second_input = [dict(i) for i in expected_input]
         if decision == "deny":
             second_input.append({"type": "function_call_output", "call_id": call["call_id"], "output": "no"})
         elif decision == "client-result":
-            second_input.append({"type": "function_call_output", "call_id": call["call_id"], "output": weather})
+            second_input.append(
+                {"type": "function_call_output", "call_id": call["call_id"], "output": weather}
+            )
         second = scripted_turn({"input": second_input})
-        r2 = await js(node, "agentHandle", options=opts, channel=name, invocation=answer.invocation.to_json(),
-                      gated=gated, clientTools=client_tools, turns=[second], toolOutputs={"get_weather": weather})
+        r2 = await js(
+            node,
+            "agentHandle",
+            options=opts,
+            channel=name,
+            invocation=answer.invocation.to_json(),
+            gated=gated,
+            clientTools=client_tools,
+            turns=[second],
+            toolOutputs={"get_weather": weather},
+        )
         assert r2["runId"] == r1["runId"] and r2["outcome"] == "complete"
         assert r2["executed"] == ([["get_weather", call["arguments"]]] if decision == "approve" else [])
         await wait_status(client.view, r1["runId"], "complete")
         final = client.view.get_messages()
         assert as_dicts(final) == r2["messages"]
         # the JS agent's model input is exactly our reader's view of the conversation so far
-        assert r2["modelInputs"][0] == json.loads(json.dumps(to_responses_input([m.message for m in final][: len(final) - 1])))
+        assert r2["modelInputs"][0] == json.loads(
+            json.dumps(to_responses_input([m.message for m in final][: len(final) - 1]))
+        )
         roles = [m.message.role for m in final]
         assert roles[0] == "user" and roles[-1] == "assistant"
         info = client.view.run(r1["runId"])
@@ -308,8 +379,24 @@ async def flow_js_agent_python_client(emulator_thread: Any, node: Any, decision:
 
 
 #: Transport / codec header values that do not depend on minted ids or model output.
-_STABLE = {"role", "stream", "status", "discrete", "run-client-id", "run-reason", "step-reason", "input-client-id",
-           "step-client-id", "kind", "partType", "approved", "name", "content_index", "output_index", "summary_index"}
+_STABLE = {
+    "role",
+    "stream",
+    "status",
+    "discrete",
+    "run-client-id",
+    "run-reason",
+    "step-reason",
+    "input-client-id",
+    "step-client-id",
+    "kind",
+    "partType",
+    "approved",
+    "name",
+    "content_index",
+    "output_index",
+    "summary_index",
+}
 
 
 def _signature(message: dict, ids: dict[str, str]) -> tuple:
@@ -326,7 +413,12 @@ def _signature(message: dict, ids: dict[str, str]) -> tuple:
         tiers.append(
             tuple((k, v if k in _STABLE else ids.setdefault(v, f"#{len(ids)}")) for k, v in headers.items())
         )
-    return (message.get("name"), message.get("clientId"), "data" in message and message["data"] not in (None, ""), *tiers)
+    return (
+        message.get("name"),
+        message.get("clientId"),
+        "data" in message and message["data"] not in (None, ""),
+        *tiers,
+    )
 
 
 async def _wire(emulator_thread: Any, name: str) -> list[tuple]:

@@ -13,6 +13,7 @@ import asyncio
 import json
 
 import pytest
+from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, user_message, wait_status
 
 from ai_transport.readers.calls import to_responses_input, unanswered_calls
 from ai_transport.readers.preflight import preflight
@@ -20,9 +21,8 @@ from ai_transport.transport.agent import AgentSession
 from ai_transport.transport.client import ClientSession
 from ai_transport.transport.memory import InProcessHub
 
-from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, user_message, wait_status
-
 pytestmark = pytest.mark.asyncio
+
 
 def check_preflight(items: list[dict]) -> None:
     """to_responses_input of the final view is a replay input the Responses API accepts."""
@@ -38,7 +38,9 @@ async def setup(agent_id: str = "agent", client_id: str = "alice"):
     return hub, client, agent
 
 
-async def first_turn(client: ClientSession, agent: AgentSession, worker: Worker, text: str = "Weather in Paris?"):
+async def first_turn(
+    client: ClientSession, agent: AgentSession, worker: Worker, text: str = "Weather in Paris?"
+):
     sent = await client.view.send(user_message(text))
     run = await worker.handle(agent, sent.invocation.to_json())
     assert run.status == "suspended"
@@ -50,7 +52,7 @@ async def first_turn(client: ClientSession, agent: AgentSession, worker: Worker,
 async def test_approve_flow_resumes_runs_tool_and_completes() -> None:
     _, client, agent = await setup()
     worker = Worker()
-    sent, run = await first_turn(client, agent, worker)
+    _sent, run = await first_turn(client, agent, worker)
 
     # the suspended view: user prompt, then one assistant message holding the gated call (pending)
     msgs = client.view.get_messages()
@@ -64,7 +66,8 @@ async def test_approve_flow_resumes_runs_tool_and_completes() -> None:
     assert [p.kind for p in preflight(to_responses_input([m.message for m in msgs]))]
 
     answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
+        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
+        run_id=run.run_id,
     )
     resumed = await worker.handle(agent, answer.invocation.to_json())
     assert resumed.run_id == run.run_id and resumed.continuation
@@ -88,7 +91,15 @@ async def test_approve_flow_resumes_runs_tool_and_completes() -> None:
     assert as_dicts(resumed.view.get_messages()) == as_dicts(final)
     items = to_responses_input([m.message for m in final])
     assert unanswered_calls([m.message for m in final]) == []
-    assert [i["type"] for i in items] == ["message", "reasoning", "message", "function_call", "function_call_output", "reasoning", "message"]
+    assert [i["type"] for i in items] == [
+        "message",
+        "reasoning",
+        "message",
+        "function_call",
+        "function_call_output",
+        "reasoning",
+        "message",
+    ]
     check_preflight(items)
 
     info = client.view.run(run.run_id)
@@ -104,7 +115,9 @@ async def test_deny_with_reason_answers_without_running_the_tool() -> None:
     _, run = await first_turn(client, agent, worker)
     cmid, call = assistant_with_call(client.view.get_messages())
     answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": False, "reason": "not now"}),
+        C.create_tool_approval_response(
+            cmid, {"call_id": call["call_id"], "approved": False, "reason": "not now"}
+        ),
         run_id=run.run_id,
     )
     await worker.handle(agent, answer.invocation.to_json())
@@ -118,7 +131,11 @@ async def test_deny_with_reason_answers_without_running_the_tool() -> None:
     ]
     state = final[1].message.tool_call_states[call["call_id"]]
     assert state["approval"] == "denied" and state["reason"] == "not now"
-    assert final[1].message.items[3] == {"type": "function_call_output", "call_id": call["call_id"], "output": "not now"}
+    assert final[1].message.items[3] == {
+        "type": "function_call_output",
+        "call_id": call["call_id"],
+        "output": "not now",
+    }
     assert "not now" in final[2].message.items[1]["content"][0]["text"]
     check_preflight(to_responses_input([m.message for m in final]))
     await client.close()
@@ -133,8 +150,16 @@ async def test_client_executed_tool_result() -> None:
     # no approval request: the call simply waits for the client's result
     assert msgs[1].message.tool_call_states == {}
     cmid, call = assistant_with_call(msgs)
-    output = json.dumps({"city": "Paris", "temperature": 21, "unit": "celsius", "conditions": "sunny",
-                         "humidity": 40, "rain_expected": False})
+    output = json.dumps(
+        {
+            "city": "Paris",
+            "temperature": 21,
+            "unit": "celsius",
+            "conditions": "sunny",
+            "humidity": 40,
+            "rain_expected": False,
+        }
+    )
     answer = await client.view.send(
         C.create_tool_result(cmid, {"call_id": call["call_id"], "output": output}), run_id=run.run_id
     )
@@ -163,7 +188,8 @@ async def test_agent_restart_between_suspend_and_resume_rebuilds_from_history() 
 
     cmid, call = assistant_with_call(client.view.get_messages())
     answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
+        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
+        run_id=run.run_id,
     )
     fresh = AgentSession(hub.client("agent").channel("chat"))  # a new process: empty tree
     await fresh.connect()
@@ -183,7 +209,8 @@ async def test_client_joining_later_sees_the_same_conversation() -> None:
     _, run = await first_turn(client, agent, worker)
     cmid, call = assistant_with_call(client.view.get_messages())
     answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
+        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
+        run_id=run.run_id,
     )
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(client.view, run.run_id, "complete")
@@ -237,21 +264,40 @@ async def test_client_joins_mid_stream_and_converges() -> None:
 
 
 async def test_cancel_stops_the_pipe_and_ends_the_run_cancelled() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     started = asyncio.Event()
 
     async def endless(items):
         i = 0
-        yield {"type": "response.output_item.added", "output_index": 0,
-               "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}
-        yield {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-               "part": {"type": "output_text", "annotations": [], "text": ""}}
+        yield {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {
+                "id": "msg_1",
+                "type": "message",
+                "status": "in_progress",
+                "content": [],
+                "role": "assistant",
+            },
+        }
+        yield {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "text": ""},
+        }
         while True:
             i += 1
             if i == 3:
                 started.set()
-            yield {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-                   "delta": "word "}
+            yield {
+                "type": "response.output_text.delta",
+                "item_id": "msg_1",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": "word ",
+            }
             await asyncio.sleep(0.001)
 
     worker = Worker(model=endless)
@@ -276,12 +322,31 @@ async def test_pipe_error_ends_run_with_error_and_cancels_open_streams() -> None
     hub, client, agent = await setup()
 
     async def broken(items):
-        yield {"type": "response.output_item.added", "output_index": 0,
-               "item": {"id": "msg_1", "type": "message", "status": "in_progress", "content": [], "role": "assistant"}}
-        yield {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-               "part": {"type": "output_text", "annotations": [], "text": ""}}
-        yield {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0,
-               "delta": "partial"}
+        yield {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {
+                "id": "msg_1",
+                "type": "message",
+                "status": "in_progress",
+                "content": [],
+                "role": "assistant",
+            },
+        }
+        yield {
+            "type": "response.content_part.added",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "text": ""},
+        }
+        yield {
+            "type": "response.output_text.delta",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "delta": "partial",
+        }
         raise RuntimeError("upstream reset")
 
     worker = Worker(model=broken)
@@ -294,8 +359,11 @@ async def test_pipe_error_ends_run_with_error_and_cancels_open_streams() -> None
     assert info.error.code == 104008 and "upstream reset" in info.error.message
     # §15.3 improved: the text stream got a terminal status (cancelled), so readers are not left waiting
     history = await hub.client("x").channel("chat").history(limit=100)
-    streams = [m for m in history.items if m.get("name") == "ai-output"
-               and m["extras"]["ai"]["transport"].get("stream") == "true"]
+    streams = [
+        m
+        for m in history.items
+        if m.get("name") == "ai-output" and m["extras"]["ai"]["transport"].get("stream") == "true"
+    ]
     assert streams and all(m["extras"]["ai"]["transport"]["status"] == "cancelled" for m in streams)
     assert client.view.get_messages()[1].message.items[0]["content"][0]["text"] == "partial"
     await client.close()

@@ -12,9 +12,9 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support_sessions import C, Worker, as_dicts, assistant_with_call, user_message, wait_status
 
 from ai_transport.codec.codec import ResponsesCodec
 from ai_transport.responses.local_server import ScriptedText, build_response_events
@@ -23,7 +23,6 @@ from ai_transport.transport.client import ClientSession
 from ai_transport.transport.memory import InProcessHub
 from ai_transport.transport.tree import Tree, WireApplier, WireLog
 from ai_transport.transport.view import TreeBranch
-from support_sessions import C, Worker, as_dicts, assistant_with_call, user_message, wait_status
 
 
 async def _record() -> dict[str, Any]:
@@ -38,7 +37,8 @@ async def _record() -> dict[str, Any]:
     await wait_status(client.view, run.run_id, "suspended")
     cmid, call = assistant_with_call(client.view.get_messages())
     answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}), run_id=run.run_id
+        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
+        run_id=run.run_id,
     )
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(client.view, run.run_id, "complete")
@@ -86,11 +86,16 @@ def test_history_in_order_equals_live() -> None:
     history = RECORDED["history"]
     assert len(history) > 30
     assert _fold(history) == RECORDED["live"]
-    assert len(RECORDED["live"]["messages"]) == 6  # prompt, call turn, output, answer, prompt 2, regenerated answer
+    assert (
+        len(RECORDED["live"]["messages"]) == 6
+    )  # prompt, call turn, output, answer, prompt 2, regenerated answer
 
 
 @settings(deadline=None)
-@given(page_size=st.integers(min_value=1, max_value=80), dup=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), max_size=8))
+@given(
+    page_size=st.integers(min_value=1, max_value=80),
+    dup=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 10_000)), max_size=8),
+)
 def test_paged_history_with_redeliveries_equals_live(page_size: int, dup: list[tuple[int, int]]) -> None:
     history = RECORDED["history"]
     newest_first = list(reversed(history))
@@ -103,9 +108,7 @@ def test_paged_history_with_redeliveries_equals_live(page_size: int, dup: list[t
 
 
 @given(
-    wires=st.lists(
-        st.tuples(st.integers(1, 12), st.integers(0, 3), st.booleans()), min_size=1, max_size=30
-    )
+    wires=st.lists(st.tuples(st.integers(1, 12), st.integers(0, 3), st.booleans()), min_size=1, max_size=30)
 )
 def test_wire_log_keeps_serial_order_and_drops_redeliveries(wires: list[tuple[int, int, bool]]) -> None:
     log = WireLog()

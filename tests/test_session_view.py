@@ -7,6 +7,7 @@ import asyncio
 import json
 
 import pytest
+from support_sessions import C, user_message, wait_status
 
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import unanswered_calls
@@ -14,7 +15,6 @@ from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedTe
 from ai_transport.transport.agent import AgentSession, gate_calls
 from ai_transport.transport.client import ClientSession
 from ai_transport.transport.memory import InProcessHub
-from support_sessions import C, as_dicts, shapes, user_message, wait_status
 
 pytestmark = pytest.mark.asyncio
 
@@ -50,7 +50,7 @@ def texts(messages) -> list[str]:
 
 
 async def test_user_message_folds_optimistically_and_send_rules() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     updates = []
     client.view.on("update", lambda: updates.append(1))
     msg = user_message("hello")
@@ -108,11 +108,13 @@ async def test_load_older_reveals_exactly_limit_oldest_first() -> None:
 
 
 async def test_agent_view_leaves_out_failed_runs_and_the_input_they_answered() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     first = await client.view.send(user_message("Weather in Rome?"))
     run1 = await agent.create_run(first.invocation.to_json())
     await run1.start()
-    events = build_response_events([ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Rome"})], seed=2)
+    events = build_response_events(
+        [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Rome"})], seed=2
+    )
     await run1.pipe(gate_calls(events, lambda item: True))
     await run1.end("error", AITransportError("model crashed", 50000))
     await wait_status(client.view, run1.run_id, "error")
@@ -122,11 +124,22 @@ async def test_agent_view_leaves_out_failed_runs_and_the_input_they_answered() -
     second = await client.view.send(user_message("Never mind, tell me a joke"))
     run2, inputs = await answer(agent, second, "A joke.")
     # the model never sees the failed run's dangling call, nor the question it was answering
-    assert inputs == [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Never mind, tell me a joke"}]}]
+    assert inputs == [
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "Never mind, tell me a joke"}],
+        }
+    ]
     assert unanswered_calls(run2.messages()) == []
     await wait_status(client.view, run2.run_id, "complete")
     # the client still renders everything that happened
-    assert texts(client.view.get_messages()) == ["Weather in Rome?", "Checking.", "Never mind, tell me a joke", "A joke."]
+    assert texts(client.view.get_messages()) == [
+        "Weather in Rome?",
+        "Checking.",
+        "Never mind, tell me a joke",
+        "A joke.",
+    ]
     assert [r.status for r in client.view.runs()] == ["error", "complete"]
     await client.close()
     await agent.end()
@@ -140,7 +153,9 @@ async def test_regenerate_makes_a_sibling_run_and_the_view_follows_it() -> None:
     target = client.view.get_messages()[1].codec_message_id
     regen = await client.view.regenerate(target)
     run2, inputs = await answer(agent, regen, "Green.")
-    assert inputs == [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Name a colour"}]}]
+    assert inputs == [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "Name a colour"}]}
+    ]
     await wait_status(client.view, run2.run_id, "complete")
     assert texts(client.view.get_messages()) == ["Name a colour", "Green."]
     assert [r.run_id for r in client.view.runs()] == [run2.run_id]
@@ -160,7 +175,7 @@ async def test_regenerate_makes_a_sibling_run_and_the_view_follows_it() -> None:
 
 
 async def test_edit_forks_the_prompt() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     sent = await client.view.send(user_message("Capital of Frnace?"))
     run1, _ = await answer(agent, sent, "Did you mean France?")
     await wait_status(client.view, run1.run_id, "complete")
@@ -177,7 +192,7 @@ async def test_edit_forks_the_prompt() -> None:
 
 
 async def test_view_events_and_run_lookup() -> None:
-    hub, client, agent = await setup()
+    _hub, client, agent = await setup()
     seen_runs = []
     client.view.on("run", lambda event: seen_runs.append((event.type, event.run_id)))
     sent = await client.view.send(user_message("hi"))

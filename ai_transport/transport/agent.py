@@ -71,8 +71,6 @@ from .lifecycle import (
     build_lifecycle_message,
     build_step_headers,
     build_transport_headers,
-    is_run_lifecycle_name,
-    is_step_lifecycle_name,
     read_cancel_target,
     step_end_reason_for,
 )
@@ -85,7 +83,15 @@ __all__ = ["AgentRun", "AgentSession", "function_call_output", "gate_calls"]
 logger = logging.getLogger("ai_transport.transport.agent")
 
 _AGENT_NAMES = frozenset(
-    {EVENT_AI_OUTPUT, EVENT_RUN_START, EVENT_RUN_RESUME, EVENT_RUN_SUSPEND, EVENT_RUN_END, EVENT_STEP_START, EVENT_STEP_END}
+    {
+        EVENT_AI_OUTPUT,
+        EVENT_RUN_START,
+        EVENT_RUN_RESUME,
+        EVENT_RUN_SUSPEND,
+        EVENT_RUN_END,
+        EVENT_STEP_START,
+        EVENT_STEP_END,
+    }
 )
 _ANSWER_KINDS = frozenset({"tool-result", "tool-result-error", "tool-approval-response"})
 
@@ -105,7 +111,9 @@ def function_call_output(call: Mapping[str, Any], output: Any) -> dict[str, Any]
     """
     import json
 
-    text = output if isinstance(output, str) else json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+    text = (
+        output if isinstance(output, str) else json.dumps(output, separators=(",", ":"), ensure_ascii=False)
+    )
     return {
         "type": "function_call_output",
         "item": {"type": "function_call_output", "call_id": call.get("call_id", ""), "output": text},
@@ -199,7 +207,9 @@ class AgentSession:
     ) -> None:
         self.channel = channel
         self.codec = codec if codec is not None else _default_codec()
-        self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else {channel.client_id}
+        self.trusted_agent_ids = (
+            set(trusted_agent_ids) if trusted_agent_ids is not None else {channel.client_id}
+        )
         self.trusted_client_ids = set(trusted_client_ids or ())
         self._accept_input = accept_input
         self.tree = Tree(self.codec)
@@ -332,7 +342,11 @@ class AgentSession:
                     run = node if isinstance(node, RunNode) else None
                 if self._input_accepted(client_id, run):
                     return True
-                if (run is None or run.input_client_id is None) and isinstance(run_id, str) and self._accept_input is None:
+                if (
+                    (run is None or run.input_client_id is None)
+                    and isinstance(run_id, str)
+                    and self._accept_input is None
+                ):
                     return None
                 self._reject(message, f"{kind} from a client this agent does not accept")
                 return False
@@ -397,7 +411,13 @@ class AgentSession:
                 )
         if not isinstance(invocation, Invocation):
             invocation = Invocation.from_json(invocation)
-        run = AgentRun(self, invocation, run_id or str(uuid.uuid4()), invocation_id or str(uuid.uuid4()), dict(hooks or {}))
+        run = AgentRun(
+            self,
+            invocation,
+            run_id or str(uuid.uuid4()),
+            invocation_id or str(uuid.uuid4()),
+            dict(hooks or {}),
+        )
         self._runs[run.run_id] = run
         return run
 
@@ -427,7 +447,7 @@ class AgentSession:
         try:
             self.channel.unsubscribe(self._on_live)
         except Exception:
-            pass
+            logger.debug("unsubscribe failed", exc_info=True)
         for run in self._runs.values():
             run.abort_signal.set()
         self._runs.clear()
@@ -508,7 +528,11 @@ class AgentRun:
             fut: asyncio.Future[Mapping[str, Any]] = loop.create_future()
 
             def on_msg(message: Mapping[str, Any]) -> None:
-                if not fut.done() and transport_headers(message.get("extras")).get(H_EVENT_ID) == self.invocation.input_event_id:
+                if (
+                    not fut.done()
+                    and transport_headers(message.get("extras")).get(H_EVENT_ID)
+                    == self.invocation.input_event_id
+                ):
                     fut.set_result(message)
 
             off = self.session.tree.on("ably-message", on_msg)
@@ -516,9 +540,12 @@ class AgentRun:
                 await self.session.hydrator.fold_until(lambda: fut.done())
                 found = self._match()
                 if found is None:
-                    abort = asyncio.ensure_future(self.abort_signal.wait())
+                    abort: asyncio.Future[Any] = asyncio.ensure_future(self.abort_signal.wait())
                     try:
-                        done, _ = await asyncio.wait({fut, abort}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+                        waitables: set[asyncio.Future[Any]] = {fut, abort}
+                        done, _ = await asyncio.wait(
+                            waitables, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                        )
                     finally:
                         abort.cancel()
                     if fut in done:
@@ -576,7 +603,10 @@ class AgentRun:
             return serials
         except Exception as exc:
             raise AITransportError(
-                f"unable to publish {what} for run {self.run_id}; {exc}", ErrorCode.RUN_LIFECYCLE_ERROR, 500, cause=exc
+                f"unable to publish {what} for run {self.run_id}; {exc}",
+                ErrorCode.RUN_LIFECYCLE_ERROR,
+                500,
+                cause=exc,
             ) from exc
 
     async def start(self, timeout: float = 30.0) -> None:
@@ -587,7 +617,9 @@ class AgentRun:
         """
         if self.abort_signal.is_set():
             raise AITransportError(
-                f"unable to start run; run {self.run_id} was cancelled before start()", ErrorCode.OPERATION_CANCELLED, 400
+                f"unable to start run; run {self.run_id} was cancelled before start()",
+                ErrorCode.OPERATION_CANCELLED,
+                400,
             )
         if self.is_open:
             return
@@ -630,18 +662,24 @@ class AgentRun:
 
     def _assert_open(self, action: str) -> None:
         if not self.is_open:
-            raise InvalidArgumentError(f"unable to {action}; start() must be called first (run {self.run_id})")
+            raise InvalidArgumentError(
+                f"unable to {action}; start() must be called first (run {self.run_id})"
+            )
         if self.ended or self.status in TERMINAL_STATUSES:
             raise InvalidArgumentError(f"unable to {action}; run {self.run_id} has already ended")
 
     async def suspend(self) -> None:
         """Publish ``ai-run-suspend`` (waiting for approvals / client tool results)."""
         if not self.is_open:
-            raise InvalidArgumentError(f"unable to suspend run; start() must be called first (run {self.run_id})")
+            raise InvalidArgumentError(
+                f"unable to suspend run; start() must be called first (run {self.run_id})"
+            )
         if self.ended:
             return
         if self._active_step:
-            raise InvalidArgumentError(f"unable to suspend run; end the active step first (run {self.run_id})")
+            raise InvalidArgumentError(
+                f"unable to suspend run; end the active step first (run {self.run_id})"
+            )
         self.ended = True
         try:
             if self.status not in TERMINAL_STATUSES:
@@ -652,7 +690,9 @@ class AgentRun:
     async def end(self, reason: str = "complete", error: BaseException | None = None) -> None:
         """Publish ``ai-run-end`` with ``reason`` complete | cancelled | error (+ error code/message)."""
         if reason not in ("complete", "cancelled", "error"):
-            raise InvalidArgumentError(f"unable to end run; reason must be complete, cancelled or error, got {reason!r}")
+            raise InvalidArgumentError(
+                f"unable to end run; reason must be complete, cancelled or error, got {reason!r}"
+            )
         if not self.is_open:
             raise InvalidArgumentError(f"unable to end run; start() must be called first (run {self.run_id})")
         if self.ended:
@@ -698,7 +738,7 @@ class AgentRun:
                 if not allowed:
                     return
             self.abort_signal.set()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - a hook error is reported as 104002
             err = AITransportError(
                 f"unable to process cancel for run {self.run_id}; on_cancel handler threw: {exc}",
                 ErrorCode.CANCEL_LISTENER_ERROR,
@@ -821,7 +861,7 @@ class AgentRun:
                     step = await self._open_step()
                     encoder, _ = self._encoder(*step)
                 await encoder.publish_output(value)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any source/encoder failure ends the pipe with "error"
             reason, error = "error", exc
             logger.error("pipe for run %s failed: %s", self.run_id, exc)
             if encoder is not None:
@@ -837,7 +877,10 @@ class AgentRun:
             if on_error is not None:
                 on_error(
                     AITransportError(
-                        f"unable to pipe response for run {self.run_id}; {exc}", ErrorCode.STREAM_ERROR, 500, cause=exc
+                        f"unable to pipe response for run {self.run_id}; {exc}",
+                        ErrorCode.STREAM_ERROR,
+                        500,
+                        cause=exc,
                     )
                 )
         finally:

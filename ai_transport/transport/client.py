@@ -49,7 +49,15 @@ __all__ = ["ClientRun", "ClientSession", "ClientView"]
 logger = logging.getLogger("ai_transport.transport.client")
 
 _AGENT_NAMES = frozenset(
-    {EVENT_AI_OUTPUT, EVENT_RUN_START, EVENT_RUN_RESUME, EVENT_RUN_SUSPEND, EVENT_RUN_END, EVENT_STEP_START, EVENT_STEP_END}
+    {
+        EVENT_AI_OUTPUT,
+        EVENT_RUN_START,
+        EVENT_RUN_RESUME,
+        EVENT_RUN_SUSPEND,
+        EVENT_RUN_END,
+        EVENT_STEP_START,
+        EVENT_STEP_END,
+    }
 )
 
 
@@ -61,7 +69,9 @@ def _is_wire_only(inp: Mapping[str, Any]) -> bool:
 class ClientRun:
     """What a send started: the trigger's ids, the run it becomes, the invocation to POST."""
 
-    def __init__(self, session: ClientSession, input_codec_message_id: str, input_event_id: str, run_id: str | None):
+    def __init__(
+        self, session: ClientSession, input_codec_message_id: str, input_event_id: str, run_id: str | None
+    ):
         self._session = session
         #: codec-message-id of the trigger input.
         self.input_codec_message_id = input_codec_message_id
@@ -161,7 +171,9 @@ class ClientView(View):
             raise InvalidArgumentError(f"unable to regenerate; message not found in tree: {codec_message_id}")
         parent = self._parent_of(node, codec_message_id)
         if parent is None:
-            raise InvalidArgumentError(f"unable to regenerate; parent user message not found for {codec_message_id}")
+            raise InvalidArgumentError(
+                f"unable to regenerate; parent user message not found for {codec_message_id}"
+            )
         anchor = codec_message_id
         if node.regenerates is not None:
             first = self._session.tree.messages_of(node)
@@ -171,7 +183,9 @@ class ClientView(View):
             [self._session.codec.create_regenerate(anchor, parent)], None, parent, None, None, "user", None
         )
 
-    async def edit(self, codec_message_id: str, input: Mapping[str, Any] | Sequence[Mapping[str, Any]]) -> ClientRun:
+    async def edit(
+        self, codec_message_id: str, input: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+    ) -> ClientRun:
         """Replace the user prompt ``codec_message_id`` with ``input`` (a ``fork-of`` sibling)."""
         node = self._session.tree.get_node_by_codec_message_id(codec_message_id)
         if node is None:
@@ -257,10 +271,14 @@ class ClientSession:
             if message.get("clientId") not in self.trusted_agent_ids:
                 logger.warning("ignored %s from untrusted publisher %r", name, message.get("clientId"))
                 return False
-            if name == EVENT_AI_OUTPUT:
+            if name == EVENT_AI_OUTPUT and isinstance(serial, str):
                 self._accepted.add(serial)
             return True
-        if not name and action_name(message.get("action")) in ("message.append", "message.update", "message.delete"):
+        if not name and action_name(message.get("action")) in (
+            "message.append",
+            "message.update",
+            "message.delete",
+        ):
             return serial in self._accepted
         return True
 
@@ -375,11 +393,13 @@ class ClientSession:
         try:
             self.channel.unsubscribe(self._on_live)
         except Exception:
-            pass
+            logger.debug("unsubscribe failed", exc_info=True)
         for pending in self._pending.values():
             if not pending.started.done():
                 pending.started.set_exception(
-                    AITransportError("unable to await run-start; session closed", ErrorCode.SESSION_CLOSED, 400)
+                    AITransportError(
+                        "unable to await run-start; session closed", ErrorCode.SESSION_CLOSED, 400
+                    )
                 )
                 pending.started.exception()  # mark retrieved
         self._pending.clear()
@@ -387,7 +407,7 @@ class ClientSession:
         try:
             await self._encoder.close()
         except Exception:
-            pass
+            logger.debug("encoder close failed", exc_info=True)
         try:
             await self.channel.detach()
         except Exception:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["PipeResult", "RunInfo", "RunStatus", "StepInfo", "TERMINAL_STATUSES"]
+__all__ = ["TERMINAL_STATUSES", "PipeResult", "RunInfo", "RunStatus", "StepInfo"]
 
 RunStatus = Literal["active", "suspended", "complete", "cancelled", "error"]
 

@@ -30,7 +30,7 @@ import itertools
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, Union
+from typing import Any, Literal
 
 from ..codec.headers import transport_headers
 from .lifecycle import (
@@ -117,7 +117,12 @@ class WireLog:
         self.entries: list[_LogEntry] = []
 
     def record(
-        self, serial: str, message_id: str | None, events: list[CodecEvent], version: str | None, streamed: bool
+        self,
+        serial: str,
+        message_id: str | None,
+        events: list[CodecEvent],
+        version: str | None,
+        streamed: bool,
     ) -> str:
         """Record ``events`` of the wire at ``serial``; see the class docstring for the result."""
         entries = self.entries
@@ -201,7 +206,7 @@ class RunNode:
         )
 
 
-Node = Union[InputNode, RunNode]
+Node = InputNode | RunNode
 
 
 @dataclass(eq=False)
@@ -314,7 +319,11 @@ class Tree:
         current, seen = node, {node.key}
         while current.fork_of is not None and current.fork_of not in seen:
             target = self._nodes.get(current.fork_of)
-            if target is None or not isinstance(target.node, InputNode) or target.node.parent != current.parent:
+            if (
+                target is None
+                or not isinstance(target.node, InputNode)
+                or target.node.parent != current.parent
+            ):
                 break
             current = target.node
             seen.add(current.key)
@@ -403,11 +412,15 @@ class Tree:
 
     # -- folding -----------------------------------------------------------------------------
 
-    def _fold_into(self, entry: _Internal, events: list[CodecEvent], serial: str | None, mid: str | None) -> None:
+    def _fold_into(
+        self, entry: _Internal, events: list[CodecEvent], serial: str | None, mid: str | None
+    ) -> None:
         projection = entry.node.projection
         for direction, event in events:
             try:
-                projection = self._codec.fold(projection, direction, event, message_id=mid, serial=serial or "")
+                projection = self._codec.fold(
+                    projection, direction, event, message_id=mid, serial=serial or ""
+                )
             except Exception:
                 logger.exception("fold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
@@ -480,14 +493,23 @@ class Tree:
             if fork_cmid is not None:
                 mapped = self._cmid_to_key.get(fork_cmid)
                 mapped_entry = self._nodes.get(mapped) if mapped is not None else None
-                key = mapped if mapped_entry is not None and isinstance(mapped_entry.node, RunNode) else fork_cmid
+                key = (
+                    mapped
+                    if mapped_entry is not None and isinstance(mapped_entry.node, RunNode)
+                    else fork_cmid
+                )
             assert key is not None
             structural |= self._apply_run(key, inputs, outputs, events, headers, serial, version)
         if structural:
             self.emitter.emit("update")
 
     def _apply_input(
-        self, cmid: str, headers: Mapping[str, str], serial: str | None, version: str | None, events: list[CodecEvent]
+        self,
+        cmid: str,
+        headers: Mapping[str, str],
+        serial: str | None,
+        version: str | None,
+        events: list[CodecEvent],
     ) -> bool:
         structural = False
         entry = self._nodes.get(cmid)
@@ -532,7 +554,11 @@ class Tree:
         entry = self._nodes.get(run_id)
         if entry is None and cmid is not None:
             indexed = self._nodes.get(self._cmid_to_key.get(cmid, ""))
-            if indexed is not None and isinstance(indexed.node, RunNode) and indexed.node.start_serial is None:
+            if (
+                indexed is not None
+                and isinstance(indexed.node, RunNode)
+                and indexed.node.start_serial is None
+            ):
                 entry = indexed
         if entry is None:
             fork = headers.get(H_FORK_OF)
@@ -549,7 +575,11 @@ class Tree:
             entry = _Internal(node, next(self._seq))
             self._insert(run_id, entry)
             structural = True
-        elif serial and isinstance(entry.node, RunNode) and (not entry.node.start_serial or serial < entry.node.start_serial):
+        elif (
+            serial
+            and isinstance(entry.node, RunNode)
+            and (not entry.node.start_serial or serial < entry.node.start_serial)
+        ):
             # the earliest serial seen orders the run (history arrives newest page first)
             entry.node.start_serial = serial
             self._promote(entry)
@@ -744,7 +774,9 @@ class Tree:
             rec["serials"].add(sss)
         if event.type == "step-start":
             canonical = rec["canonical"]
-            if not rec["started"] or (event.serial is not None and (canonical is None or event.serial > canonical)):
+            if not rec["started"] or (
+                event.serial is not None and (canonical is None or event.serial > canonical)
+            ):
                 rec["canonical"] = event.serial
                 rec["client"] = event.step_client_id
             rec["started"] = True
@@ -789,12 +821,12 @@ class WireApplier:
         name = message.get("name")
         serial = message.get("serial")
         timestamp = message.get("timestamp")
-        if is_run_lifecycle_name(name):
+        if isinstance(name, str) and is_run_lifecycle_name(name):
             event = parse_run_lifecycle(name, headers, serial, timestamp)
             if event is not None:
                 self.tree.apply_run_lifecycle(event)
             return event
-        if is_step_lifecycle_name(name):
+        if isinstance(name, str) and is_step_lifecycle_name(name):
             step = parse_step_lifecycle(name, headers, serial, timestamp)
             if step is not None:
                 self.tree.apply_step_lifecycle(step)
@@ -807,6 +839,10 @@ class WireApplier:
         inputs = list(getattr(result, "inputs", []) or [])
         outputs = list(getattr(result, "outputs", []) or [])
         if inputs or outputs or headers.get(H_RUN_ID):
-            version = (message.get("version") or {}).get("serial") if isinstance(message.get("version"), Mapping) else None
+            version = (
+                (message.get("version") or {}).get("serial")
+                if isinstance(message.get("version"), Mapping)
+                else None
+            )
             self.tree.apply_message(inputs, outputs, headers, serial, version or serial)
         return None

@@ -82,7 +82,7 @@ class HistoryHydrator:
         for attempt in range(self._retries + 1):
             try:
                 return await fetch()
-            except Exception as exc:  # retry transport failures
+            except Exception as exc:  # noqa: BLE001 - any transport failure is retried, then 104011
                 last = exc
                 if attempt < self._retries:
                     await asyncio.sleep(self._backoff * 2**attempt)
