@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -158,3 +159,24 @@ def test_live_output_carries_every_text_exactly_once_in_order(question, reasonin
         segments[m.group(1)] += m.group(3)
     assert segments == {"you": question, "thinking": reasoning, "assistant": answer}
     assert out.getvalue().endswith("\n")
+
+
+def test_colour_output_uses_rich_and_carries_the_same_text():
+    pytest.importorskip("rich")
+    snapshots = [
+        [user("hi"), assistant("think", "Hel")],
+        [user("hi"), assistant("think", "Hello", [("c", "get_weather", "{}", "completed")],
+                                {"c": {"approval": "pending"}})],
+    ]
+    outputs = []
+    for color in (False, True):
+        out = io.StringIO()
+        p = LivePrinter(out, color=color)
+        for snap in snapshots:
+            p.update(snap)
+        p.note("-- run x ended: complete")
+        p.close()
+        outputs.append(out.getvalue())
+    plain, coloured = outputs
+    assert "\x1b[" in coloured and "\x1b[" not in plain
+    assert re.sub(r"\x1b\[[0-9;]*m", "", coloured) == plain
