@@ -53,6 +53,9 @@ def t(call_id, content="42"):
 def assert_valid_chat(messages):
     """Every tool call answered directly after its assistant message; every tool message answers one."""
     assert unanswered_tool_calls(messages) == []
+    for m in messages:
+        if m["role"] == "assistant":
+            assert m.get("content") is not None or m.get("tool_calls") or m.get("refusal"), m
     for k, m in enumerate(messages):
         if m["role"] == "tool":
             j = k - 1
@@ -365,3 +368,9 @@ def test_to_chat_completions_messages_is_valid_once_pending_calls_are_answered(c
                 run.append(later["tool_call_id"])
             assert (c["id"] in run) == (c["id"] in answered)
     assert_valid_chat(answer_unanswered_tool_calls(chat))
+
+
+def test_to_chat_completions_messages_skips_empty_assistant_output():
+    empty = {"type": "message", "role": "assistant", "id": "msg_1", "status": "in_progress", "content": []}
+    chat = to_chat_completions_messages([{"role": "user", "items": [user("q")]}, {"role": "assistant", "items": [reasoning(), empty]}])
+    assert chat == [{"role": "user", "content": "q"}]

@@ -404,6 +404,9 @@ def to_chat_completions_messages(openai_messages: Sequence[MessageLike]) -> list
         pending["content"] = "\n\n".join(texts) if texts else None
         if not pending.get("tool_calls"):
             pending.pop("tool_calls", None)
+            if pending["content"] is None and not pending.get("refusal"):
+                pending, texts = None, []
+                return  # an assistant message with nothing in it is not a valid message
         out.append(pending)
         for call in pending.get("tool_calls", []):
             answer = outputs.get(call["id"])
