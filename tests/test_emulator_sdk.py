@@ -401,3 +401,33 @@ async def test_rest_time_and_channel_status(emulator: Emulator, binary: bool) ->
         details = await rest.channels.get(name).status()
         assert details.channel_id == name
         assert details.status.is_active and details.status.occupancy.metrics.connections == 1
+
+
+def test_client_option_targets() -> None:
+    from ai_transport.emulator import client_options, connect_info, endpoint_for
+
+    assert endpoint_for(8123) == endpoint_for("8123") == endpoint_for("127.0.0.1:8123") == "127.0.0.1:8123/"
+    assert endpoint_for("http://localhost:9000") == "localhost:9000/"
+    with pytest.raises(ValueError):
+        endpoint_for("http://localhost")
+    opts = client_options(8123, client_id="a")
+    assert (
+        opts["tls"] is False and opts["token"] and opts["client_id"] == "a" and opts["fallback_hosts"] == []
+    )
+    assert "token" not in client_options(8123, key="local.dev:secret")
+    js = connect_info(8123, client_id="b", use_binary_protocol=False)
+    assert (js["endpoint"], js["port"], js["tls"], js["clientId"], js["useBinaryProtocol"]) == (
+        "127.0.0.1",
+        8123,
+        False,
+        "b",
+        False,
+    )
+
+
+async def test_url_string_target_reaches_rest_and_realtime(emulator: Emulator) -> None:
+    async with realtime_client(f"http://127.0.0.1:{emulator.port}") as client:
+        ch = client.channels.get(unique_channel())
+        await ch.attach()
+        await ch.publish("n", "via-url")
+        assert [m.data for m in (await ch.history()).items] == ["via-url"]
