@@ -93,16 +93,26 @@ class Operation(NamedTuple):
 
 @dataclass
 class StreamState:
-    """An open (or completed) stream, keyed by stream id (``StreamState`` of 0.8.0's encoder core)."""
+    """An open (or completed) stream, keyed by stream id (``StreamState`` of 0.8.0's encoder core).
+
+    The text sent so far is kept as chunks (appending is O(1)); :attr:`accumulated` joins them.
+    """
 
     serial: str
     name: str
     stream_id: str
-    accumulated: str
+    chunks: list[str]
     transport: dict[str, Any]
     codec: dict[str, str]
     cancelled: bool = False
     completed: bool = False
+
+    @property
+    def accumulated(self) -> str:
+        """Every appended fragment so far, concatenated (what a recovery update carries)."""
+        if len(self.chunks) > 1:
+            self.chunks[:] = ["".join(self.chunks)]
+        return self.chunks[0] if self.chunks else ""
 
 
 @dataclass
@@ -368,7 +378,9 @@ class EncoderCore:
                 ErrorCode.INTERNAL_ERROR,
                 500,
             )
-        state = StreamState(serial, pending.name, stream_id, pending.accumulated, pending.transport, pending.codec)
+        state = StreamState(
+            serial, pending.name, stream_id, [pending.accumulated], pending.transport, pending.codec
+        )
         self.streams[stream_id] = state
         return state
 
@@ -516,7 +528,7 @@ class EncoderCore:
             raise InvalidTypeError(
                 f"unable to append to stream; {etype}.delta must be a string, got {'undefined' if data is ABSENT else type_name(data)}"
             )
-        state.accumulated += data
+        state.chunks.append(data)
         msg = {
             "serial": state.serial,
             "data": data,
