@@ -47,7 +47,10 @@ def ensure_bundle() -> Path:
         return bundle
     if not (HERE / "node_modules" / ".bin" / "esbuild").exists():
         print("installing the page's npm dependencies (npm ci)…", file=sys.stderr)
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, check=True)
+        try:
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, check=True)
+        except FileNotFoundError as e:
+            raise SystemExit("npm (Node.js 18+) is needed once to install and bundle the page's packages") from e
     print("bundling app.js with esbuild…", file=sys.stderr)
     subprocess.run(
         [str(HERE / "node_modules" / ".bin" / "esbuild"), "app.js", "--bundle", "--format=esm",
