@@ -1,11 +1,13 @@
 """Throughput of the emulator with the unmodified ably-python SDK: concurrent streams of appends.
 
-``python benchmarks/bench_emulator.py [--streams 20] [--appends 500] [--json]``
+``python benchmarks/bench_emulator.py [--streams 20] [--appends 500] [--json] [--no-js]``
 
 Each stream is one publisher connection that publishes a message and pipelines ``--appends``
 ``append_message`` calls (the AI Transport pattern); one subscriber connection attached to every
 stream's channel checks that nothing is lost or reordered within a message, and that history
-returns each final aggregate. Prints elapsed time and appends per second. Not a test.
+returns each final aggregate. Prints elapsed time and appends per second, then runs the same
+workload with ably-js 2.x clients in node (``tests/js/handlers/ably_js.mjs``, through the test
+node bridge) and prints the Python/JS throughput ratio. Not a test.
 """
 
 from __future__ import annotations
@@ -87,15 +89,43 @@ def main() -> None:
     parser.add_argument("--streams", type=int, default=20)
     parser.add_argument("--appends", type=int, default=500)
     parser.add_argument("--json", action="store_true", help="JSON wire format instead of msgpack")
+    parser.add_argument("--no-js", action="store_true", help="skip the ably-js comparison")
     args = parser.parse_args()
     with EmulatorThread(port=0) as emu:
         result = asyncio.run(run(emu.port, args.streams, args.appends, not args.json))
-    fmt = "json" if args.json else "msgpack"
-    print(
-        f"emulator ({fmt}): {args.streams} streams x {args.appends} appends = {result['appends']} appends; "
-        f"all ACKed in {result['acked_s']:.2f}s, all delivered in {result['delivered_s']:.2f}s "
-        f"({result['appends_per_s']:.0f} appends/s); nothing lost or reordered"
-    )
+        fmt = "json" if args.json else "msgpack"
+        print(
+            f"ably-python via emulator ({fmt}): {args.streams} streams x {args.appends} appends = "
+            f"{result['appends']} appends; all ACKed in {result['acked_s']:.2f}s, all delivered in "
+            f"{result['delivered_s']:.2f}s ({result['appends_per_s']:.0f} appends/s); nothing lost or reordered"
+        )
+        if args.no_js:
+            return
+        sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+        from jsbridge import NodeBridge, node_available
+
+        from ai_transport.emulator import connect_info
+
+        if not node_available():
+            print("node not available: skipping the ably-js comparison")
+            return
+        bridge = NodeBridge()
+        try:
+            js = bridge.call(
+                "ably_js",
+                "benchStreams",
+                options=connect_info(emu.port, use_binary_protocol=not args.json),
+                streams=args.streams,
+                appends=args.appends,
+            )
+        finally:
+            bridge.close()
+        js_rate = result["appends"] / (js["deliveredMs"] / 1000)
+        print(
+            f"ably-js via emulator ({fmt}): all ACKed in {js['ackedMs'] / 1000:.2f}s, all delivered in "
+            f"{js['deliveredMs'] / 1000:.2f}s ({js_rate:.0f} appends/s); nothing lost or reordered"
+        )
+        print(f"ratio ably-python / ably-js throughput: {result['appends_per_s'] / js_rate:.2f}")
 
 
 if __name__ == "__main__":

@@ -148,3 +148,44 @@ export async function close({ handle }) {
   });
   return null;
 }
+
+// Benchmark twin of benchmarks/bench_emulator.py: {streams} publisher clients each publish a
+// message and pipeline {appends} appendMessage calls; one subscriber checks order and loss.
+export async function benchStreams({ options, streams, appends }) {
+  const sub = new Ably.Realtime({ ...options, logLevel: 0 });
+  const pubs = Array.from({ length: streams }, (_, i) => new Ably.Realtime({ ...options, clientId: `agent-${i}`, logLevel: 0 }));
+  await Promise.all([sub, ...pubs].map((c) => waitConnected(c)));
+  const names = pubs.map((_, i) => `jsbench-${Date.now()}-${i}`);
+  const boxes = new Map(names.map((n) => [n, []]));
+  const total = streams * (appends + 1);
+  let count = 0;
+  let resolveDone;
+  const done = new Promise((r) => (resolveDone = r));
+  for (const n of names) {
+    await sub.channels.get(n).subscribe((m) => {
+      boxes.get(n).push(m);
+      if (++count === total) resolveDone();
+    });
+  }
+  const fragments = Array.from({ length: appends }, (_, j) => `tok${String(j).padStart(4, '0')} `);
+  const t0 = performance.now();
+  await Promise.all(
+    pubs.map(async (p, i) => {
+      const ch = p.channels.get(names[i]);
+      await ch.attach();
+      const serial = (await ch.publish({ name: 'ai-output', data: '' })).serials[0];
+      await Promise.all(fragments.map((f) => ch.appendMessage({ serial, data: f })));
+    }),
+  );
+  const acked = performance.now() - t0;
+  await Promise.race([done, new Promise((_, rej) => setTimeout(() => rej(new Error('timeout')), 120000))]);
+  const delivered = performance.now() - t0;
+  const expected = fragments.join('');
+  for (const n of names) {
+    const msgs = boxes.get(n);
+    if (msgs.length !== appends + 1) throw new Error(`${n}: ${msgs.length} deliveries`);
+    if (msgs.slice(1).map((m) => m.data).join('') !== expected) throw new Error(`${n}: lost or reordered`);
+  }
+  for (const c of [sub, ...pubs]) c.close();
+  return { ackedMs: acked, deliveredMs: delivered };
+}
