@@ -175,8 +175,23 @@ def _run_status(view: Any, run_id: str) -> str | None:
     return info.status if info is not None else None
 
 
+@dataclass
+class DemoResult:
+    """What a demo run left: exit code, the client's final conversation and run statuses, counters."""
+
+    exit_code: int
+    messages: list[Any]
+    runs: list[Any]
+    stats: DemoStats
+
+
 async def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the demo; returns the exit code (0 when the run completed as expected)."""
+    return (await demo(args, out)).exit_code
+
+
+async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResult:
+    """Run the demo, printing the live transcript to ``out``; see :class:`DemoResult`."""
     out = out or sys.stdout
     printer = LivePrinter(out, color=args.color, show_reasoning=not args.no_reasoning)
     started = time.monotonic()
@@ -248,16 +263,18 @@ async def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
         await view.wait_for(lambda: _run_status(view, run_id) in ("complete", "cancelled", "error"), 20)
         status = _run_status(view, run_id)
         printer.close()
+        final_messages = view.get_messages()
+        final_runs = view.runs()
         await session.close()
     elapsed = time.monotonic() - started
     ok = status == "complete" and left == "complete"
     summary = (
         f"{'done' if ok else 'FAILED'}: run {status}; {stats.published} messages published, "
-        f"{stats.appends} appends, {len(view.runs())} run(s), {wakes} agent wake-ups, "
+        f"{stats.appends} appends, {len(final_runs)} run(s), {wakes} agent wake-ups, "
         f"{agent.model_calls} model calls, {elapsed:.2f} s"
     )
     printer.note(summary, style="note" if ok else "error")
-    return 0 if ok else 1
+    return DemoResult(0 if ok else 1, final_messages, final_runs, stats)
 
 
 async def run_demo_command(args: argparse.Namespace) -> int:
