@@ -38,18 +38,18 @@ def test_any_decision_completes_the_run_and_the_tool_runs_iff_approved(city, dec
     text = out.getvalue()
     assert code == 0, text
     call = re.escape(f'[tool] get_weather({json.dumps({"city": city, "unit": "celsius"}, separators=(",", ":"))})')
-    assert re.search(call + r" -- awaiting approval$", text, re.M), text
+    assert re.search(call + r" -- awaiting approval$", text, re.MULTILINE), text
     if decision is None:
         weather = get_weather(city)
-        assert re.search(call + " -- done$", text, re.M)
+        assert re.search(call + " -- done$", text, re.MULTILINE)
         assert f"assistant> Right now in {city} it is {weather['temperature']}°C" in text
         assert "[result] get_weather -> " in text
     else:
         shown = decision or "Tool execution was not approved."
-        assert re.search(call + re.escape(f" -- denied ({decision})" if decision else " -- denied") + "$", text, re.M)
+        assert re.search(call + re.escape(f" -- denied ({decision})" if decision else " -- denied") + "$", text, re.MULTILINE)
         assert f"assistant> I did not check the live weather ({shown})" in text
         assert "[result]" not in text
-    assert re.search(r"^done: run complete; \d+ messages published, \d+ appends, 1 run\(s\)", text, re.M)
+    assert re.search(r"^done: run complete; \d+ messages published, \d+ appends, 1 run\(s\)", text, re.MULTILINE)
 
 
 def test_live_transcript_equals_the_static_rendering_of_the_final_conversation():
