@@ -238,3 +238,24 @@ def test_cli_entry_point_serves() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def test_idempotent_publish_by_message_id(http: httpx.Client) -> None:
+    ch = unique_channel("idem")
+    first = publish(http, ch, [{"id": "fixed:0", "data": "once"}, {"id": "fixed:1", "data": "twice"}])
+    again = publish(http, ch, [{"id": "fixed:0", "data": "once"}, {"id": "fixed:1", "data": "twice"}])
+    assert again == first
+    items = http.get(f"/channels/{ch}/messages").json()
+    assert [m["id"] for m in items] == ["fixed:1", "fixed:0"]
+
+
+def test_malformed_http_is_rejected_and_server_survives(emulator_thread: EmulatorThread) -> None:
+    for raw in (
+        b"GARBAGE\r\n\r\n",
+        b"POST /channels/x/messages HTTP/1.1\r\nContent-Length: nope\r\n\r\n",
+        b"POST /channels/x/messages HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ):
+        with socket.create_connection(("127.0.0.1", emulator_thread.port), timeout=5) as s:
+            s.sendall(raw)
+            assert s.recv(1024).startswith(b"HTTP/1.1 400")
+    assert httpx.get(f"{emulator_thread.url}/time").status_code == 200

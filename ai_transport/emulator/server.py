@@ -394,7 +394,11 @@ class Emulator:
             if "websocket" in headers.get("upgrade", "").lower():
                 await self._serve_websocket(head, reader, writer)
                 return
-            body = await self._read_body(headers, reader)
+            try:
+                body = await self._read_body(headers, reader)
+            except ValueError:
+                writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+                return
             if body is None:
                 writer.write(
                     b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
@@ -679,6 +683,7 @@ class Emulator:
         connection_id: str | None,
     ) -> None:
         """Deliver one ProtocolMessage's events to every subscribed attachment, in order."""
+        events = [e for e in events if not e.duplicate]
         if not events:
             return
         subs = self._subs.get(channel)
@@ -944,12 +949,14 @@ class Emulator:
                 if isinstance(exc, EmulatorError)
                 else EmulatorError("malformed frame: invalid UTF-8", 40000)
             )
+            log.warning("emulator: %s (connection %s); closing it", err.message, conn.id)
             session.send({"action": int(Action.ERROR), "error": err.to_dict()})
             session.close(1000, "protocol error")
             return
         try:
             self._on_frame(conn, session, frame)
         except EmulatorError as err:
+            log.warning("emulator: %s (connection %s); closing it", err.message, conn.id)
             session.send({"action": int(Action.ERROR), "error": err.to_dict()})
             session.close(1000, "protocol error")
         except Exception as exc:

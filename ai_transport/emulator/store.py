@@ -62,6 +62,9 @@ class Event:
     action: int
     live: dict[str, Any]
     aggregate: dict[str, Any]
+    #: A create whose client-supplied ``id`` was already published (idempotent publishing):
+    #: acknowledged with the original serial, not stored or delivered again.
+    duplicate: bool = False
 
 
 @dataclass
@@ -72,6 +75,7 @@ class ChannelLog:
     entries: dict[str, Entry] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
+    ids: dict[str, str] = field(default_factory=dict)  # client-supplied message id -> serial
 
     @property
     def latest_serial(self) -> str:
@@ -160,7 +164,11 @@ class Store:
         client_id: str | None,
         id_prefix: str,
     ) -> list[Event]:
-        """Apply a validated batch; return one :class:`Event` per message, serials 1:1."""
+        """Apply a validated batch; return one :class:`Event` per message, serials 1:1.
+
+        A create whose client-supplied ``id`` is already on the channel is a duplicate (Ably's
+        idempotent publishing): its event carries the original serial and ``duplicate=True``.
+        """
         self.validate(channel, messages)
         log = self.channel(channel)
         ts = now_ms()
@@ -168,10 +176,17 @@ class Store:
         for index, msg in enumerate(messages):
             action = msg.get("action")
             if action is None or action == MessageAction.CREATE:
+                known = log.ids.get(msg["id"]) if isinstance(msg.get("id"), str) else None
+                if known is not None:
+                    agg = log.entries[known].aggregate
+                    events.append(Event(known, known, int(MessageAction.CREATE), agg, agg, duplicate=True))
+                    continue
                 events.append(self._create(log, msg, ts, connection_id, client_id, f"{id_prefix}:{index}"))
+                if isinstance(msg.get("id"), str) and msg["id"]:
+                    log.ids[msg["id"]] = events[-1].serial
             else:
                 events.append(self._mutate(log, msg, int(action), ts, connection_id, client_id))
-        log.events.extend(events)
+        log.events.extend(e for e in events if not e.duplicate)
         return events
 
     def _create(
