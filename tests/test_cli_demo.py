@@ -253,3 +253,29 @@ async def test_model_flag_uses_the_openai_api_path_with_key_and_base_url():
     assert kinds[0] == "message" and kinds[-2:] == ["function_call", "function_call_output"]
     call, output = second["input"][-2], second["input"][-1]
     assert output["call_id"] == call["call_id"] and json.loads(output["output"]) == get_weather("Paris")
+
+
+@pytest.mark.parametrize(("answer", "approved"), [("y\n", True), ("no\n", False)])
+def test_ask_prompts_on_the_terminal(answer, approved):
+    r = subprocess.run(
+        [sys.executable, "-m", "ai_transport", "demo", "--ask"], input=answer, check=False,
+        capture_output=True, text=True, timeout=60, cwd=ROOT, env=ENV,
+    )
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert 'approve get_weather({"city":"Paris","unit":"celsius"})? [y/N] ' in r.stdout
+    if approved:
+        check_approved(r.stdout.replace("[y/N] ", "[y/N]\n"))
+    else:
+        assert re.search(r"-- denied$", r.stdout, re.M) and "[result]" not in r.stdout
+
+
+def test_unreachable_model_endpoint_ends_the_run_with_a_clear_error():
+    env = dict(ENV, OPENAI_API_KEY="sk-x", OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1")
+    r = subprocess.run([sys.executable, "-m", "ai_transport", "demo", "--model", "m"], check=False,
+                       capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
+    assert r.returncode == 1
+    assert re.search(r"^-- run [0-9a-f]{8} ended: error$", r.stdout, re.M), r.stdout
+    last = r.stderr.strip().splitlines()[-1]
+    assert last.startswith("ai-transport: error: the run ended 'error' instead of waiting for approval: "
+                           "could not reach the Responses API"), r.stderr
+    assert "(code 104008)" in last and "Traceback" not in r.stderr

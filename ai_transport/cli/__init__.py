@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -82,6 +83,11 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         metavar="REASON",
         help="deny the gated tool call (optionally with a reason) instead of approving it",
+    )
+    demo.add_argument(
+        "--ask",
+        action="store_true",
+        help="ask on the terminal whether to approve the gated call (default: approve, or --deny)",
     )
     demo.add_argument(
         "--question",
@@ -179,6 +185,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command is None:
         parser.print_help()
         return 2
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.WARNING, format="ai-transport: %(name)s: %(message)s")
     if getattr(args, "color", None) is None and os.environ.get("NO_COLOR"):
         args.color = False
     try:

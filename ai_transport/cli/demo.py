@@ -239,14 +239,22 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
         run_id = await asyncio.wait_for(asyncio.shield(run.started), 15)
         if left != "suspended":
             printer.close()
-            raise CliError(f"expected the run to suspend on the gated call, but it ended {left!r}")
+            with contextlib.suppress(asyncio.TimeoutError):
+                await view.wait_for(lambda: _run_status(view, run_id) == left, 5)
+            info = view.run(run_id)
+            why = f": {info.error.message} (code {info.error.code})" if info is not None and info.error else ""
+            raise CliError(f"the run ended {left!r} instead of waiting for approval{why}")
 
         # 2. The client sees the pending call once the suspension reaches it, and answers.
         await view.wait_for(lambda: _run_status(view, run_id) == "suspended" and bool(_pending_approvals(view)), 20)
-        approve = args.deny is None
         answers = []
         for cmid, call_id, state in _pending_approvals(view):
             what = f"{state.get('name', '?')}({state.get('arguments', '')})"
+            approve = args.deny is None
+            if getattr(args, "ask", False):
+                printer.close()
+                reply = await asyncio.to_thread(input, f"approve {what}? [y/N] ")
+                approve = reply.strip().lower() in ("y", "yes")
             if approve:
                 printer.note(f"client: approving {what}")
                 payload: dict[str, Any] = {"call_id": call_id, "approved": True}
