@@ -393,3 +393,12 @@ async def test_resume_holds_deliveries_until_reattach_then_replays_once(emulator
             assert got == ["during-gap", "after-resume"]
             await back.send({"action": 0, "id": "once"})
             assert await back.recv() == {"action": 0, "id": "once"}
+
+
+@pytest.mark.parametrize("echo_before_ack", [False, True])
+async def test_ack_and_echo_order_is_configurable(echo_before_ack: bool) -> None:
+    async with Emulator(echo_before_ack=echo_before_ack) as emu, RawClient.connect(emu.port) as c:
+        await attach(c, "order")
+        await c.send({"action": 15, "channel": "order", "msgSerial": 0, "messages": [{"data": "x"}]})
+        first, second = await c.recv(), await c.recv()
+        assert [first["action"], second["action"]] == ([15, 1] if echo_before_ack else [1, 15])

@@ -431,3 +431,17 @@ async def test_url_string_target_reaches_rest_and_realtime(emulator: Emulator) -
         await ch.attach()
         await ch.publish("n", "via-url")
         assert [m.data for m in (await ch.history()).items] == ["via-url"]
+
+
+async def test_sdk_works_when_echo_precedes_ack(binary: bool) -> None:
+    async with (
+        Emulator(echo_before_ack=True) as emu,
+        realtime_client(emu, use_binary_protocol=binary) as client,
+    ):
+        ch = client.channels.get(unique_channel())
+        inbox = Inbox()
+        await ch.subscribe(inbox.push)
+        serial = (await ch.publish("n", "a")).serials[0]
+        version = (await ch.append_message(Message(serial=serial, data="b"))).version_serial
+        created, frag = await inbox.take(2)
+        assert (created.serial, frag.serial, frag.version.serial, frag.data) == (serial, serial, version, "b")

@@ -26,6 +26,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--max-idle-interval", type=int, default=0, help="ms between server heartbeats x2 (0 = off)"
     )
+    parser.add_argument(
+        "--echo-before-ack", action="store_true", help="deliver a publish (echo included) before its ACK"
+    )
     parser.add_argument("-v", "--verbose", action="store_true")
     args = parser.parse_args(argv)
     logging.basicConfig(
@@ -40,6 +43,7 @@ def main(argv: list[str] | None = None) -> None:
             strict_tokens=args.strict_tokens,
             max_message_size=args.max_message_size,
             max_idle_interval=args.max_idle_interval,
+            echo_before_ack=args.echo_before_ack,
         )
         await emu.start()
         print(f"ai_transport emulator on {emu.url} (ws://{emu.host}:{emu.port}) key {emu.key}", flush=True)

@@ -267,7 +267,9 @@ class Emulator:
     ``async with Emulator(port=0) as emu: emu.port``. Options: ``keys`` (``["name:secret"]``,
     default :data:`~ai_transport.emulator.auth.DEFAULT_KEY`), ``strict_tokens`` (refuse tokens
     the emulator did not issue), ``max_message_size`` (65536), ``max_idle_interval`` (ms; 0 =
-    no server heartbeats), ``connection_state_ttl`` (ms a dropped connection stays resumable).
+    no server heartbeats), ``connection_state_ttl`` (ms a dropped connection stays resumable),
+    ``echo_before_ack`` (deliver a publish to subscribers, the publisher's echo included, before
+    its ACK; default False: ACK first — real Ably does either, so consumers must handle both).
     """
 
     def __init__(
@@ -280,6 +282,7 @@ class Emulator:
         max_message_size: int = 65536,
         max_idle_interval: int = 0,
         connection_state_ttl: int = 120_000,
+        echo_before_ack: bool = False,
         server_id: str = "ai-transport-emulator",
     ) -> None:
         self.host = host
@@ -291,6 +294,7 @@ class Emulator:
         self.max_message_size = max_message_size
         self.max_idle_interval = max_idle_interval
         self.connection_state_ttl = connection_state_ttl
+        self.echo_before_ack = echo_before_ack
         self.server_id = server_id
         self.connections: dict[str, Connection] = {}
         self._by_key: dict[str, Connection] = {}
@@ -1155,17 +1159,19 @@ class Emulator:
                 {"action": int(Action.NACK), "msgSerial": msg_serial, "count": 1, "error": err.to_dict()}
             )
             return
-        session.send(
-            {
-                "action": int(Action.ACK),
-                "msgSerial": msg_serial,
-                "count": 1,
-                "res": [{"serials": [ev.serial for ev in events]}],
-            }
-        )
+        ack = {
+            "action": int(Action.ACK),
+            "msgSerial": msg_serial,
+            "count": 1,
+            "res": [{"serials": [ev.serial for ev in events]}],
+        }
+        if not self.echo_before_ack:
+            session.send(ack)
         self._fan_out(
             channel, events, publisher=conn, frame_id=f"{conn.id}:{msg_serial}", connection_id=conn.id
         )
+        if self.echo_before_ack:
+            session.send(ack)
 
     # -- introspection -----------------------------------------------------------------------
 
