@@ -157,9 +157,9 @@ def test_sweep_never_leaves_reasoning_unpaired_and_never_reorders(items, trailin
             assert is_paired(item, covered[k + 1] if k + 1 < len(covered) else None)
     positions = _subsequence_positions(covered, tagged)
     assert positions == sorted(set(positions)) and len(positions) == len(covered)
-    # only reasoning is dropped
+    # only reasoning is dropped, and server-side tool items that lose their reasoning
     dropped = set(range(len(tagged))) - set(positions)
-    assert all(tagged[n].get("type") == "reasoning" for n in dropped)
+    assert all(tagged[n].get("type") in ("reasoning", "web_search_call") for n in dropped)
     assert [tagged[n] for n in sorted(dropped)] == result.dropped
 
 
@@ -343,7 +343,7 @@ def test_sanitize_interrupted_turn():
     assert [(i.get("type"), i.get("status"), i.get("id")) for i in sent.input] == [
         ("message", None, None),
         ("message", None, None),  # kept text; id (and status) stripped: its reasoning was dropped
-        ("function_call", "in_progress", "fc_2"),  # has its output: kept
+        ("function_call", "in_progress", None),  # has its output: kept; same response as rs_1: no id
         ("function_call_output", None, None),
     ]
     assert [c.reason for c in sent.report] == [
@@ -352,6 +352,7 @@ def test_sanitize_interrupted_turn():
         "in_progress",
         "reasoning_without_encrypted_content",
         "reasoning_dropped",
+        "reasoning_missing",
     ]
     kept = sanitize_input(items, in_progress="keep")
     assert any(i.get("call_id") == "call_1" for i in kept.input)  # answered with an aborted output
@@ -482,3 +483,17 @@ def _unchanged_prefix(produced_under, model, history):
             break
         out.add(rs)
     return out
+
+
+def test_dropping_reasoning_strips_every_item_of_its_response():
+    # parallel calls: both carry ids produced by rs_1; dropping rs_1 must strip both
+    items = [user(), reasoning("rs_1", enc=None), call("call_1", "fc_1"), call("call_2", "fc_2"), output("call_1"), output("call_2"), assistant("a", "msg_1", "completed")]
+    sent = sanitize_input(items)
+    assert [i.get("id") for i in sent.input] == [None, None, None, None, None, "msg_1"]
+    assert [c.reason for c in sent.report] == ["reasoning_without_encrypted_content", "reasoning_dropped", "reasoning_missing"]
+    # what the API would have said about the second call had only the first lost its id
+    half = [items[0], {k: v for k, v in items[2].items() if k != "id"}, *items[3:]]
+    assert preflight(half, links=reasoning_links(items))[0].message == (
+        "Item 'fc_2' of type 'function_call' was provided without its required 'reasoning' item: 'rs_1'."
+    )
+    assert reasoning_links(items) == {"fc_1": "rs_1", "fc_2": "rs_1"}  # msg_1 came in a later response

@@ -211,25 +211,30 @@ def is_paired(reasoning: Mapping[str, Any], following: Any, links: Mapping[str, 
     return True
 
 
-def reasoning_links(output: Iterable[Mapping[str, Any]]) -> dict[str, str]:
-    """``{item id: reasoning id}`` for the items of one response's ``output``.
+def reasoning_links(items: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """``{item id: reasoning id}``: which reasoning item produced each output item.
 
     Each output item with an ``id`` is linked to the nearest reasoning item before it in the same
-    response (the reasoning that produced it). The API requires that reasoning item whenever the
+    response. Over one response's ``output`` that is simply the last reasoning item before it; over
+    a whole input or stored history, a response ends where a non-output item (a tool output, a user
+    message) appears, so links never cross one. The API requires that reasoning item whenever the
     linked item is replayed *with its id* (``Item 'fc_…' of type 'function_call' was provided
-    without its required 'reasoning' item: 'rs_…'.``). Record it per response and pass the merged
-    map as ``links`` to :func:`sanitize_input` / ``preflight`` / ``repair``.
+    without its required 'reasoning' item: 'rs_…'.``) — e.g. the second of two parallel calls.
+    Record it per response (or compute it from the stored history) and pass it as ``links``.
     """
     links: dict[str, str] = {}
     current: str | None = None
-    for item in output:
+    for item in items:
         if not isinstance(item, Mapping):
             continue
         if item.get("type") == "reasoning":
             current = _str_or_none(item.get("id"))
             continue
+        if not is_output_item(item):
+            current = None
+            continue
         iid = item.get("id")
-        if current is not None and isinstance(iid, str) and is_output_item(item):
+        if current is not None and isinstance(iid, str):
             links[iid] = current
     return links
 
@@ -402,7 +407,8 @@ class SweepResult(NamedTuple):
         input: the swept items followed by the trailing items (a new list).
         covered_length: how many leading items of ``input`` the sweep covered (the region a
             reasoning-replay fingerprint covers); trailing items come after it.
-        dropped: the reasoning items that were dropped (the caller's objects), in order.
+        dropped: the items that were dropped (the caller's objects), in order: reasoning items,
+            and server-side tool items whose reasoning item was dropped.
         changes: every change made (drops and stripped ids), as :class:`Change` records.
     """
 
@@ -484,6 +490,7 @@ def _sweep(
                 reason, why = "reasoning_missing", f"its required reasoning item {required!r} is not in the input"
             kind = _item_kind(item)
             if reason is not None and kind in _SERVER_SIDE:
+                dropped.append(item)
                 changes.append(
                     Change("dropped_item", reason, index, f"dropped {_describe(item)}: {why}", iid)
                 )
@@ -766,11 +773,14 @@ _ASSISTANT_BAD_PARTS = frozenset({"input_image", "input_file", "input_audio"})
 
 
 def is_reference(item: Mapping[str, Any]) -> bool:
-    """Whether ``item`` is an ``item_reference`` (explicit, or an object holding only ``id``)."""
+    """Whether ``item`` is an ``item_reference`` (explicit, or an object holding only ``id``).
+
+    Stream-only fields do not count: ``{"id", "sequence_number"}`` is still a reference.
+    """
     t = item.get("type")
     if t == "item_reference":
         return True
-    return t is None and "id" in item and set(item) <= {"id", "type"}
+    return t is None and "id" in item and set(item) <= {"id", "type", *STREAM_ONLY_FIELDS}
 
 
 def _has_text(item: Mapping[str, Any]) -> bool:
@@ -896,6 +906,8 @@ def _run(
         raise InvalidTypeError(f"aborted_output must be a string, got {type_name(aborted_output)}")
     previous = _check_items(previous_items or [], "previous_items")
     pipeline = _Pipeline(items)
+    # what the input itself shows (reasoning -> the items after it), then what the caller recorded
+    links = {**reasoning_links(pipeline.items), **(links or {})}
     pipeline.fix_items(store)
     if in_progress == "drop":
         pipeline.fix_in_progress()
