@@ -279,3 +279,14 @@ def test_unreachable_model_endpoint_ends_the_run_with_a_clear_error():
     assert last.startswith("ai-transport: error: the run ended 'error' instead of waiting for approval: "
                            "could not reach the Responses API"), r.stderr
     assert "(code 104008)" in last and "Traceback" not in r.stderr
+
+
+def test_console_script_is_installed_and_matches_python_m():
+    script = Path(sys.executable).with_name("ai-transport")
+    if not script.exists():
+        pytest.skip(f"package not installed as a script next to {sys.executable}")
+    from ai_transport import __version__
+
+    r = subprocess.run([str(script), "--version"], check=False, capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0 and r.stdout == f"ai-transport {__version__}\n"
+    assert cli("--version").stdout == r.stdout
