@@ -259,3 +259,20 @@ def test_malformed_http_is_rejected_and_server_survives(emulator_thread: Emulato
             s.sendall(raw)
             assert s.recv(1024).startswith(b"HTTP/1.1 400")
     assert httpx.get(f"{emulator_thread.url}/time").status_code == 200
+
+
+def test_cors_preflight_allows_authorization(emulator_thread: EmulatorThread) -> None:
+    r = httpx.options(
+        f"{emulator_thread.url}/channels/x/messages",
+        headers={
+            "Origin": "http://localhost:3000",
+            "Access-Control-Request-Method": "GET",
+            "Access-Control-Request-Headers": "authorization,x-ably-version",
+        },
+    )
+    assert r.status_code == 204
+    assert r.headers["access-control-allow-origin"] == "*"
+    assert "authorization" in r.headers["access-control-allow-headers"].lower()
+    got = httpx.get(f"{emulator_thread.url}/time", headers={"Origin": "http://localhost:3000"})
+    assert got.headers["access-control-allow-origin"] == "*"
+    assert "Link" in got.headers["access-control-expose-headers"]

@@ -496,11 +496,15 @@ class Emulator:
             return HttpResponse(status, body, ctype, headers or {})
 
         if req.method == "OPTIONS":
+            # CORS preflight for browser clients: "*" does not cover Authorization, so echo the ask
+            asked = req.headers.get("access-control-request-headers")
             return HttpResponse(
                 204,
                 headers={
                     "Access-Control-Allow-Methods": "GET, POST, PATCH, PUT, DELETE, OPTIONS",
-                    "Access-Control-Allow-Headers": "*",
+                    "Access-Control-Allow-Headers": asked
+                    or "Authorization, Content-Type, Accept, X-Ably-Version, Ably-Agent, X-Ably-ClientId",
+                    "Access-Control-Max-Age": "600",
                 },
             )
         if not segments or segments == ["is-the-internet-up.txt"]:
