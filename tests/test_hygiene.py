@@ -497,3 +497,10 @@ def test_dropping_reasoning_strips_every_item_of_its_response():
         "Item 'fc_2' of type 'function_call' was provided without its required 'reasoning' item: 'rs_1'."
     )
     assert reasoning_links(items) == {"fc_1": "rs_1", "fc_2": "rs_1"}  # msg_1 came in a later response
+
+
+def test_drop_reasoning_strips_parallel_calls():
+    items = [user(), reasoning("rs_1"), call("call_1", "fc_1"), call("call_2", "fc_2"), output("call_1"), output("call_2")]
+    retry = drop_reasoning(items)
+    assert [i.get("id") for i in retry.input] == [None] * 5
+    assert preflight(retry.input, links=reasoning_links(items)) == []

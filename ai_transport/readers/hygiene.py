@@ -528,12 +528,15 @@ def sweep_reasoning(
     look for the dropped reasoning; with ``links`` an output item whose linked reasoning item is not
     kept loses its id as well. ``should_drop(item, kept_so_far)`` may give an extra reason to drop a
     reasoning item (a fingerprint or ``store: false`` rule); its follower is then stripped the same
-    way.
+    way. The links the input itself shows (:func:`reasoning_links`) are always used, so every item
+    of a dropped reasoning item's response (e.g. both of two parallel calls) loses its id.
 
     ``trailing`` items (e.g. a context block for this request) are appended after the sweep, outside
     the covered region; ``covered_length`` says where they start. Never reorders; never mutates.
     """
-    entries = [(i, item) for i, item in enumerate(_check_items(items))]
+    listed = _check_items(items)
+    entries = list(enumerate(listed))
+    links = {**reasoning_links(listed), **(links or {})}
     out, dropped, changes = _sweep(entries, links, should_drop)  # type: ignore[arg-type]
     result = [item for _, item in out]
     covered = len(result)
