@@ -460,3 +460,30 @@ JUNK_MESSAGES = st.one_of(
         },
     ),
 )
+
+
+@st.composite
+def fold_sequences(draw):
+    """Decoded events of a generated wire, then reordered, duplicated, dropped and re-addressed."""
+    wire = draw(live_wires())
+    steps = []
+    d = Decoder()
+    for msg in wire:
+        r = d.decode(msg)
+        mid = message_id_of(msg)
+        steps += [{"direction": "input", "event": e, "messageId": mid} for e in r.inputs]
+        steps += [{"direction": "output", "event": e, "messageId": mid} for e in r.outputs]
+    for _ in range(draw(st.integers(0, 6))):
+        if not steps:
+            break
+        i = draw(st.integers(0, len(steps) - 1))
+        what = draw(st.sampled_from(["move", "dup", "drop", "readdress"]))
+        if what == "move":
+            steps.insert(draw(st.integers(0, len(steps) - 1)), steps.pop(i))
+        elif what == "dup":
+            steps.insert(draw(st.integers(0, len(steps))), copy.deepcopy(steps[i]))
+        elif what == "drop":
+            del steps[i]
+        else:
+            steps[i] = {**steps[i], "messageId": draw(st.sampled_from(["m1", "m2", "u1", None]))}
+    return [{k: v for k, v in s.items() if v is not None} for s in steps]

@@ -71,8 +71,8 @@ from support_codec_decoder import (  # noqa: E402
     JUNK_MESSAGES,
     TEXT,
     decode_fold as _decode_fold,
+    fold_sequences,
     live_wires,
-    message_id_of,
 )
 
 _ACTION_INT = {"message.create": 0, "message.update": 1, "message.delete": 2, "message.append": 5}
@@ -140,35 +140,6 @@ def test_junk_decodes_like_reference_or_is_skipped(node, junk, wire):
     js = node.call("codec_decoder", "decodeFold", wire=mixed, fold=False)
     py = _decode_fold(mixed, fold=False)
     assert_matches_js({**py, "messages": None}, {**js, "messages": None, "foldError": "skip"}, mixed)
-
-
-@st.composite
-def fold_sequences(draw):
-    """Decoded events of a generated wire, then reordered, duplicated, dropped and re-addressed."""
-    wire = draw(live_wires())
-    steps = []
-    from ai_transport.codec.decoder import Decoder
-
-    d = Decoder()
-    for msg in wire:
-        r = d.decode(msg)
-        mid = message_id_of(msg)
-        steps += [{"direction": "input", "event": e, "messageId": mid} for e in r.inputs]
-        steps += [{"direction": "output", "event": e, "messageId": mid} for e in r.outputs]
-    for _ in range(draw(st.integers(0, 6))):
-        if not steps:
-            break
-        i = draw(st.integers(0, len(steps) - 1))
-        what = draw(st.sampled_from(["move", "dup", "drop", "readdress"]))
-        if what == "move":
-            steps.insert(draw(st.integers(0, len(steps) - 1)), steps.pop(i))
-        elif what == "dup":
-            steps.insert(draw(st.integers(0, len(steps))), copy.deepcopy(steps[i]))
-        elif what == "drop":
-            del steps[i]
-        else:
-            steps[i] = {**steps[i], "messageId": draw(st.sampled_from(["m1", "m2", "u1", None]))}
-    return [{k: v for k, v in s.items() if v is not None} for s in steps]
 
 
 @given(fold_sequences())

@@ -125,9 +125,12 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
 
+_JSON: Final = json.JSONDecoder(parse_constant=_reject_constant)
+
+
 def _json_parse(text: str) -> Any:
     """``JSON.parse``: raises ``ValueError`` where JS throws (``NaN``/``Infinity`` included)."""
-    return json.loads(text, parse_constant=_reject_constant)
+    return _JSON.decode(text)
 
 
 def _json_field(headers: Mapping[str, Any], key: str) -> Any:
@@ -160,7 +163,7 @@ def _bool_field(headers: Mapping[str, Any], key: str, default: Any = _ABSENT) ->
 
 def _prop(obj: Any, key: str) -> Any:
     """``obj?.[key]`` for a JSON value: a dict's value, else ``_ABSENT`` (incl. null / primitives)."""
-    if type(obj) is dict or isinstance(obj, Mapping):
+    if _is_map(obj):
         return obj.get(key, _ABSENT)
     return _ABSENT
 
@@ -175,24 +178,31 @@ def _strip(bag: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in bag.items() if v is not _ABSENT}
 
 
+_EMPTY: Final[Mapping[str, Any]] = {}
+
+
+def _is_map(v: Any) -> bool:
+    return type(v) is dict or isinstance(v, Mapping)
+
+
 def _tier(extras: Any, tier: str) -> Mapping[str, Any]:
-    """One tier of ``extras.ai`` (``{}`` when missing or not an object; arrays read as empty)."""
-    if not isinstance(extras, Mapping):
-        return {}
+    """One tier of ``extras.ai`` (``{}`` when missing or not an object; arrays read as empty). Not copied."""
+    if type(extras) is not dict and not isinstance(extras, Mapping):
+        return _EMPTY
     ai = extras.get("ai")
-    if not isinstance(ai, Mapping):
-        return {}
+    if type(ai) is not dict and not isinstance(ai, Mapping):
+        return _EMPTY
     sub = ai.get(tier)
-    if isinstance(sub, Mapping):
+    if type(sub) is dict or isinstance(sub, Mapping):
         return sub
-    return {}
+    return _EMPTY
 
 
 def _has_ai_envelope(extras: Any) -> bool:
-    if not isinstance(extras, Mapping):
+    if not _is_map(extras):
         return False
     ai = extras.get("ai")
-    return isinstance(ai, (Mapping, list))
+    return _is_map(ai) or isinstance(ai, list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -247,19 +257,35 @@ _REASONING_PARTS: Final = ("reasoning_text", "summary_text")
 class _Tracker:
     """Per-serial stream state (``StreamSequenceState``): closed trackers are tombstones."""
 
-    __slots__ = ("name", "stream_id", "accumulated", "codec", "transport", "version", "closed", "_delta")
+    __slots__ = ("name", "stream_id", "chunks", "codec", "transport", "version", "closed", "_delta")
 
     def __init__(
         self, name: Any, stream_id: Any, accumulated: str, codec: dict, transport: dict, version: Any
     ) -> None:
         self.name = name
         self.stream_id = stream_id
-        self.accumulated = accumulated
+        #: The accumulated text as chunks (joined lazily: appends stay O(1), as JS ropes are).
+        self.chunks: list[str] = [accumulated] if accumulated else []
         self.codec = codec
         self.transport = transport
         self.version = version
         self.closed = False
         self._delta: tuple[str, dict[str, Any]] | None | bool = False  # False = not computed yet
+
+    @property
+    def accumulated(self) -> str:
+        """The text accumulated so far (create data + appends, or the last replacing update)."""
+        chunks = self.chunks
+        if len(chunks) > 1:
+            joined = "".join(chunks)
+            chunks[:] = [joined]
+            return joined
+        return chunks[0] if chunks else ""
+
+    def close(self) -> None:
+        """Close into a tombstone: drop the text, keep the version."""
+        self.closed = True
+        self.chunks = []
 
     def set_headers(self, codec: dict, transport: dict) -> None:
         self.codec = codec
@@ -333,7 +359,7 @@ class _Inbound:
 
 def _read_inbound(msg: Any) -> _Inbound | None:
     m = _Inbound()
-    if isinstance(msg, Mapping):
+    if type(msg) is dict or isinstance(msg, Mapping):
         get = msg.get
         m.action = get("action")
         m.name = get("name")
@@ -351,7 +377,7 @@ def _read_inbound(msg: Any) -> _Inbound | None:
     else:
         return None
     # ably-js fills version.serial from the message serial when missing (Message.fromValues).
-    if isinstance(version, Mapping):
+    if type(version) is dict or isinstance(version, Mapping):
         vs = version.get("serial")
     elif version is not None:
         vs = getattr(version, "serial", None)
@@ -401,6 +427,13 @@ class Decoder:
 
         Never raises: a malformed message is skipped (empty result) and logged as a warning.
         """
+        if type(inbound) is dict and inbound.get("action") == _APPEND:
+            try:
+                fast = self._fast_append(inbound)
+            except Exception:  # pragma: no cover - defensive; the general path logs
+                fast = None
+            if fast is not None:
+                return fast
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
@@ -416,6 +449,57 @@ class Decoder:
         if m.name == NAME_INPUT:
             return DecodeResult(events, [])
         return DecodeResult([], events)
+
+    def _fast_append(self, inbound: dict[str, Any]) -> DecodeResult | None:
+        """The hot path: an append (dict) to a tracked stream with string serials. ``None`` = use the general path."""
+        serial = inbound.get("serial")
+        if type(serial) is not str:
+            return None
+        tracker = self._trackers.get(serial)
+        if tracker is None:
+            return None
+        version = inbound.get("version")
+        if type(version) is not dict:
+            return None
+        vs = version.get("serial") or serial
+        if type(vs) is not str or type(tracker.version) is not str:
+            return None
+        if vs <= tracker.version or tracker.closed:
+            return DecodeResult()
+        extras = inbound.get("extras")
+        ai = extras.get("ai") if type(extras) is dict else None
+        transport = ai.get("transport") if type(ai) is dict else None
+        if type(transport) is not dict:
+            return None
+        tracker.version = vs
+        data = inbound.get("data")
+        out: list[dict[str, Any]] = []
+        is_output = tracker.name == NAME_OUTPUT
+        if type(data) is str and data:
+            tracker.chunks.append(data)
+            if is_output:
+                template = tracker.delta_template()
+                if template is not None:
+                    typ, fields = template
+                    if typ is _FN_DELTA:
+                        ev = {"type": typ}
+                        ev.update(fields)
+                        ev["delta"] = data
+                    else:
+                        ev = fields.copy()
+                        ev["delta"] = data
+                        ev["type"] = typ
+                    out.append(ev)
+        status = transport.get("status")
+        if status == "complete":
+            if is_output:
+                self._end_events(tracker, _tier(extras, "codec"), out)
+            tracker.close()
+        elif status == "cancelled":
+            tracker.close()
+        if inbound.get("name") == NAME_INPUT:
+            return DecodeResult(out, [])
+        return DecodeResult([], out)
 
     @property
     def tracked_streams(self) -> int:
@@ -441,8 +525,7 @@ class Decoder:
                 return []
             tracker = self._trackers.get(serial)
             if tracker is not None:
-                tracker.closed = True
-                tracker.accumulated = ""
+                tracker.close()
             return []
         return []
 
@@ -497,18 +580,16 @@ class Decoder:
         data = m.data
         out: list[dict[str, Any]] = []
         if type(data) is str and data:
-            tracker.accumulated += data
+            tracker.chunks.append(data)
             if tracker.name == NAME_OUTPUT:
                 self._delta_events(tracker, data, out)
         status = _tier(m.extras, "transport").get("status")
         if status == "complete":
             if tracker.name == NAME_OUTPUT:
                 self._end_events(tracker, _tier(m.extras, "codec"), out)
-            tracker.closed = True
-            tracker.accumulated = ""
+            tracker.close()
         elif status == "cancelled":
-            tracker.closed = True
-            tracker.accumulated = ""
+            tracker.close()
         return out
 
     def _update(self, m: _Inbound) -> list[dict[str, Any]]:
@@ -534,20 +615,18 @@ class Decoder:
             out: list[dict[str, Any]] = []
             if len(data) > len(acc):
                 delta = data[len(acc) :]
-                tracker.accumulated = data
+                tracker.chunks = [data]
                 if tracker.name == NAME_OUTPUT:
                     self._delta_events(tracker, delta, out)
             if status == "complete":
                 if tracker.name == NAME_OUTPUT:
                     self._end_events(tracker, codec, out)
-                tracker.closed = True
-                tracker.accumulated = ""
+                tracker.close()
             elif status == "cancelled":
-                tracker.closed = True
-                tracker.accumulated = ""
+                tracker.close()
             return out
         # Not a prefix extension: replace silently.
-        tracker.accumulated = data
+        tracker.chunks = [data] if data else []
         tracker.set_headers(dict(codec), dict(transport))
         logger.debug("decode(); stream %r replaced by a non-prefix update", serial)
         return []
@@ -573,8 +652,7 @@ class Decoder:
             if status == "complete":
                 self._end_events(tracker, codec, out)
         if status == "complete" or status == "cancelled":
-            tracker.closed = True
-            tracker.accumulated = ""
+            tracker.close()
         return out
 
     # -- event rebuilding -----------------------------------------------------------------
@@ -727,14 +805,14 @@ def _decode_input(
     payload: dict[str, Any]
     if kind == "tool-result":
         payload = {"call_id": _str_field(codec, "call_id", "")}
-        if isinstance(data, (dict, Mapping)):
+        if _is_map(data):
             output = data.get("output", _ABSENT)
             if output is not _ABSENT:
                 payload["output"] = output
         elif not isinstance(data, list):
             payload["output"] = ""
     elif kind == "tool-result-error":
-        message = data.get("message") if isinstance(data, (dict, Mapping)) else None
+        message = data.get("message") if _is_map(data) else None
         payload = {"call_id": _str_field(codec, "call_id", ""), "message": message if type(message) is str else ""}
     elif kind == "tool-approval-response":
         payload = {"call_id": _str_field(codec, "call_id", ""), "approved": _bool_field(codec, "approved", False)}

@@ -57,6 +57,15 @@ class _Absent:
     def __repr__(self) -> str:
         return "ABSENT"
 
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+    def __reduce__(self) -> str:
+        return "_ABSENT"
+
     def __bool__(self) -> bool:
         return False
 
@@ -65,12 +74,21 @@ _ABSENT: Final = _Absent()
 
 
 class _Hole:
-    """An unset slot of a positional array (a hole of a sparse JS array)."""
+    """An unset slot of a positional array (a hole of a sparse JS array). A singleton (copies too)."""
 
     __slots__ = ()
 
     def __repr__(self) -> str:
         return "HOLE"
+
+    def __copy__(self) -> Any:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+    def __reduce__(self) -> str:
+        return "_HOLE"
 
 
 _HOLE: Final = _Hole()
@@ -81,6 +99,8 @@ _HOLE: Final = _Hole()
 
 
 class _KeyTag:
+    """A tag in index keys (module singletons: copies are the same object)."""
+
     __slots__ = ("name",)
 
     def __init__(self, name: str) -> None:
@@ -89,7 +109,17 @@ class _KeyTag:
     def __repr__(self) -> str:
         return self.name
 
+    def __copy__(self) -> Any:
+        return self
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+        return self
+
+    def __reduce__(self) -> str:
+        return _TAG_NAMES[self.name]
+
+
+_TAG_NAMES: Final = {"null": "_NULL_KEY", "undefined": "_UNDEF_KEY", "bool": "_BOOL_TAG", "number": "_NUM_TAG"}
 _NULL_KEY: Final = _KeyTag("null")
 _UNDEF_KEY: Final = _KeyTag("undefined")
 _BOOL_TAG: Final = _KeyTag("bool")
@@ -270,13 +300,20 @@ class _Entry:
 
 
 class ReducerState:
-    """The projection of one conversation node (``OpenAIProjection`` of 0.8.0). Opaque; mutated by :func:`fold`."""
+    """The projection of one conversation node (``OpenAIProjection`` of 0.8.0). Opaque; mutated by :func:`fold`.
 
-    __slots__ = ("_messages", "_by_id")
+    Streamed text (``text`` / ``refusal`` / ``arguments``) is accumulated as chunks and joined when
+    :func:`get_messages` reads the state, so a long stream folds in linear time (JS strings are
+    ropes; Python's are not).
+    """
+
+    __slots__ = ("_messages", "_by_id", "_pending")
 
     def __init__(self) -> None:
         self._messages: list[_Entry] = []
         self._by_id: dict[Any, _Entry] = {}
+        #: (id(obj), key) -> (obj, key, chunks): text appended to ``obj[key]`` not yet joined.
+        self._pending: dict[tuple[int, str], tuple[dict[str, Any], str, list[str]]] = {}
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -284,11 +321,29 @@ class ReducerState:
     def __repr__(self) -> str:
         return f"ReducerState(messages={len(self._messages)})"
 
+    def __getstate__(self) -> tuple[list[_Entry], dict[Any, _Entry]]:
+        _flush(self)
+        return (self._messages, self._by_id)
+
+    def __setstate__(self, state: tuple[list[_Entry], dict[Any, _Entry]]) -> None:
+        self._messages, self._by_id = state
+        self._pending = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReducerState:
+        import copy
+
+        _flush(self)
+        new = ReducerState()
+        memo[id(self)] = new
+        new._messages = copy.deepcopy(self._messages, memo)
+        new._by_id = copy.deepcopy(self._by_id, memo)
+        return new
+
     def _find(self, codec_message_id: Any) -> _Entry | None:
         return self._by_id.get(_key(codec_message_id))
 
     def _ensure(self, role: Any, codec_message_id: Any) -> _Entry:
-        k = _key(codec_message_id)
+        k = codec_message_id if type(codec_message_id) is str else _key(codec_message_id)
         entry = self._by_id.get(k)
         if entry is None:
             entry = _Entry(codec_message_id, role)
@@ -298,10 +353,43 @@ class ReducerState:
         return entry
 
     def _item(self, codec_message_id: Any, item_id: Any) -> dict[str, Any] | None:
-        entry = self._by_id.get(_key(codec_message_id))
+        entry = self._by_id.get(codec_message_id if type(codec_message_id) is str else _key(codec_message_id))
         if entry is None:
             return None
-        return entry.by_item_id.get(_key(item_id))
+        return entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
+
+
+def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> None:
+    """JS ``obj[key] += value``, deferred: string chunks are joined by :func:`_flush`."""
+    pk = (id(obj), key)
+    pending = state._pending.get(pk)
+    if pending is not None:
+        if type(value) is str:
+            pending[2].append(value)
+            return
+        obj[key] = "".join(pending[2])
+        del state._pending[pk]
+    cur = obj.get(key, _ABSENT)
+    if type(cur) is str and type(value) is str:
+        state._pending[pk] = (obj, key, [cur, value])
+    else:
+        obj[key] = _js_plus(cur, value)
+
+
+def _replace_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> None:
+    """JS ``obj[key] = value`` for a streamed field (drops pending chunks)."""
+    if state._pending:
+        state._pending.pop((id(obj), key), None)
+    _assign(obj, key, value)
+
+
+def _flush(state: ReducerState) -> None:
+    """Join every pending streamed text into its object."""
+    pending = state._pending
+    if pending:
+        for obj, key, chunks in pending.values():
+            obj[key] = "".join(chunks)
+        pending.clear()
 
 
 def init() -> ReducerState:
@@ -311,21 +399,6 @@ def init() -> ReducerState:
 
 # ---------------------------------------------------------------------------------------------
 # Output arms (event dicts in the JS JSON shape)
-
-
-def _part_of(item: dict[str, Any] | None, item_type: str, field: str, index: Any, part_type: str | None) -> Any:
-    """The already-seeded slot ``item[field][index]`` of the right type, else None."""
-    if item is None or item.get("type") != item_type:
-        return None
-    arr = item.get(field)
-    if type(arr) is not list:
-        return None
-    part = _get_slot(arr, index)
-    if type(part) is not dict:
-        return None
-    if part_type is not None and part.get("type") != part_type:
-        return None
-    return part
 
 
 def _out_item_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
@@ -448,16 +521,27 @@ def _out_summary_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -
 
 def _delta_arm(item_type: str, field: str, part_type: str | None, index_key: str, value_key: str, replace: bool):
     def arm(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
-        item = state._item(mid, ev.get("item_id", _ABSENT))
-        part = _part_of(item, item_type, field, ev.get(index_key, _ABSENT), part_type)
-        if part is None:
+        entry = state._by_id.get(mid if type(mid) is str else _key(mid))
+        if entry is None:
             return
-        value = ev.get("delta" if not replace else value_key, _ABSENT)
-        if replace:
-            _assign(part, value_key, value)
+        item_id = ev.get("item_id", _ABSENT)
+        item = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
+        if item is None or item.get("type") != item_type:
+            return
+        arr = item.get(field)
+        if type(arr) is not list:
+            return
+        index = ev.get(index_key, _ABSENT)
+        if type(index) is int and 0 <= index < len(arr):
+            part = arr[index]
         else:
-            cur = part.get(value_key, _ABSENT)
-            part[value_key] = cur + value if (type(cur) is str and type(value) is str) else _js_plus(cur, value)
+            part = _get_slot(arr, index)
+        if type(part) is not dict or (part_type is not None and part.get("type") != part_type):
+            return
+        if replace:
+            _replace_text(state, part, value_key, ev.get(value_key, _ABSENT))
+        else:
+            _append_text(state, part, value_key, ev.get("delta", _ABSENT))
 
     return arm
 
@@ -468,11 +552,9 @@ def _fn_args_arm(replace: bool):
         if item is None or item.get("type") != "function_call":
             return
         if replace:
-            _assign(item, "arguments", ev.get("arguments", _ABSENT))
+            _replace_text(state, item, "arguments", ev.get("arguments", _ABSENT))
         else:
-            cur = item.get("arguments", _ABSENT)
-            value = ev.get("delta", _ABSENT)
-            item["arguments"] = cur + value if (type(cur) is str and type(value) is str) else _js_plus(cur, value)
+            _append_text(state, item, "arguments", ev.get("delta", _ABSENT))
 
     return arm
 
@@ -671,6 +753,7 @@ def get_messages(state: ReducerState) -> list[CodecMessage]:
     Positional arrays are cut to their dense prefix; items without a hole are returned by reference
     (later folds keep mutating them, as in 0.8.0). ``tool_call_states`` is a fresh copy.
     """
+    _flush(state)
     out: list[CodecMessage] = []
     for entry in state._messages:
         states: dict[str, Any] = {}

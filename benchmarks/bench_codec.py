@@ -1,0 +1,140 @@
+"""Decoder + reducer throughput: Python vs @ably/ai-transport@0.8.0 in node.
+
+Run: ``python benchmarks/bench_codec.py [--messages 100000] [--rounds 3] [--scale 1000000]``.
+
+1. **Recorded wire.** The recorded Responses streams (``tests/fixtures/openai-responses``) are encoded
+   by the reference encoder into a live Ably wire (creates + appends, serials minted in order), which
+   is repeated (serials and codec message ids made unique per repetition) to ``--messages``
+   messages. Both implementations decode the whole wire with one decoder and fold each repetition
+   into its own projection (as the transport keeps one per run node), then ``getMessages``. Prints
+   wire messages/s and decoded events/s for each, and the ratio (JS time / Python time; > 1 means
+   Python is faster). Best of ``--rounds``.
+2. **Scaling.** One message growing to ``--scale`` items (``output_item.added`` + a text stream of
+   one delta each), folded in Python at 1/100, 1/10 and all of ``--scale``: the time per event
+   stays flat (every fold is O(1) amortised).
+
+Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from jsbridge import NodeBridge  # noqa: E402
+from support_codec_decoder import recorded_runs  # noqa: E402
+
+from ai_transport.codec import reducer  # noqa: E402
+from ai_transport.codec.decoder import Decoder  # noqa: E402
+
+
+def replicate(base: list[dict], repeat: int) -> list[list[dict]]:
+    """Exactly what the ``replicate`` of tests/js/handlers/codec_decoder.mjs does."""
+    reps = []
+    for r in range(repeat):
+        p = f"{r:06d}-"
+        rep = []
+        for m in base:
+            msg = dict(m)
+            msg["serial"] = p + m["serial"]
+            msg["version"] = {"serial": p + m["version"]["serial"]}
+            ai = dict(m["extras"]["ai"])
+            t = dict(ai["transport"])
+            t["codec-message-id"] = f"{t['codec-message-id']}-{r}"
+            ai["transport"] = t
+            msg["extras"] = {"ai": ai}
+            rep.append(msg)
+        reps.append(rep)
+    return reps
+
+
+def bench_python(reps: list[list[dict]], rounds: int) -> dict:
+    times = []
+    events = messages = 0
+    fold, get_messages, init = reducer.fold, reducer.get_messages, reducer.init
+    for _ in range(rounds):
+        t0 = time.perf_counter()
+        decoder = Decoder()
+        decode = decoder.decode
+        events = messages = 0
+        for rep in reps:
+            state = init()
+            for raw in rep:
+                result = decode(raw)
+                mid = raw["extras"]["ai"]["transport"]["codec-message-id"]
+                serial = raw["serial"]
+                for ev in result.inputs:
+                    fold(state, "input", ev, mid, serial)
+                for ev in result.outputs:
+                    fold(state, "output", ev, mid, serial)
+                events += len(result.inputs) + len(result.outputs)
+            messages += len(get_messages(state))
+        times.append(time.perf_counter() - t0)
+    return {"events": events, "messages": messages, "seconds": min(times)}
+
+
+def scaling(n_items: int) -> float:
+    """Seconds per folded event for one message of ``n_items`` items (added + part + delta + done)."""
+    state = reducer.init()
+    fold = reducer.fold
+    events = []
+    for i in range(n_items):
+        item_id = f"msg_{i}"
+        events.append(
+            {"type": "response.output_item.added", "item": {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}, "output_index": i}
+        )
+        events.append({"type": "response.content_part.added", "item_id": item_id, "output_index": i, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
+        events.append({"type": "response.output_text.delta", "item_id": item_id, "content_index": 0, "delta": "x"})
+        events.append({"type": "response.output_item.done", "item": {"type": "message", "id": item_id, "status": "completed"}})
+    t0 = time.perf_counter()
+    for ev in events:
+        fold(state, "output", ev, "m1")
+    (msg,) = reducer.get_messages(state)
+    elapsed = time.perf_counter() - t0
+    assert len(msg.message.items) == n_items
+    return elapsed / len(events)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--messages", type=int, default=100_000, help="wire messages to decode (approximately)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--scale", type=int, default=1_000_000, help="items in the scaling run (0 to skip)")
+    args = ap.parse_args()
+
+    node = NodeBridge()
+    try:
+        runs = [run for stem_runs in recorded_runs(ROOT / "tests" / "fixtures" / "openai-responses").values() for run in stem_runs]
+        base = node.call("codec_decoder", "encodeWire", runs=runs)["wire"]
+        repeat = max(1, -(-args.messages // len(base)))
+        print(f"wire: {len(base)} messages per repetition x {repeat} = {len(base) * repeat} messages")
+
+        reps = replicate(copy.deepcopy(base), repeat)
+        py = bench_python(reps, args.rounds)
+        js = node.call("codec_decoder", "bench", base=base, repeat=repeat, rounds=args.rounds)
+        js_s = min(js["timesMs"]) / 1000
+        assert js["events"] == py["events"] and js["messages"] == py["messages"], (js, py)
+        n = len(base) * repeat
+        print(f"{'':8} {'seconds':>9} {'messages/s':>12} {'events/s':>12}")
+        print(f"{'python':8} {py['seconds']:9.3f} {n / py['seconds']:12,.0f} {py['events'] / py['seconds']:12,.0f}")
+        print(f"{'js':8} {js_s:9.3f} {n / js_s:12,.0f} {js['events'] / js_s:12,.0f}")
+        print(f"ratio (JS time / Python time): {js_s / py['seconds']:.2f}  ({py['events']} events, {py['messages']} messages)")
+    finally:
+        node.close()
+
+    if args.scale:
+        print(f"\nscaling (Python fold, one message): time per event")
+        for n in sorted({max(1, args.scale // 100), max(1, args.scale // 10), args.scale}):
+            print(f"  {n:>9,} items: {scaling(n) * 1e6:6.2f} us/event")
+
+
+if __name__ == "__main__":
+    main()
