@@ -374,3 +374,18 @@ def test_to_chat_completions_messages_skips_empty_assistant_output():
     empty = {"type": "message", "role": "assistant", "id": "msg_1", "status": "in_progress", "content": []}
     chat = to_chat_completions_messages([{"role": "user", "items": [user("q")]}, {"role": "assistant", "items": [reasoning(), empty]}])
     assert chat == [{"role": "user", "content": "q"}]
+
+
+def test_to_chat_completions_messages_developer_content_is_text():
+    dev = {
+        "type": "message",
+        "role": "developer",
+        "content": [
+            {"type": "input_text", "text": "Be brief."},
+            {"type": "input_image", "image_url": "https://x/y.png"},
+            {"type": "input_text", "text": "Use metric units."},
+        ],
+    }
+    chat = to_chat_completions_messages([{"role": "user", "items": [dev, user("q")]}])
+    assert chat == [{"role": "developer", "content": "Be brief.\nUse metric units."}, {"role": "user", "content": "q"}]
+    assert_valid_chat(chat)

@@ -448,7 +448,10 @@ def to_chat_completions_messages(openai_messages: Sequence[MessageLike]) -> list
         elif t is None or t == "message":
             flush()
             r = item_role if item_role in ("user", "system", "developer") else role
-            out.append({"role": r, "content": _user_content(item.get("content"))})
+            content = _user_content(item.get("content"))
+            if r != "user" and isinstance(content, list):  # system/developer content is text only
+                content = "\n".join(p["text"] for p in content if p["type"] == "text")
+            out.append({"role": r, "content": content})
         else:
             log.debug("to_chat_completions_messages: item of type %r has no Chat Completions form; skipped", t)
     flush()
