@@ -76,7 +76,10 @@ def test_tail_errors_are_clear(emulator_thread):
     r = cli("tail", "x", "--emulator", emulator_thread.url, "--key", "bad.key:nope", "--no-follow")
     assert r.returncode == 1, r.stderr
     assert r.stderr.startswith(f"ai-transport: error: the emulator at {emulator_thread.url} rejected the credentials")
-    assert "40101" in r.stderr and "Traceback" not in r.stderr
+    assert "No key named 'bad.key' (code 40400)" in r.stderr and "Traceback" not in r.stderr
+    secret = emulator_thread.key.partition(":")[0] + ":wrong-secret"
+    r = cli("tail", "x", "--emulator", emulator_thread.url, "--key", secret, "--no-follow", timeout=20)
+    assert r.returncode == 1 and "rejected the credentials: Invalid key in request (code 40101)" in r.stderr
     r = cli("tail", "x", "--emulator", "http://127.0.0.1:9", "--no-follow")
     assert r.returncode == 1 and "cannot reach the emulator at http://127.0.0.1:9" in r.stderr
 
@@ -86,3 +89,13 @@ def test_tail_of_an_empty_channel_prints_nothing(emulator_thread):
     assert r.returncode == 0, r.stderr
     assert r.stdout == ""
     assert "loading history" in r.stderr
+
+
+def test_tail_with_the_emulators_key_reads_history(emulator_thread):
+    channel = f"tail-key-{os.getpid()}"
+    demo = cli("demo", "--emulator", emulator_thread.url, "--channel", channel, "--deny", "nope")
+    assert demo.returncode == 0, demo.stdout + demo.stderr
+    r = cli("tail", channel, "--emulator", emulator_thread.url, "--key", emulator_thread.key, "--no-follow")
+    assert r.returncode == 0, r.stderr
+    assert "assistant> I did not check the live weather (nope)" in r.stdout
+    assert re.search(r"^-- run [0-9a-f]{8}: complete$", r.stdout, re.M)

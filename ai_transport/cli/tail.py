@@ -33,10 +33,11 @@ async def open_channel(args: argparse.Namespace) -> Any:
 
         check_reachable(emulator)
         options = client_options(emulator, client_id=TAIL_CLIENT_ID)
-        if key is not None:
-            options.pop("token", None)
-            options["key"] = key
         where = f"the emulator at {emulator}"
+        if key is not None:
+            # The SDK refuses Basic auth over plain HTTP (40103): exchange the key for a token first,
+            # which also reports a wrong key at once instead of as endless reconnect attempts.
+            options["token"] = await _emulator_token(emulator, key, where)
     else:
         options = {"key": key, "client_id": TAIL_CLIENT_ID}
         where = "Ably"
@@ -55,6 +56,26 @@ async def open_channel(args: argparse.Namespace) -> Any:
         if isinstance(sdk_code, int) and (40100 <= sdk_code < 40200 or sdk_code == 40400):
             raise CliError(f"{where} rejected the credentials: {message} (code {sdk_code})") from e
         raise CliError(f"cannot connect to {where}: {message}") from e
+
+
+async def _emulator_token(url: str, key: str, where: str) -> str:
+    import json
+    import urllib.error
+
+    from ..emulator.client import request_token
+
+    try:
+        details = await asyncio.to_thread(request_token, url, key=key, client_id=TAIL_CLIENT_ID)
+    except urllib.error.HTTPError as e:
+        try:
+            err = json.loads(e.read()).get("error", {})
+        except ValueError:
+            err = {}
+        raise CliError(f"{where} rejected the credentials: {err.get('message', e.reason)} "
+                       f"(code {err.get('code', e.code)})") from e
+    except OSError as e:
+        raise CliError(f"cannot reach {where}: {e}") from e
+    return str(details["token"])
 
 
 async def run_tail(args: argparse.Namespace, out: TextIO | None = None) -> int:
