@@ -31,6 +31,7 @@ from ..errors import InvalidArgumentError, InvalidTypeError, type_name
 
 __all__ = [
     "CONTEXT_PREAMBLE",
+    "DEFAULT_UNANSWERED_RESULT",
     "TrimResult",
     "answer_unanswered_tool_calls",
     "build_request_messages",

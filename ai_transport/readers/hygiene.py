@@ -51,6 +51,7 @@ __all__ = [
     "drop_reasoning",
     "is_output_item",
     "is_paired",
+    "is_reference",
     "normalize_tools",
     "reasoning_links",
     "replay_fingerprint",
