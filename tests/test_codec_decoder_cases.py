@@ -527,3 +527,21 @@ def test_ably_python_message_objects_decode_like_dicts():
     obj = Message(name=OUT, data="", extras=wire[1]["extras"], serial="zz", action=MessageAction.MESSAGE_CREATE)
     obj._Message__version = {"serial": "zz"}  # as some SDK paths leave it
     assert json.dumps(Decoder().decode(obj).to_dict())
+
+
+def test_malformed_parts_are_logged(caplog):
+    with caplog.at_level(logging.WARNING, logger="ai_transport.codec.decoder"):
+        outputs("non-string data on a stream")
+        assert "not a string" in caplog.text
+        caplog.clear()
+        outputs("unparseable index headers")
+        assert "not valid JSON" in caplog.text
+        caplog.clear()
+        d = Decoder()
+        assert d.decode({"action": "message.create", "name": OUT, "serial": "x", "extras": {"ai": {"transport": 5}}}) == DecodeResult()
+        assert d.decode({"action": "message.create", "name": OUT, "serial": "y", "extras": {"ai": "x"}}) == DecodeResult()
+        assert "extras.ai.transport is not an object" in caplog.text and "extras.ai is not an object" in caplog.text
+        caplog.clear()
+        outputs("live text stream")
+        outputs("foreign create, update and delete")
+        assert caplog.text == ""  # well-formed and foreign traffic is not warned about

@@ -145,6 +145,7 @@ def _json_field(headers: Mapping[str, Any], key: str) -> Any:
     try:
         return _json_parse(v)
     except (ValueError, RecursionError):
+        logger.warning("decode(); header %r is not valid JSON (%.80r), reading it as absent", key, v)
         return _ABSENT
 
 
@@ -191,11 +192,20 @@ def _tier(extras: Any, tier: str) -> Mapping[str, Any]:
         return _EMPTY
     ai = extras.get("ai")
     if type(ai) is not dict and not isinstance(ai, Mapping):
+        if ai is not None:
+            logger.warning("decode(); extras.ai is not an object (%s), reading it as empty", type(ai).__name__)
         return _EMPTY
     sub = ai.get(tier)
     if type(sub) is dict or isinstance(sub, Mapping):
         return sub
+    if sub is not None:
+        logger.warning("decode(); extras.ai.%s is not an object (%s), reading it as empty", tier, type(sub).__name__)
     return _EMPTY
+
+
+def _warn_data(data: Any, serial: Any) -> None:
+    if data is not None and data is not _ABSENT:
+        logger.warning("decode(); stream %r: data is %s, not a string; ignored", serial, type(data).__name__)
 
 
 def _has_ai_envelope(extras: Any) -> bool:
@@ -475,7 +485,9 @@ class Decoder:
         data = inbound.get("data")
         out: list[dict[str, Any]] = []
         is_output = tracker.name == NAME_OUTPUT
-        if type(data) is str and data:
+        if type(data) is not str:
+            _warn_data(data, serial)
+        elif data:
             tracker.chunks.append(data)
             if is_output:
                 template = tracker.delta_template()
@@ -579,7 +591,9 @@ class Decoder:
             return []
         data = m.data
         out: list[dict[str, Any]] = []
-        if type(data) is str and data:
+        if type(data) is not str:
+            _warn_data(data, serial)
+        elif data:
             tracker.chunks.append(data)
             if tracker.name == NAME_OUTPUT:
                 self._delta_events(tracker, data, out)
@@ -609,6 +623,8 @@ class Decoder:
             return self._first_contact(m, transport, codec, status, serial)
         if self._already_incorporated(tracker, m.version):
             return []
+        if type(m.data) is not str:
+            _warn_data(m.data, serial)
         data = m.data if type(m.data) is str else ""
         acc = tracker.accumulated
         if data.startswith(acc):
@@ -634,6 +650,8 @@ class Decoder:
     def _first_contact(
         self, m: _Inbound, transport: Mapping[str, Any], codec: Mapping[str, Any], status: Any, serial: Any
     ) -> list[dict[str, Any]]:
+        if type(m.data) is not str:
+            _warn_data(m.data, serial)
         data = m.data if type(m.data) is str else ""
         version = m.version
         tracker = _Tracker(
