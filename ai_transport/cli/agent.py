@@ -47,7 +47,8 @@ class ToolAgent:
     """A model + tools agent over a channel; one :meth:`handle_invocation` per wake-up.
 
     Args:
-        channel_factory: ``async () -> Channel`` giving this worker's own channel connection.
+        channel_factory: ``async () -> Channel`` giving a fresh channel connection for one wake-up
+            (closed when the wake-up ends).
         responses: a :class:`~ai_transport.responses.ResponsesClient`.
         model: the model name sent to the Responses endpoint.
         tools: function tool definitions; ``gated``: names that need a human's approval.
@@ -92,6 +93,7 @@ class ToolAgent:
             return await self._loop(run)
         finally:
             await session.close()
+            await channel.close()  # one connection per wake-up, like a serverless worker
 
     async def _loop(self, run: Any) -> str:
         owed = run.owed_calls()
