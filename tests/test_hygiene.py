@@ -221,7 +221,8 @@ def _produce_turn1(model, turn1, context):
     history = [user("What is the verification code for issue-11239?")]
     sent = sanitize_input(history, trailing=[context])
     fp = sent.fingerprint(model=model, tools=TOOLS)
-    return history, {turn1[0]["id"]: fp}
+    assert fp.for_reasoning(turn1) == {turn1[0]["id"]: fp}
+    return history, fp.for_reasoning(turn1)
 
 
 def test_fingerprinted_reasoning_replays_under_the_same_context(recorded):

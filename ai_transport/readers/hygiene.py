@@ -341,6 +341,14 @@ class ReplayFingerprint:
                 raise InvalidTypeError(f"fingerprint.{key} must be a string or null, got {type_name(d.get(key))}")
         return cls(model, d.get("tools"), d.get("instructions"), length, prefix)
 
+    def for_reasoning(self, output: Iterable[Mapping[str, Any]]) -> dict[str, ReplayFingerprint]:
+        """``{rs_id: self}`` for every reasoning item in a response's ``output`` (what to record)."""
+        return {
+            item["id"]: self
+            for item in output
+            if isinstance(item, Mapping) and item.get("type") == "reasoning" and isinstance(item.get("id"), str)
+        }
+
     def same_context(self, *, model: str, tools: Sequence[Any] | None, instructions: Any) -> bool:
         """Whether model, tools and instructions match (the prefix is checked separately)."""
         return (
