@@ -99,3 +99,50 @@ def test_tail_with_the_emulators_key_reads_history(emulator_thread):
     assert r.returncode == 0, r.stderr
     assert "assistant> I did not check the live weather (nope)" in r.stdout
     assert re.search(r"^-- run [0-9a-f]{8}: complete$", r.stdout, re.M)
+
+
+@pytest.mark.js
+def test_tail_renders_a_run_made_entirely_by_the_js_package_like_the_js_view_holds_it(emulator_thread, node):
+    """A JS client and a JS agent (@ably/ai-transport 0.8.0 + ably-js) run the gated loop on the
+    emulator; our ``tail`` reads the channel's history and renders exactly the conversation the JS
+    client's view holds."""
+    import json
+
+    from ai_transport.cli.render import render_transcript
+    from ai_transport.cli.scenario import run_tool, scripted_turn
+    from ai_transport.emulator.client import connect_info
+
+    channel = f"tail-js-{os.getpid()}"
+    question = "What's the weather in Oslo?"
+    js = lambda op, **kw: node.call("session", op, **kw)  # noqa: E731
+    jsc = js("clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=channel)
+    agent_opts = connect_info(emulator_thread, client_id="agent")
+    try:
+        sent = js("clientSend", id=jsc["id"], text=question)
+        user = [{"type": "message", "role": "user", "content": [{"type": "input_text", "text": question}]}]
+        first = scripted_turn({"input": user})
+        r1 = js("agentHandle", options=agent_opts, channel=channel, invocation=sent["invocation"],
+                gated=["get_weather"], turns=[first])
+        assert r1["outcome"] == "suspended"
+        js("clientWait", id=jsc["id"], runId=r1["runId"], status="suspended")
+        answer = js("clientApprove", id=jsc["id"], approved=True)
+        call = next(e["item"] for e in first if e["type"] == "response.output_item.done"
+                    and e["item"]["type"] == "function_call")
+        output = run_tool("get_weather", call["arguments"])
+        second = scripted_turn({"input": [*user, call, {"type": "function_call_output",
+                                                       "call_id": call["call_id"], "output": output}]})
+        r2 = js("agentHandle", options=agent_opts, channel=channel, invocation=answer["invocation"],
+                gated=["get_weather"], turns=[second], toolOutputs={"get_weather": output})
+        assert r2["outcome"] == "complete"
+        js("clientWait", id=jsc["id"], runId=r1["runId"], status="complete")
+        held = js("clientMessages", id=jsc["id"])
+    finally:
+        js("clientClose", id=jsc["id"])
+
+    r = cli("tail", channel, "--emulator", emulator_thread.url, "--no-follow")
+    assert r.returncode == 0, r.stderr
+    expected = render_transcript(held["messages"])
+    assert r.stdout == expected + f"-- run {r1['runId'][:8]}: complete\n"
+    weather = json.loads(output)
+    assert f"assistant> Right now in Oslo it is {weather['temperature']}°C" in r.stdout
+    assert re.search(r"get_weather\(.*\) -- done$", r.stdout, re.M)
