@@ -98,7 +98,7 @@ def test_tail_with_the_emulators_key_reads_history(emulator_thread):
     r = cli("tail", channel, "--emulator", emulator_thread.url, "--key", emulator_thread.key, "--no-follow")
     assert r.returncode == 0, r.stderr
     assert "assistant> I did not check the live weather (nope)" in r.stdout
-    assert re.search(r"^-- run [0-9a-f]{8}: complete$", r.stdout, re.M)
+    assert re.search(r"^-- run [0-9a-f]{8}: complete$", r.stdout, re.MULTILINE)
 
 
 @pytest.mark.js
@@ -114,7 +114,7 @@ def test_tail_renders_a_run_made_entirely_by_the_js_package_like_the_js_view_hol
 
     channel = f"tail-js-{os.getpid()}"
     question = "What's the weather in Oslo?"
-    js = lambda op, **kw: node.call("session", op, **kw)  # noqa: E731
+    js = lambda op, **kw: node.call("session", op, **kw)
     jsc = js("clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=channel)
     agent_opts = connect_info(emulator_thread, client_id="agent")
     try:
@@ -145,4 +145,4 @@ def test_tail_renders_a_run_made_entirely_by_the_js_package_like_the_js_view_hol
     assert r.stdout == expected + f"-- run {r1['runId'][:8]}: complete\n"
     weather = json.loads(output)
     assert f"assistant> Right now in Oslo it is {weather['temperature']}°C" in r.stdout
-    assert re.search(r"get_weather\(.*\) -- done$", r.stdout, re.M)
+    assert re.search(r"get_weather\(.*\) -- done$", r.stdout, re.MULTILINE)
