@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import sys
 import time
 from pathlib import Path
@@ -29,11 +28,11 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from jsbridge import NodeBridge  # noqa: E402
-from support_codec_decoder import recorded_runs  # noqa: E402
+from jsbridge import NodeBridge
+from support_codec_decoder import recorded_runs
 
-from ai_transport.codec import reducer  # noqa: E402
-from ai_transport.codec.decoder import Decoder  # noqa: E402
+from ai_transport.codec import reducer
+from ai_transport.codec.decoder import Decoder
 
 
 def replicate(base: list[dict], repeat: int) -> list[list[dict]]:
@@ -89,11 +88,36 @@ def scaling(n_items: int) -> float:
     for i in range(n_items):
         item_id = f"msg_{i}"
         events.append(
-            {"type": "response.output_item.added", "item": {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}, "output_index": i}
+            {
+                "type": "response.output_item.added",
+                "item": {
+                    "id": item_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "in_progress",
+                    "content": [],
+                },
+                "output_index": i,
+            }
         )
-        events.append({"type": "response.content_part.added", "item_id": item_id, "output_index": i, "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}})
-        events.append({"type": "response.output_text.delta", "item_id": item_id, "content_index": 0, "delta": "x"})
-        events.append({"type": "response.output_item.done", "item": {"type": "message", "id": item_id, "status": "completed"}})
+        events.append(
+            {
+                "type": "response.content_part.added",
+                "item_id": item_id,
+                "output_index": i,
+                "content_index": 0,
+                "part": {"type": "output_text", "text": "", "annotations": []},
+            }
+        )
+        events.append(
+            {"type": "response.output_text.delta", "item_id": item_id, "content_index": 0, "delta": "x"}
+        )
+        events.append(
+            {
+                "type": "response.output_item.done",
+                "item": {"type": "message", "id": item_id, "status": "completed"},
+            }
+        )
     t0 = time.perf_counter()
     for ev in events:
         fold(state, "output", ev, "m1")
@@ -112,7 +136,11 @@ def main() -> None:
 
     node = NodeBridge()
     try:
-        runs = [run for stem_runs in recorded_runs(ROOT / "tests" / "fixtures" / "openai-responses").values() for run in stem_runs]
+        runs = [
+            run
+            for stem_runs in recorded_runs(ROOT / "tests" / "fixtures" / "openai-responses").values()
+            for run in stem_runs
+        ]
         base = node.call("codec_decoder", "encodeWire", runs=runs)["wire"]
         repeat = max(1, -(-args.messages // len(base)))
         print(f"wire: {len(base)} messages per repetition x {repeat} = {len(base) * repeat} messages")
@@ -124,14 +152,18 @@ def main() -> None:
         assert js["events"] == py["events"] and js["messages"] == py["messages"], (js, py)
         n = len(base) * repeat
         print(f"{'':8} {'seconds':>9} {'messages/s':>12} {'events/s':>12}")
-        print(f"{'python':8} {py['seconds']:9.3f} {n / py['seconds']:12,.0f} {py['events'] / py['seconds']:12,.0f}")
+        print(
+            f"{'python':8} {py['seconds']:9.3f} {n / py['seconds']:12,.0f} {py['events'] / py['seconds']:12,.0f}"
+        )
         print(f"{'js':8} {js_s:9.3f} {n / js_s:12,.0f} {js['events'] / js_s:12,.0f}")
-        print(f"ratio (JS time / Python time): {js_s / py['seconds']:.2f}  ({py['events']} events, {py['messages']} messages)")
+        print(
+            f"ratio (JS time / Python time): {js_s / py['seconds']:.2f}  ({py['events']} events, {py['messages']} messages)"
+        )
     finally:
         node.close()
 
     if args.scale:
-        print(f"\nscaling (Python fold, one message): time per event")
+        print("\nscaling (Python fold, one message): time per event")
         for n in sorted({max(1, args.scale // 100), max(1, args.scale // 10), args.scale}):
             print(f"  {n:>9,} items: {scaling(n) * 1e6:6.2f} us/event")
 

@@ -22,7 +22,9 @@ def extras(transport: dict[str, str] | None = None, codec: dict[str, str] | None
     return {"ai": ai}
 
 
-def create(serial: str, name: str | None, data: Any, transport: dict, codec: dict | None = None, **kw: Any) -> dict:
+def create(
+    serial: str, name: str | None, data: Any, transport: dict, codec: dict | None = None, **kw: Any
+) -> dict:
     msg: dict[str, Any] = {"action": "message.create", "serial": serial, "version": {"serial": serial}}
     if name is not None:
         msg["name"] = name
@@ -43,7 +45,9 @@ def append(serial: str, version: str, data: Any, transport: dict, codec: dict | 
     }
 
 
-def update(serial: str, version: str, name: str | None, data: Any, transport: dict, codec: dict | None = None) -> dict:
+def update(
+    serial: str, version: str, name: str | None, data: Any, transport: dict, codec: dict | None = None
+) -> dict:
     msg: dict[str, Any] = {"action": "message.update", "serial": serial, "version": {"serial": version}}
     if name is not None:
         msg["name"] = name
@@ -75,7 +79,9 @@ def discrete_transport(mid: str | None = "m1", **more: str) -> dict:
     return t
 
 
-def text_codec(item_id: str = "msg_1", content_index: int = 0, output_index: int = 0, kind: str = "output_text") -> dict:
+def text_codec(
+    item_id: str = "msg_1", content_index: int = 0, output_index: int = 0, kind: str = "output_text"
+) -> dict:
     part_type = {"output_text": "output_text", "refusal": "refusal", "reasoning_text": "reasoning_text"}[kind]
     part: dict[str, Any] = {"type": part_type}
     if part_type == "refusal":
@@ -103,9 +109,22 @@ def summary_codec(item_id: str = "rs_1", summary_index: int = 0, output_index: i
     }
 
 
-def fn_codec(item_id: str = "fc_1", call_id: str = "call_1", name: str = "get_weather", output_index: int = 0) -> dict:
-    item = {"id": item_id, "type": "function_call", "status": "in_progress", "arguments": "", "call_id": call_id, "name": name}
-    return {"kind": "function_call_arguments", "item": json.dumps(item, separators=(",", ":")), "output_index": json.dumps(output_index)}
+def fn_codec(
+    item_id: str = "fc_1", call_id: str = "call_1", name: str = "get_weather", output_index: int = 0
+) -> dict:
+    item = {
+        "id": item_id,
+        "type": "function_call",
+        "status": "in_progress",
+        "arguments": "",
+        "call_id": call_id,
+        "name": name,
+    }
+    return {
+        "kind": "function_call_arguments",
+        "item": json.dumps(item, separators=(",", ":")),
+        "output_index": json.dumps(output_index),
+    }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +201,9 @@ def _aggregate(ops: list[dict[str, Any]]) -> dict[str, Any]:
     for op in ops[1:]:
         version = op["version"]["serial"]
         if op["action"] == "message.append":
-            data = (data if isinstance(data, str) else "") + (op.get("data") if isinstance(op.get("data"), str) else "")
+            data = (data if isinstance(data, str) else "") + (
+                op.get("data") if isinstance(op.get("data"), str) else ""
+            )
             ext = op.get("extras", ext)
         elif op["action"] == "message.update":
             data = op.get("data")
@@ -190,7 +211,12 @@ def _aggregate(ops: list[dict[str, Any]]) -> dict[str, Any]:
         elif op["action"] == "message.delete":
             deleted = True
     if deleted:
-        return {"action": "message.delete", "serial": first["serial"], "version": {"serial": version}, "data": ""}
+        return {
+            "action": "message.delete",
+            "serial": first["serial"],
+            "version": {"serial": version},
+            "data": "",
+        }
     agg["version"] = {"serial": version}
     agg["data"] = data
     if ext is not None:
@@ -264,7 +290,7 @@ def inp(event: dict[str, Any], mid: str | None = "m1") -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 # Hypothesis strategies: realistic live wires (what the 0.8.0 encoder publishes) and mutations
 
-from hypothesis import strategies as st  # noqa: E402
+from hypothesis import strategies as st
 
 MIDS = ("m1", "m2")
 CALL_IDS = ("c1", "c2")
@@ -309,7 +335,11 @@ def stream_unit(draw: Any, used: set) -> dict[str, Any] | None:
     if terminal is not None:
         closing = dict(codec)
         ops.append(
-            {"action": "message.append", "data": draw(st.sampled_from(["", "!"])), "extras": extras({**t, "status": terminal}, closing)}
+            {
+                "action": "message.append",
+                "data": draw(st.sampled_from(["", "!"])),
+                "extras": extras({**t, "status": terminal}, closing),
+            }
         )
     return {"ops": ops}
 
@@ -322,7 +352,13 @@ def discrete_unit(draw: Any) -> dict[str, Any]:
     if choice <= 1:
         item_id = draw(st.sampled_from(("msg_a", "msg_b", "rs_a", "rs_b")))
         if item_id.startswith("msg"):
-            item: dict[str, Any] = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+            item: dict[str, Any] = {
+                "id": item_id,
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
         else:
             item = {"id": item_id, "type": "reasoning", "summary": [], "encrypted_content": "added"}
         if draw(st.booleans()) and choice == 1:
@@ -347,7 +383,16 @@ def discrete_unit(draw: Any) -> dict[str, Any]:
     else:
         return draw(input_unit(mid, call_id, choice))
     codec = {"kind": kind, **codec}
-    return {"ops": [{"action": "message.create", "name": "ai-output", "data": data, "extras": extras(discrete_transport(mid), codec)}]}
+    return {
+        "ops": [
+            {
+                "action": "message.create",
+                "name": "ai-output",
+                "data": data,
+                "extras": extras(discrete_transport(mid), codec),
+            }
+        ]
+    }
 
 
 @st.composite
@@ -357,15 +402,29 @@ def input_unit(draw: Any, mid: str, call_id: str, choice: int) -> dict[str, Any]
         codec = {"kind": "user-message", "partType": "input_text"}
         data: Any = draw(TEXT)
     elif choice == 6:
-        t, codec, data = discrete_transport(mid), {"kind": "tool-result", "call_id": call_id}, {"output": draw(TEXT)}
+        t, codec, data = (
+            discrete_transport(mid),
+            {"kind": "tool-result", "call_id": call_id},
+            {"output": draw(TEXT)},
+        )
     elif choice == 7:
-        t, codec, data = discrete_transport(mid), {"kind": "tool-result-error", "call_id": call_id}, {"message": draw(TEXT)}
+        t, codec, data = (
+            discrete_transport(mid),
+            {"kind": "tool-result-error", "call_id": call_id},
+            {"message": draw(TEXT)},
+        )
     else:
-        codec = {"kind": "tool-approval-response", "call_id": call_id, "approved": draw(st.sampled_from(["true", "false"]))}
+        codec = {
+            "kind": "tool-approval-response",
+            "call_id": call_id,
+            "approved": draw(st.sampled_from(["true", "false"])),
+        }
         if draw(st.booleans()):
             codec["reason"] = draw(TEXT)
         t, data = discrete_transport(mid), ""
-    return {"ops": [{"action": "message.create", "name": "ai-input", "data": data, "extras": extras(t, codec)}]}
+    return {
+        "ops": [{"action": "message.create", "name": "ai-input", "data": data, "extras": extras(t, codec)}]
+    }
 
 
 @st.composite
@@ -409,7 +468,9 @@ def is_stream_create(op: dict[str, Any]) -> bool:
 
 FOREIGN = st.fixed_dictionaries(
     {
-        "action": st.sampled_from(["message.create", "message.append", "message.update", "message.delete", 0, 1, 2, 5]),
+        "action": st.sampled_from(
+            ["message.create", "message.append", "message.update", "message.delete", 0, 1, 2, 5]
+        ),
         "serial": st.integers(0, 5).map(lambda i: f"f{i}"),
         "version": st.integers(0, 9).map(lambda i: {"serial": f"f{i}"}),
         "data": st.one_of(TEXT, st.none(), st.dictionaries(st.sampled_from(["item", "output"]), TEXT)),
@@ -420,41 +481,103 @@ FOREIGN = st.fixed_dictionaries(
     },
 )
 
-JSON_SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False), TEXT)
+JSON_SCALARS = st.one_of(
+    st.none(), st.booleans(), st.integers(-5, 5), st.floats(allow_nan=False, allow_infinity=False), TEXT
+)
 JSON_VALUES = st.recursive(
     JSON_SCALARS,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.sampled_from(["a", "ai", "item", "type", "id", "serial"]), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "ai", "item", "type", "id", "serial"]), children, max_size=3)
+    ),
     max_leaves=10,
 )
 HEADER_KEYS = st.sampled_from(
-    ["kind", "partType", "item_id", "output_index", "content_index", "summary_index", "part", "item", "call_id", "name",
-     "approved", "reason", "stream", "status", "stream-id", "codec-message-id", "role"]
+    [
+        "kind",
+        "partType",
+        "item_id",
+        "output_index",
+        "content_index",
+        "summary_index",
+        "part",
+        "item",
+        "call_id",
+        "name",
+        "approved",
+        "reason",
+        "stream",
+        "status",
+        "stream-id",
+        "codec-message-id",
+        "role",
+    ]
 )
 HEADER_VALUES = st.one_of(
     JSON_VALUES,
-    st.sampled_from(["true", "streaming", "complete", "cancelled", "0", "1", "null", "{", '{"type":"output_text"}',
-                     '{"type":"summary_text"}', '{"id":"fc_a","type":"function_call"}', "output_text",
-                     "function_call_arguments", "reasoning_summary_text", "response.output_item.added",
-                     "response.output_item.done", "function_call_output", "tool-approval-request", "user-message",
-                     "input_text", "tool-result", "tool-result-error", "tool-approval-response", "msg_a"]),
+    st.sampled_from(
+        [
+            "true",
+            "streaming",
+            "complete",
+            "cancelled",
+            "0",
+            "1",
+            "null",
+            "{",
+            '{"type":"output_text"}',
+            '{"type":"summary_text"}',
+            '{"id":"fc_a","type":"function_call"}',
+            "output_text",
+            "function_call_arguments",
+            "reasoning_summary_text",
+            "response.output_item.added",
+            "response.output_item.done",
+            "function_call_output",
+            "tool-approval-request",
+            "user-message",
+            "input_text",
+            "tool-result",
+            "tool-result-error",
+            "tool-approval-response",
+            "msg_a",
+        ]
+    ),
 )
 JUNK_MESSAGES = st.one_of(
     JSON_VALUES,
     st.fixed_dictionaries(
         {},
         optional={
-            "action": st.one_of(st.sampled_from(["message.create", "message.append", "message.update", "message.delete", "meta"]), st.integers(-1, 7), JSON_VALUES),
+            "action": st.one_of(
+                st.sampled_from(
+                    ["message.create", "message.append", "message.update", "message.delete", "meta"]
+                ),
+                st.integers(-1, 7),
+                JSON_VALUES,
+            ),
             "serial": st.one_of(st.sampled_from(["s1", "s2", ""]), JSON_VALUES),
             "name": st.one_of(st.sampled_from(["ai-output", "ai-input"]), JSON_VALUES),
-            "version": st.one_of(st.fixed_dictionaries({"serial": st.sampled_from(["s1", "s2", "s3"])}), JSON_VALUES),
+            "version": st.one_of(
+                st.fixed_dictionaries({"serial": st.sampled_from(["s1", "s2", "s3"])}), JSON_VALUES
+            ),
             "data": JSON_VALUES,
             "extras": st.one_of(
                 JSON_VALUES,
                 st.fixed_dictionaries(
-                    {"ai": st.fixed_dictionaries({}, optional={
-                        "transport": st.one_of(st.dictionaries(HEADER_KEYS, HEADER_VALUES, max_size=5), JSON_VALUES),
-                        "codec": st.one_of(st.dictionaries(HEADER_KEYS, HEADER_VALUES, max_size=5), JSON_VALUES),
-                    })}
+                    {
+                        "ai": st.fixed_dictionaries(
+                            {},
+                            optional={
+                                "transport": st.one_of(
+                                    st.dictionaries(HEADER_KEYS, HEADER_VALUES, max_size=5), JSON_VALUES
+                                ),
+                                "codec": st.one_of(
+                                    st.dictionaries(HEADER_KEYS, HEADER_VALUES, max_size=5), JSON_VALUES
+                                ),
+                            },
+                        )
+                    }
                 ),
             ),
         },

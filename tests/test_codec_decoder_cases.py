@@ -11,8 +11,6 @@ import json
 import logging
 
 import pytest
-
-from ai_transport.codec.decoder import DecodeResult, Decoder
 from support_codec_decoder import (
     NO_DATA,
     append,
@@ -28,13 +26,17 @@ from support_codec_decoder import (
     update,
 )
 
+from ai_transport.codec.decoder import Decoder, DecodeResult
+
 OUT, IN = "ai-output", "ai-input"
 MSG_ITEM = {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
 RS_ITEM = {"id": "rs_1", "type": "reasoning", "summary": [], "encrypted_content": "added-blob"}
 
 
 def added(serial, item, mid="m1"):
-    return create(serial, OUT, {"item": item}, discrete_transport(mid), {"kind": "response.output_item.added"})
+    return create(
+        serial, OUT, {"item": item}, discrete_transport(mid), {"kind": "response.output_item.added"}
+    )
 
 
 def done(serial, item, mid="m1"):
@@ -69,11 +71,17 @@ CASES: dict[str, list] = {
     + [create("s02", OUT, "", T, C), append("s02", "s04", "Hel", T, C), append("s02", "s03", "XX", T, C)]
     + [append("s02", "s05", "lo", TC, C)],
     "append without version.serial defaults to the serial and is dropped": BASE
-    + [create("s02", OUT, "", T, C), {**append("s02", "x", "A", T, C), "version": {}}, append("s02", "s03", "B", TC, C)],
+    + [
+        create("s02", OUT, "", T, C),
+        {**append("s02", "x", "A", T, C), "version": {}},
+        append("s02", "s03", "B", TC, C),
+    ],
     "duplicate streamed create ignored": BASE
     + [create("s02", OUT, "", T, C), create("s02", OUT, "", T, C), append("s02", "s03", "A", TC, C)],
     "tombstone: append after complete dropped": BASE + text_stream() + [append("s02", "s09", "more", T, C)],
-    "tombstone: update after complete dropped": BASE + text_stream() + [update("s02", "s09", OUT, "Hello world", TC, C)],
+    "tombstone: update after complete dropped": BASE
+    + text_stream()
+    + [update("s02", "s09", OUT, "Hello world", TC, C)],
     "cancelled append closes without end": BASE
     + [create("s02", OUT, "", T, C), append("s02", "s03", "Hel", T, C), append("s02", "s04", "", TX, C)]
     + [append("s02", "s05", "lo", T, C)],
@@ -81,41 +89,87 @@ CASES: dict[str, list] = {
     + [create("s02", OUT, "", T, C), append("s02", "s03", "Hel", T, C)]
     + [update("s02", "s04", OUT, "Hello", TC, {**C, "output_index": "7"})],
     "prefix update without new data still applies complete": BASE
-    + [create("s02", OUT, "", T, C), append("s02", "s03", "Hello", T, C), update("s02", "s04", OUT, "Hello", TC, C)],
+    + [
+        create("s02", OUT, "", T, C),
+        append("s02", "s03", "Hello", T, C),
+        update("s02", "s04", OUT, "Hello", TC, C),
+    ],
     "non-prefix update replaces silently": BASE
     + [create("s02", OUT, "", T, C), append("s02", "s03", "Hel", T, C)]
-    + [update("s02", "s04", OUT, "Goodbye", T, C), append("s02", "s05", "!", T, C), append("s02", "s06", "", TC, C)],
+    + [
+        update("s02", "s04", OUT, "Goodbye", T, C),
+        append("s02", "s05", "!", T, C),
+        append("s02", "s06", "", TC, C),
+    ],
     "non-prefix update replaces the headers too": BASE
     + [added("s01b", {**MSG_ITEM, "id": "msg_2"})]
     + [create("s02", OUT, "", T, C), append("s02", "s03", "Hel", T, C)]
-    + [update("s02", "s04", OUT, "X", T, text_codec(item_id="msg_2")), append("s02", "s05", "Y", TC, text_codec(item_id="msg_2"))],
+    + [
+        update("s02", "s04", OUT, "X", T, text_codec(item_id="msg_2")),
+        append("s02", "s05", "Y", TC, text_codec(item_id="msg_2")),
+    ],
     "update with older version dropped": BASE
-    + [create("s02", OUT, "", T, C), append("s02", "s05", "Hello", T, C), update("s02", "s04", OUT, "Hello world", T, C)],
+    + [
+        create("s02", OUT, "", T, C),
+        append("s02", "s05", "Hello", T, C),
+        update("s02", "s04", OUT, "Hello world", T, C),
+    ],
     "delete closes the stream": BASE
-    + [create("s02", OUT, "", T, C), append("s02", "s03", "Hel", T, C), delete("s02", "s04"), append("s02", "s05", "lo", TC, C)],
+    + [
+        create("s02", OUT, "", T, C),
+        append("s02", "s03", "Hel", T, C),
+        delete("s02", "s04"),
+        append("s02", "s05", "lo", TC, C),
+    ],
     "delete of an unknown serial": BASE + [delete("zz", "zz1")],
     "first contact from update (late join, streaming)": BASE
-    + [update("s02", "s04", OUT, "Hel", T, C), append("s02", "s05", "lo", T, C), append("s02", "s06", "", TC, C)],
+    + [
+        update("s02", "s04", OUT, "Hel", T, C),
+        append("s02", "s05", "lo", T, C),
+        append("s02", "s06", "", TC, C),
+    ],
     "first contact from update (history, complete)": BASE + [update("s02", "s06", OUT, "Hello", TC, C)],
-    "first contact from update (cancelled)": BASE + [update("s02", "s06", OUT, "Hel", TX, C), append("s02", "s07", "x", T, C)],
-    "first contact from update with empty data": BASE + [update("s02", "s06", OUT, "", T, C), append("s02", "s07", "A", TC, C)],
-    "first contact from update without item added (mid-stream-join repair)": [update("s02", "s06", OUT, "Hello", TC, C)],
-    "first contact at content_index 1 leaves a hole": [update("s02", "s06", OUT, "B", TC, text_codec(content_index=1))],
+    "first contact from update (cancelled)": BASE
+    + [update("s02", "s06", OUT, "Hel", TX, C), append("s02", "s07", "x", T, C)],
+    "first contact from update with empty data": BASE
+    + [update("s02", "s06", OUT, "", T, C), append("s02", "s07", "A", TC, C)],
+    "first contact from update without item added (mid-stream-join repair)": [
+        update("s02", "s06", OUT, "Hello", TC, C)
+    ],
+    "first contact at content_index 1 leaves a hole": [
+        update("s02", "s06", OUT, "B", TC, text_codec(content_index=1))
+    ],
     "hole filled later": [
         update("s03", "s06", OUT, "B", TC, text_codec(content_index=1)),
         update("s02", "s07", OUT, "A", TC, text_codec(content_index=0)),
     ],
     "append without tracker with envelope (no name: no events)": BASE + [append("s02", "s05", "lo", T, C)],
-    "append without tracker then live appends": BASE + [append("s02", "s05", "lo", T, C), append("s02", "s06", "!", TC, C)],
-    "foreign append (no extras.ai)": BASE + [{"action": "message.append", "serial": "f1", "version": {"serial": "f2"}, "data": "x"}],
+    "append without tracker then live appends": BASE
+    + [append("s02", "s05", "lo", T, C), append("s02", "s06", "!", TC, C)],
+    "foreign append (no extras.ai)": BASE
+    + [{"action": "message.append", "serial": "f1", "version": {"serial": "f2"}, "data": "x"}],
     "foreign create, update and delete": BASE
     + [
-        {"action": "message.create", "name": "chat", "serial": "f1", "data": "hi", "extras": {"headers": {"a": "b"}}},
-        {"action": "message.update", "name": "chat", "serial": "f1", "version": {"serial": "f2"}, "data": "hi!"},
+        {
+            "action": "message.create",
+            "name": "chat",
+            "serial": "f1",
+            "data": "hi",
+            "extras": {"headers": {"a": "b"}},
+        },
+        {
+            "action": "message.update",
+            "name": "chat",
+            "serial": "f1",
+            "version": {"serial": "f2"},
+            "data": "hi!",
+        },
         {"action": "message.delete", "serial": "f1", "version": {"serial": "f3"}},
         {"action": "message.create", "serial": "f4", "data": {"item": {}}},
     ],
-    "ai-output name without envelope": [{"action": "message.create", "name": OUT, "serial": "f1", "data": {"item": MSG_ITEM}}],
+    "ai-output name without envelope": [
+        {"action": "message.create", "name": OUT, "serial": "f1", "data": {"item": MSG_ITEM}}
+    ],
     "numeric actions": [
         {**added("s01", MSG_ITEM), "action": 0},
         {**create("s02", OUT, "", T, C), "action": 0},
@@ -123,15 +177,22 @@ CASES: dict[str, list] = {
         {**update("s02", "s04", OUT, "Hi!", T, C), "action": 1},
         {**delete("s02", "s05"), "action": 2},
     ],
-    "other actions ignored": BASE + [{**create("s02", OUT, "", T, C), "action": "meta"}, {**create("s03", OUT, "", T, C), "action": 4}],
-    "discrete update re-decodes every time": [added("s01", MSG_ITEM), {**added("s01", MSG_ITEM), "action": "message.update"}]
+    "other actions ignored": BASE
+    + [{**create("s02", OUT, "", T, C), "action": "meta"}, {**create("s03", OUT, "", T, C), "action": 4}],
+    "discrete update re-decodes every time": [
+        added("s01", MSG_ITEM),
+        {**added("s01", MSG_ITEM), "action": "message.update"},
+    ]
     + [{**added("s01", MSG_ITEM), "action": "message.update", "version": {"serial": "s09"}}],
     "streamed ai-input is not rebuilt": [
         create("i1", IN, "", stream_transport("x"), {"kind": "user-message", "partType": "input_text"}),
         append("i1", "i2", "abc", stream_transport("x", status="complete"), {"kind": "user-message"}),
     ],
     "refusal stream": BASE
-    + [create("s02", OUT, "", T, text_codec(kind="refusal")), append("s02", "s03", "No.", TC, text_codec(kind="refusal"))],
+    + [
+        create("s02", OUT, "", T, text_codec(kind="refusal")),
+        append("s02", "s03", "No.", TC, text_codec(kind="refusal")),
+    ],
     "reasoning text stream": [added("s01", RS_ITEM)]
     + [create("s02", OUT, "", T, text_codec("rs_1", kind="reasoning_text"))]
     + [append("s02", "s03", "think", TC, text_codec("rs_1", kind="reasoning_text"))],
@@ -139,11 +200,26 @@ CASES: dict[str, list] = {
     + [create("s02", OUT, "", stream_transport("rs_1:summary:0"), summary_codec())]
     + [append("s02", "s03", "First.", stream_transport("rs_1:summary:0", status="complete"), summary_codec())]
     + [create("s04", OUT, "", stream_transport("rs_1:summary:1"), summary_codec(summary_index=1))]
-    + [append("s04", "s05", "Second.", stream_transport("rs_1:summary:1", status="complete"), summary_codec(summary_index=1))]
+    + [
+        append(
+            "s04",
+            "s05",
+            "Second.",
+            stream_transport("rs_1:summary:1", status="complete"),
+            summary_codec(summary_index=1),
+        )
+    ]
     + [done("s06", {"id": "rs_1", "type": "reasoning", "encrypted_content": "done-blob"})],
     "summary first contact at index 1 leaves a hole": [
         added("s01", RS_ITEM),
-        update("s04", "s05", OUT, "Second.", stream_transport("rs_1:summary:1", status="complete"), summary_codec(summary_index=1)),
+        update(
+            "s04",
+            "s05",
+            OUT,
+            "Second.",
+            stream_transport("rs_1:summary:1", status="complete"),
+            summary_codec(summary_index=1),
+        ),
     ],
     "function call arguments stream": [
         create("s01", OUT, "", stream_transport("fc_1"), fn_codec()),
@@ -152,32 +228,87 @@ CASES: dict[str, list] = {
         append("s01", "s04", "", stream_transport("fc_1", status="complete"), fn_codec()),
         done("s05", {"type": "function_call", "id": "fc_1", "status": "completed"}),
     ],
-    "function call first contact from history": [update("s01", "s04", OUT, '{"a":1}', stream_transport("fc_1", status="complete"), fn_codec())],
+    "function call first contact from history": [
+        update("s01", "s04", OUT, '{"a":1}', stream_transport("fc_1", status="complete"), fn_codec())
+    ],
     "function call stream with an unparseable item header": [
-        create("s01", OUT, "", stream_transport("fc_1"), {"kind": "function_call_arguments", "item": "{nope", "output_index": "x"}),
-        append("s01", "s02", "{}", stream_transport("fc_1", status="complete"), {"kind": "function_call_arguments", "item": '{"type":"other","id":5}'}),
+        create(
+            "s01",
+            OUT,
+            "",
+            stream_transport("fc_1"),
+            {"kind": "function_call_arguments", "item": "{nope", "output_index": "x"},
+        ),
+        append(
+            "s01",
+            "s02",
+            "{}",
+            stream_transport("fc_1", status="complete"),
+            {"kind": "function_call_arguments", "item": '{"type":"other","id":5}'},
+        ),
     ],
     "message output_item.done with logprobs and status": BASE
     + text_stream()
-    + [done("s09", {"type": "message", "id": "msg_1", "status": "completed", "content": [{"type": "output_text", "logprobs": [{"token": "Hel"}]}]})],
-    "output_item.done for an unseen item is ignored": [done("s09", {"type": "message", "id": "nope", "status": "completed"})],
-    "output_item.done type mismatch is ignored": BASE + [done("s09", {"type": "reasoning", "id": "msg_1", "status": "completed"})],
+    + [
+        done(
+            "s09",
+            {
+                "type": "message",
+                "id": "msg_1",
+                "status": "completed",
+                "content": [{"type": "output_text", "logprobs": [{"token": "Hel"}]}],
+            },
+        )
+    ],
+    "output_item.done for an unseen item is ignored": [
+        done("s09", {"type": "message", "id": "nope", "status": "completed"})
+    ],
+    "output_item.done type mismatch is ignored": BASE
+    + [done("s09", {"type": "reasoning", "id": "msg_1", "status": "completed"})],
     "reasoning done sets encrypted_content and drops an absent status": [
         added("s01", {**RS_ITEM, "status": "in_progress"}),
         done("s02", {"type": "reasoning", "id": "rs_1", "encrypted_content": "final"}),
     ],
-    "unmodelled output item type skipped": [added("s01", {"id": "ws_1", "type": "web_search_call", "status": "completed"})],
-    "id-less items pushed each time": [added("s01", {"type": "message", "role": "assistant", "content": []})] * 2,
-    "re-added item keeps the first copy": [added("s01", MSG_ITEM), added("s02", {**MSG_ITEM, "status": "completed", "extra": 1})],
+    "unmodelled output item type skipped": [
+        added("s01", {"id": "ws_1", "type": "web_search_call", "status": "completed"})
+    ],
+    "id-less items pushed each time": [added("s01", {"type": "message", "role": "assistant", "content": []})]
+    * 2,
+    "re-added item keeps the first copy": [
+        added("s01", MSG_ITEM),
+        added("s02", {**MSG_ITEM, "status": "completed", "extra": 1}),
+    ],
     "function_call_output appended, no dedup": [
-        create("s01", OUT, {"item": {"type": "function_call_output", "call_id": "c1", "output": "42"}}, discrete_transport(), {"kind": "function_call_output"}),
-        create("s02", OUT, {"item": {"type": "function_call_output", "call_id": "c1", "output": "42"}}, discrete_transport(), {"kind": "function_call_output"}),
+        create(
+            "s01",
+            OUT,
+            {"item": {"type": "function_call_output", "call_id": "c1", "output": "42"}},
+            discrete_transport(),
+            {"kind": "function_call_output"},
+        ),
+        create(
+            "s02",
+            OUT,
+            {"item": {"type": "function_call_output", "call_id": "c1", "output": "42"}},
+            discrete_transport(),
+            {"kind": "function_call_output"},
+        ),
     ],
     "tool-approval-request (state only, no item)": [
-        create("s01", OUT, '{"x":1}', discrete_transport(), {"kind": "tool-approval-request", "call_id": "c1", "name": "rm"}),
+        create(
+            "s01",
+            OUT,
+            '{"x":1}',
+            discrete_transport(),
+            {"kind": "tool-approval-request", "call_id": "c1", "name": "rm"},
+        ),
     ],
-    "tool-approval-request defaults": [create("s01", OUT, {"not": "a string"}, discrete_transport(), {"kind": "tool-approval-request"})],
-    "discrete item event with string data has no item": [create("s01", OUT, "junk", discrete_transport(), {"kind": "response.output_item.added"})],
+    "tool-approval-request defaults": [
+        create("s01", OUT, {"not": "a string"}, discrete_transport(), {"kind": "tool-approval-request"})
+    ],
+    "discrete item event with string data has no item": [
+        create("s01", OUT, "junk", discrete_transport(), {"kind": "response.output_item.added"})
+    ],
     "discrete item event with null data (reference throws)": [
         create("s01", OUT, None, discrete_transport(), {"kind": "response.output_item.added"}),
         added("s02", MSG_ITEM),
@@ -186,8 +317,12 @@ CASES: dict[str, list] = {
         create("s01", OUT, NO_DATA, discrete_transport(), {"kind": "function_call_output"}),
         added("s02", MSG_ITEM),
     ],
-    "stream group kind sent as discrete decodes to nothing": [create("s01", OUT, "x", discrete_transport(), {"kind": "output_text"})],
-    "unknown output kind": [create("s01", OUT, "x", discrete_transport(), {"kind": "response.web_search_call.completed"})],
+    "stream group kind sent as discrete decodes to nothing": [
+        create("s01", OUT, "x", discrete_transport(), {"kind": "output_text"})
+    ],
+    "unknown output kind": [
+        create("s01", OUT, "x", discrete_transport(), {"kind": "response.web_search_call.completed"})
+    ],
     "event without codec-message-id is not folded": [added("s01", MSG_ITEM, mid=None)],
     "unknown stream group: only the synthetic item": [
         create("s01", OUT, "", T, {**C, "kind": "mystery"}),
@@ -196,7 +331,8 @@ CASES: dict[str, list] = {
     "missing item_id: no synthetic item, start omits it": BASE
     + [create("s02", OUT, "", T, {k: v for k, v in C.items() if k != "item_id"})]
     + [append("s02", "s03", "x", TC, {k: v for k, v in C.items() if k != "item_id"})],
-    "missing part: no synthetic item": BASE + [create("s02", OUT, "", T, {k: v for k, v in C.items() if k != "part"})],
+    "missing part: no synthetic item": BASE
+    + [create("s02", OUT, "", T, {k: v for k, v in C.items() if k != "part"})],
     "summary part on a content group synthesises a reasoning item": [
         create("s02", OUT, "", T, {**C, "part": '{"type":"summary_text","text":""}'}),
     ],
@@ -206,43 +342,106 @@ CASES: dict[str, list] = {
     "null index headers": BASE
     + [create("s02", OUT, "", T, {**C, "output_index": "null", "content_index": "null"})]
     + [append("s02", "s03", "x", TC, {**C, "output_index": "null", "content_index": "null"})],
-    "string content_index header": BASE + [create("s02", OUT, "", T, {**C, "content_index": '"0"'}), append("s02", "s03", "x", TC, C)],
+    "string content_index header": BASE
+    + [create("s02", OUT, "", T, {**C, "content_index": '"0"'}), append("s02", "s03", "x", TC, C)],
     "non-string data on a stream": BASE
-    + [create("s02", OUT, {"a": 1}, T, C), append("s02", "s03", {"b": 2}, T, C), append("s02", "s04", "ok", TC, C)],
+    + [
+        create("s02", OUT, {"a": 1}, T, C),
+        append("s02", "s03", {"b": 2}, T, C),
+        append("s02", "s04", "ok", TC, C),
+    ],
 }
 
 INPUT_CASES: dict[str, list] = {
     "user-message parts merge": [
-        create("u1", IN, "Hello ", discrete_transport("u-msg", role="user"), {"kind": "user-message", "partType": "input_text"}),
-        create("u2", IN, "world", discrete_transport("u-msg", role="user"), {"kind": "user-message", "partType": "input_text"}),
+        create(
+            "u1",
+            IN,
+            "Hello ",
+            discrete_transport("u-msg", role="user"),
+            {"kind": "user-message", "partType": "input_text"},
+        ),
+        create(
+            "u2",
+            IN,
+            "world",
+            discrete_transport("u-msg", role="user"),
+            {"kind": "user-message", "partType": "input_text"},
+        ),
     ],
     "user-message defaults (no role, non-string data)": [
         create("u1", IN, 5, discrete_transport("u-msg"), {"kind": "user-message", "partType": "input_text"}),
     ],
     "user-message with another partType or none": [
-        create("u1", IN, "x", discrete_transport("u-msg"), {"kind": "user-message", "partType": "input_image"}),
+        create(
+            "u1", IN, "x", discrete_transport("u-msg"), {"kind": "user-message", "partType": "input_image"}
+        ),
         create("u2", IN, "x", discrete_transport("u-msg"), {"kind": "user-message"}),
     ],
     "user-message assistant role header": [
-        create("u1", IN, "hi", discrete_transport("u-msg", role="assistant"), {"kind": "user-message", "partType": "input_text"}),
+        create(
+            "u1",
+            IN,
+            "hi",
+            discrete_transport("u-msg", role="assistant"),
+            {"kind": "user-message", "partType": "input_text"},
+        ),
     ],
-    "tool-result": [create("t1", IN, {"output": {"temp": 20}}, discrete_transport("m1"), {"kind": "tool-result", "call_id": "c1"})],
+    "tool-result": [
+        create(
+            "t1",
+            IN,
+            {"output": {"temp": 20}},
+            discrete_transport("m1"),
+            {"kind": "tool-result", "call_id": "c1"},
+        )
+    ],
     "tool-result defaults": [
         create("t1", IN, "not an object", discrete_transport(None), {"kind": "tool-result"}),
-        create("t2", IN, {"no": "output"}, discrete_transport("m1"), {"kind": "tool-result", "call_id": "c2"}),
+        create(
+            "t2", IN, {"no": "output"}, discrete_transport("m1"), {"kind": "tool-result", "call_id": "c2"}
+        ),
         create("t3", IN, [1, 2], discrete_transport("m1"), {"kind": "tool-result", "call_id": "c3"}),
     ],
-    "tool-result-error": [create("t1", IN, {"message": "boom"}, discrete_transport("m1"), {"kind": "tool-result-error", "call_id": "c1"})],
-    "tool-result-error defaults": [create("t1", IN, {"message": 5}, discrete_transport("m1"), {"kind": "tool-result-error"})],
+    "tool-result-error": [
+        create(
+            "t1",
+            IN,
+            {"message": "boom"},
+            discrete_transport("m1"),
+            {"kind": "tool-result-error", "call_id": "c1"},
+        )
+    ],
+    "tool-result-error defaults": [
+        create("t1", IN, {"message": 5}, discrete_transport("m1"), {"kind": "tool-result-error"})
+    ],
     "tool-approval-response approved": [
-        create("a1", IN, "", discrete_transport("m1"), {"kind": "tool-approval-response", "call_id": "c1", "approved": "true"}),
+        create(
+            "a1",
+            IN,
+            "",
+            discrete_transport("m1"),
+            {"kind": "tool-approval-response", "call_id": "c1", "approved": "true"},
+        ),
     ],
     "tool-approval-response denied with reason": [
-        create("a1", IN, "", discrete_transport("m1"), {"kind": "tool-approval-response", "call_id": "c1", "approved": "false", "reason": "no"}),
+        create(
+            "a1",
+            IN,
+            "",
+            discrete_transport("m1"),
+            {"kind": "tool-approval-response", "call_id": "c1", "approved": "false", "reason": "no"},
+        ),
     ],
     "tool-approval-response defaults": [
         create("a1", IN, "", discrete_transport("m1"), {"kind": "tool-approval-response"}),
-        create("a2", IN, "", discrete_transport("m1"), {"kind": "tool-approval-response", "call_id": "c2", "approved": "TRUE"}),
+        create(
+            "a2",
+            IN,
+            "",
+            discrete_transport("m1"),
+            {"kind": "tool-approval-response", "call_id": "c2", "approved": "TRUE"},
+        ),
     ],
     "regenerate and unknown kinds decode to nothing": [
         create("r1", IN, "", discrete_transport("m1", **{"msg-regenerate": "x"}), {"kind": "regenerate"}),
@@ -250,7 +449,12 @@ INPUT_CASES: dict[str, list] = {
         create("r3", IN, "", discrete_transport("m1")),
     ],
     "input update re-decodes": [
-        {**create("t1", IN, {"output": 1}, discrete_transport("m1"), {"kind": "tool-result", "call_id": "c1"}), "action": "message.update"},
+        {
+            **create(
+                "t1", IN, {"output": 1}, discrete_transport("m1"), {"kind": "tool-result", "call_id": "c1"}
+            ),
+            "action": "message.update",
+        },
     ],
 }
 
@@ -296,8 +500,17 @@ def types(evs):
 
 def test_live_text_stream_events():
     o = outputs("live text stream")
-    assert types(o[1]) == ["response.output_item.added", "response.content_part.added"]  # synthetic then start
-    assert o[1][0]["item"] == {"id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    assert types(o[1]) == [
+        "response.output_item.added",
+        "response.content_part.added",
+    ]  # synthetic then start
+    assert o[1][0]["item"] == {
+        "id": "msg_1",
+        "type": "message",
+        "role": "assistant",
+        "status": "in_progress",
+        "content": [],
+    }
     assert o[1][1] == {
         "item_id": "msg_1",
         "output_index": 0,
@@ -305,9 +518,17 @@ def test_live_text_stream_events():
         "part": {"type": "output_text", "text": "", "annotations": []},
         "type": "response.content_part.added",
     }
-    assert o[2] == [{"item_id": "msg_1", "content_index": 0, "delta": "Hel", "type": "response.output_text.delta"}]
+    assert o[2] == [
+        {"item_id": "msg_1", "content_index": 0, "delta": "Hel", "type": "response.output_text.delta"}
+    ]
     assert o[4] == [
-        {"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0, "content_index": 0, "text": "Hello"}
+        {
+            "type": "response.output_text.done",
+            "item_id": "msg_1",
+            "output_index": 0,
+            "content_index": 0,
+            "text": "Hello",
+        }
     ]
     assert texts("live text stream") == ["Hello"]
 
@@ -329,7 +550,9 @@ def test_prefix_and_non_prefix_updates():
     o = outputs("prefix update emits only the suffix and closes")[3]
     assert types(o) == ["response.output_text.delta", "response.output_text.done"]
     assert o[0]["delta"] == "lo" and o[1]["text"] == "Hello" and o[1]["output_index"] == 7  # closing headers
-    assert types(outputs("prefix update without new data still applies complete")[3]) == ["response.output_text.done"]
+    assert types(outputs("prefix update without new data still applies complete")[3]) == [
+        "response.output_text.done"
+    ]
     o = outputs("non-prefix update replaces silently")
     assert o[3] == [] and o[4][0]["delta"] == "!" and o[5][0]["text"] == "Goodbye!"
     # the fold saw "Hel" + "!" as deltas, then the done replaced the text with the accumulated one
@@ -349,7 +572,11 @@ def test_delete_and_foreign():
 
 def test_first_contact():
     o = outputs("first contact from update (late join, streaming)")[1]
-    assert types(o) == ["response.output_item.added", "response.content_part.added", "response.output_text.delta"]
+    assert types(o) == [
+        "response.output_item.added",
+        "response.content_part.added",
+        "response.output_text.delta",
+    ]
     assert texts("first contact from update (late join, streaming)") == ["Hello"]
     o = outputs("first contact from update (history, complete)")[1]
     assert types(o)[-1] == "response.output_text.done" and o[-1]["text"] == "Hello"
@@ -382,17 +609,34 @@ def test_holes_compact_to_the_dense_prefix():
 
 def test_reasoning_and_function_calls():
     item = messages("reasoning summary streams (two parts)")[0]["message"]["items"][0]
-    assert item["summary"] == [{"type": "summary_text", "text": "First."}, {"type": "summary_text", "text": "Second."}]
+    assert item["summary"] == [
+        {"type": "summary_text", "text": "First."},
+        {"type": "summary_text", "text": "Second."},
+    ]
     assert item["encrypted_content"] == "done-blob"
     o = outputs("function call arguments stream")
     assert o[0] == [
         {
-            "item": {"id": "fc_1", "type": "function_call", "status": "in_progress", "arguments": "", "call_id": "call_1", "name": "get_weather"},
+            "item": {
+                "id": "fc_1",
+                "type": "function_call",
+                "status": "in_progress",
+                "arguments": "",
+                "call_id": "call_1",
+                "name": "get_weather",
+            },
             "output_index": 0,
             "type": "response.output_item.added",
         }
     ]
-    assert o[1] == [{"type": "response.function_call_arguments.delta", "item_id": "fc_1", "output_index": 0, "delta": '{"city":'}]
+    assert o[1] == [
+        {
+            "type": "response.function_call_arguments.delta",
+            "item_id": "fc_1",
+            "output_index": 0,
+            "delta": '{"city":',
+        }
+    ]
     assert o[3] == [
         {
             "type": "response.function_call_arguments.done",
@@ -406,7 +650,12 @@ def test_reasoning_and_function_calls():
     assert fc["arguments"] == '{"city":"Paris"}' and fc["status"] == "completed"
     o = outputs("function call stream with an unparseable item header")
     assert o[0] == [{"type": "response.output_item.added"}]  # no item, no output_index; no synthetic item
-    assert o[1][0] == {"type": "response.function_call_arguments.delta", "item_id": "", "output_index": 0, "delta": "{}"}
+    assert o[1][0] == {
+        "type": "response.function_call_arguments.delta",
+        "item_id": "",
+        "output_index": 0,
+        "delta": "{}",
+    }
     assert o[1][1]["item_id"] == 5 and o[1][1]["name"] == ""
 
 
@@ -414,8 +663,13 @@ def test_done_reductions():
     item = messages("message output_item.done with logprobs and status")[0]["message"]["items"][0]
     assert item["status"] == "completed" and item["content"][0]["logprobs"] == [{"token": "Hel"}]
     assert messages("output_item.done for an unseen item is ignored") == []
-    assert messages("output_item.done type mismatch is ignored")[0]["message"]["items"][0]["status"] == "in_progress"
-    item = messages("reasoning done sets encrypted_content and drops an absent status")[0]["message"]["items"][0]
+    assert (
+        messages("output_item.done type mismatch is ignored")[0]["message"]["items"][0]["status"]
+        == "in_progress"
+    )
+    item = messages("reasoning done sets encrypted_content and drops an absent status")[0]["message"][
+        "items"
+    ][0]
     assert item["encrypted_content"] == "final" and "status" not in item
 
 
@@ -434,7 +688,9 @@ def test_items_and_tool_states():
     assert outputs("tool-approval-request defaults")[0] == [
         {"call_id": "", "name": "", "arguments": "", "type": "tool-approval-request"}
     ]
-    assert outputs("discrete item event with string data has no item")[0] == [{"type": "response.output_item.added"}]
+    assert outputs("discrete item event with string data has no item")[0] == [
+        {"type": "response.output_item.added"}
+    ]
     assert messages("event without codec-message-id is not folded") == []
 
 
@@ -450,7 +706,12 @@ def test_decoded_inputs_and_defaults():
     assert i[0] == [
         {
             "kind": "user-message",
-            "message": {"role": "user", "items": [{"type": "message", "role": "user", "content": [{"text": "Hello ", "type": "input_text"}]}]},
+            "message": {
+                "role": "user",
+                "items": [
+                    {"type": "message", "role": "user", "content": [{"text": "Hello ", "type": "input_text"}]}
+                ],
+            },
         }
     ]
     m = messages("user-message parts merge")
@@ -463,13 +724,21 @@ def test_decoded_inputs_and_defaults():
                     {
                         "type": "message",
                         "role": "user",
-                        "content": [{"text": "Hello ", "type": "input_text"}, {"text": "world", "type": "input_text"}],
+                        "content": [
+                            {"text": "Hello ", "type": "input_text"},
+                            {"text": "world", "type": "input_text"},
+                        ],
                     }
                 ],
             },
         }
     ]
-    assert inputs("user-message defaults (no role, non-string data)")[0][0]["message"]["items"][0]["content"][0]["text"] == ""
+    assert (
+        inputs("user-message defaults (no role, non-string data)")[0][0]["message"]["items"][0]["content"][0][
+            "text"
+        ]
+        == ""
+    )
     assert inputs("user-message with another partType or none") == [[], []]
     assert messages("user-message assistant role header")[0]["message"]["role"] == "assistant"
     assert inputs("tool-result")[0] == [
@@ -499,7 +768,7 @@ def test_direction_follows_the_message_name():
     assert r.outputs == [] and len(r.inputs) == 1
     r = d.decode(added("s01", MSG_ITEM))
     assert r.inputs == [] and len(r.outputs) == 1
-    inputs_, outputs_ = r  # unpackable
+    _inputs, outputs_ = r  # unpackable
     assert outputs_ == r.outputs
     assert DecodeResult().to_dict() == {"inputs": [], "outputs": []}
 
@@ -510,7 +779,10 @@ def test_ably_python_message_objects_decode_like_dicts():
     wire = CASES["live text stream"]
     objs = []
     for m in wire:
-        action = {"message.create": MessageAction.MESSAGE_CREATE, "message.append": MessageAction.MESSAGE_APPEND}[m["action"]]
+        action = {
+            "message.create": MessageAction.MESSAGE_CREATE,
+            "message.append": MessageAction.MESSAGE_APPEND,
+        }[m["action"]]
         objs.append(
             Message(
                 name=m.get("name"),
@@ -524,7 +796,9 @@ def test_ably_python_message_objects_decode_like_dicts():
     d1, d2 = Decoder(), Decoder()
     assert [d1.decode(o).to_dict() for o in objs] == [d2.decode(m).to_dict() for m in wire]
     # version given as a plain dict on the object is read too
-    obj = Message(name=OUT, data="", extras=wire[1]["extras"], serial="zz", action=MessageAction.MESSAGE_CREATE)
+    obj = Message(
+        name=OUT, data="", extras=wire[1]["extras"], serial="zz", action=MessageAction.MESSAGE_CREATE
+    )
     obj._Message__version = {"serial": "zz"}  # as some SDK paths leave it
     assert json.dumps(Decoder().decode(obj).to_dict())
 
@@ -538,9 +812,20 @@ def test_malformed_parts_are_logged(caplog):
         assert "not valid JSON" in caplog.text
         caplog.clear()
         d = Decoder()
-        assert d.decode({"action": "message.create", "name": OUT, "serial": "x", "extras": {"ai": {"transport": 5}}}) == DecodeResult()
-        assert d.decode({"action": "message.create", "name": OUT, "serial": "y", "extras": {"ai": "x"}}) == DecodeResult()
-        assert "extras.ai.transport is not an object" in caplog.text and "extras.ai is not an object" in caplog.text
+        assert (
+            d.decode(
+                {"action": "message.create", "name": OUT, "serial": "x", "extras": {"ai": {"transport": 5}}}
+            )
+            == DecodeResult()
+        )
+        assert (
+            d.decode({"action": "message.create", "name": OUT, "serial": "y", "extras": {"ai": "x"}})
+            == DecodeResult()
+        )
+        assert (
+            "extras.ai.transport is not an object" in caplog.text
+            and "extras.ai is not an object" in caplog.text
+        )
         caplog.clear()
         outputs("live text stream")
         outputs("foreign create, update and delete")

@@ -8,7 +8,6 @@ here) and every decoded message, event by event, plus the final messages must be
 from __future__ import annotations
 
 import pytest
-
 from support_codec_decoder import assert_matches_js, decode_fold, history_view, late_join, recorded_runs
 
 
@@ -61,18 +60,19 @@ def test_recorded_streams_fold_to_the_responses_final_items(recorded_wires):
 # ---------------------------------------------------------------------------------------------
 # Hypothesis: generated wires and fold sequences, compared with the reference
 
-import copy  # noqa: E402
+import copy
 
-from hypothesis import given  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from support_codec_decoder import (  # noqa: E402
+from hypothesis import given
+from hypothesis import strategies as st
+from support_codec_decoder import (
     FOREIGN,
     JUNK_MESSAGES,
     TEXT,
-    decode_fold as _decode_fold,
     fold_sequences,
     live_wires,
+)
+from support_codec_decoder import (
+    decode_fold as _decode_fold,
 )
 
 _ACTION_INT = {"message.create": 0, "message.update": 1, "message.delete": 2, "message.append": 5}
@@ -86,14 +86,20 @@ def mutated_wires(draw):
     serials = sorted({op["serial"] for op in wire})
     versions = sorted({op["version"]["serial"] for op in wire})
     for _ in range(draw(st.integers(0, 8))):
-        what = draw(st.sampled_from(["dup", "update", "update", "delete", "drop", "numeric", "noversion", "foreign"]))
+        what = draw(
+            st.sampled_from(["dup", "update", "update", "delete", "drop", "numeric", "noversion", "foreign"])
+        )
         if not wire:
             break
         at = draw(st.integers(0, len(wire)))
         if what == "dup":
             wire.insert(at, copy.deepcopy(draw(st.sampled_from(wire))))
         elif what == "update":
-            ours = [op for op in wire if isinstance(op.get("extras"), dict) and isinstance(op["extras"].get("ai"), dict)]
+            ours = [
+                op
+                for op in wire
+                if isinstance(op.get("extras"), dict) and isinstance(op["extras"].get("ai"), dict)
+            ]
             if not ours:
                 continue
             base = draw(st.sampled_from(ours))
@@ -104,12 +110,25 @@ def mutated_wires(draw):
             t = ext.get("ai", {}).get("transport", {})
             t["status"] = draw(st.sampled_from(["streaming", "complete", "cancelled"]))
             version = draw(st.sampled_from(versions) | st.just(f"s{len(wire) + 90000:05d}"))
-            upd = {"action": "message.update", "serial": base["serial"], "version": {"serial": version}, "data": data, "extras": ext}
+            upd = {
+                "action": "message.update",
+                "serial": base["serial"],
+                "version": {"serial": version},
+                "data": data,
+                "extras": ext,
+            }
             if draw(st.booleans()):
                 upd["name"] = "ai-output"
             wire.insert(at, upd)
         elif what == "delete":
-            wire.insert(at, {"action": "message.delete", "serial": draw(st.sampled_from(serials)), "version": {"serial": draw(st.sampled_from(versions))}})
+            wire.insert(
+                at,
+                {
+                    "action": "message.delete",
+                    "serial": draw(st.sampled_from(serials)),
+                    "version": {"serial": draw(st.sampled_from(versions))},
+                },
+            )
         elif what == "drop":
             del wire[at % len(wire)]
         elif what == "numeric":

@@ -13,8 +13,6 @@ import logging
 
 from hypothesis import given
 from hypothesis import strategies as st
-
-from ai_transport.codec.decoder import DecodeResult, Decoder
 from support_codec_decoder import (
     FOREIGN,
     JUNK_MESSAGES,
@@ -25,6 +23,8 @@ from support_codec_decoder import (
     live_wires,
     messages_of,
 )
+
+from ai_transport.codec.decoder import Decoder, DecodeResult
 
 OUR_MESSAGE_IDS = {"m1", "m2", "u1", "u2"}
 

@@ -13,9 +13,9 @@ import copy
 
 from hypothesis import given
 from hypothesis import strategies as st
+from support_codec_decoder import fold_sequences
 
 from ai_transport.codec import reducer
-from support_codec_decoder import fold_sequences
 
 
 def _fold(steps):
@@ -54,15 +54,40 @@ def test_deep_copied_state_is_independent(steps, data):
 def test_long_stream_accumulates_every_delta():
     state = reducer.init()
     fold = reducer.fold
-    fold(state, "output", {"type": "response.output_item.added", "item": {"id": "m", "type": "message", "content": []}}, "m1")
-    fold(state, "output", {"type": "response.content_part.added", "item_id": "m", "content_index": 0, "part": {"type": "output_text", "text": ""}}, "m1")
+    fold(
+        state,
+        "output",
+        {"type": "response.output_item.added", "item": {"id": "m", "type": "message", "content": []}},
+        "m1",
+    )
+    fold(
+        state,
+        "output",
+        {
+            "type": "response.content_part.added",
+            "item_id": "m",
+            "content_index": 0,
+            "part": {"type": "output_text", "text": ""},
+        },
+        "m1",
+    )
     for i in range(50_000):
-        fold(state, "output", {"type": "response.output_text.delta", "item_id": "m", "content_index": 0, "delta": str(i % 10)}, "m1")
+        fold(
+            state,
+            "output",
+            {"type": "response.output_text.delta", "item_id": "m", "content_index": 0, "delta": str(i % 10)},
+            "m1",
+        )
         if i == 25_000:
             assert len(reducer.get_messages(state)[0].message.items[0]["content"][0]["text"]) == 25_001
     text = reducer.get_messages(state)[0].message.items[0]["content"][0]["text"]
     assert text == "".join(str(i % 10) for i in range(50_000))
-    fold(state, "output", {"type": "response.output_text.done", "item_id": "m", "content_index": 0, "text": "final"}, "m1")
+    fold(
+        state,
+        "output",
+        {"type": "response.output_text.done", "item_id": "m", "content_index": 0, "text": "final"},
+        "m1",
+    )
     assert reducer.get_messages(state)[0].message.items[0]["content"][0]["text"] == "final"
 
 
@@ -70,12 +95,24 @@ def test_indexes_stay_in_step_with_items():
     state = reducer.init()
     n = 20_000
     for i in range(n):
-        reducer.fold(state, "output", {"type": "response.output_item.added", "item": {"id": f"fc{i}", "type": "function_call", "arguments": ""}}, "m1")
-        reducer.fold(state, "input", {"kind": "tool-result", "payload": {"call_id": f"c{i}", "output": i}}, "m1")
+        reducer.fold(
+            state,
+            "output",
+            {
+                "type": "response.output_item.added",
+                "item": {"id": f"fc{i}", "type": "function_call", "arguments": ""},
+            },
+            "m1",
+        )
+        reducer.fold(
+            state, "input", {"kind": "tool-result", "payload": {"call_id": f"c{i}", "output": i}}, "m1"
+        )
     entry = state._by_id["m1"]
     assert len(entry.by_item_id) == n and len(entry.outputs_by_call) == n and len(entry.items) == 2 * n
     # an upsert lands on the indexed item, wherever it is
-    reducer.fold(state, "input", {"kind": "tool-result-error", "payload": {"call_id": "c7", "message": "boom"}}, "m1")
+    reducer.fold(
+        state, "input", {"kind": "tool-result-error", "payload": {"call_id": "c7", "message": "boom"}}, "m1"
+    )
     assert entry.items[15] == {"type": "function_call_output", "call_id": "c7", "output": "boom"}
 
 
@@ -83,14 +120,64 @@ def test_pickled_state_round_trips_mid_stream():
     import pickle
 
     state = reducer.init()
-    reducer.fold(state, "output", {"type": "response.output_item.added", "item": {"id": 1, "type": "message", "content": []}}, "m1")
-    reducer.fold(state, "output", {"type": "response.content_part.added", "item_id": 1, "content_index": 2, "part": {"type": "output_text", "text": ""}}, "m1")
-    reducer.fold(state, "output", {"type": "response.output_text.delta", "item_id": 1, "content_index": 2, "delta": "a"}, "m1")
-    reducer.fold(state, "output", {"type": "response.output_text.delta", "item_id": 1, "content_index": 2, "delta": "b"}, "m1")
+    reducer.fold(
+        state,
+        "output",
+        {"type": "response.output_item.added", "item": {"id": 1, "type": "message", "content": []}},
+        "m1",
+    )
+    reducer.fold(
+        state,
+        "output",
+        {
+            "type": "response.content_part.added",
+            "item_id": 1,
+            "content_index": 2,
+            "part": {"type": "output_text", "text": ""},
+        },
+        "m1",
+    )
+    reducer.fold(
+        state,
+        "output",
+        {"type": "response.output_text.delta", "item_id": 1, "content_index": 2, "delta": "a"},
+        "m1",
+    )
+    reducer.fold(
+        state,
+        "output",
+        {"type": "response.output_text.delta", "item_id": 1, "content_index": 2, "delta": "b"},
+        "m1",
+    )
     copy_ = pickle.loads(pickle.dumps(state))
     for s in (state, copy_):
-        reducer.fold(s, "output", {"type": "response.content_part.added", "item_id": 1, "content_index": 0, "part": {"type": "refusal", "refusal": ""}}, "m1")
-        reducer.fold(s, "output", {"type": "response.content_part.added", "item_id": 1.0, "content_index": 1, "part": {"type": "output_text", "text": ""}}, "m1")
-        reducer.fold(s, "output", {"type": "response.output_text.delta", "item_id": 1, "content_index": 2, "delta": "c"}, "m1")
+        reducer.fold(
+            s,
+            "output",
+            {
+                "type": "response.content_part.added",
+                "item_id": 1,
+                "content_index": 0,
+                "part": {"type": "refusal", "refusal": ""},
+            },
+            "m1",
+        )
+        reducer.fold(
+            s,
+            "output",
+            {
+                "type": "response.content_part.added",
+                "item_id": 1.0,
+                "content_index": 1,
+                "part": {"type": "output_text", "text": ""},
+            },
+            "m1",
+        )
+        reducer.fold(
+            s,
+            "output",
+            {"type": "response.output_text.delta", "item_id": 1, "content_index": 2, "delta": "c"},
+            "m1",
+        )
     assert _dicts(copy_) == _dicts(state)
     assert _dicts(state)[0]["message"]["items"][0]["content"][2]["text"] == "abc"

@@ -14,9 +14,9 @@ import copy
 from typing import Any
 
 import pytest
+from support_codec_decoder import history_view, late_join, messages_of, recorded_runs
 
 from ai_transport.codec.codec import ResponsesCodec
-from support_codec_decoder import history_view, late_join, messages_of, recorded_runs
 
 
 class RecordingWriter:
@@ -93,7 +93,10 @@ STEMS = [
 def test_round_trip_folds_to_the_final_output_items(encoded, stem):
     runs, wire = encoded[stem]
     expected = [
-        {"codecMessageId": run["messageId"], "message": {"role": "assistant", "items": _final_items(run["events"])}}
+        {
+            "codecMessageId": run["messageId"],
+            "message": {"role": "assistant", "items": _final_items(run["events"])},
+        }
         for run in runs
         if _final_items(run["events"])
     ]
@@ -106,15 +109,25 @@ def test_round_trip_folds_to_the_final_output_items(encoded, stem):
 def test_round_trip_keeps_the_done_encrypted_content_and_summaries(encoded):
     runs, wire = encoded["openai-reasoning-encrypted-content.1"]
     events = runs[0]["events"]
-    added = next(e["item"] for e in events if e["type"] == "response.output_item.added" and e["item"]["type"] == "reasoning")
-    done = next(e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "reasoning")
+    added = next(
+        e["item"]
+        for e in events
+        if e["type"] == "response.output_item.added" and e["item"]["type"] == "reasoning"
+    )
+    done = next(
+        e["item"]
+        for e in events
+        if e["type"] == "response.output_item.done" and e["item"]["type"] == "reasoning"
+    )
     assert added["encrypted_content"] != done["encrypted_content"]  # the recorded stream rotates it
     reasoning = messages_of(wire)[0]["message"]["items"][0]
     assert reasoning["encrypted_content"] == done["encrypted_content"]
     summary = "".join(e["delta"] for e in events if e["type"] == "response.reasoning_summary_text.delta")
     assert reasoning["summary"] == [{"type": "summary_text", "text": summary}]
     calls = [i for m in messages_of(wire) for i in m["message"]["items"] if i["type"] == "function_call"]
-    assert len(calls) == 3 and all(c["status"] == "completed" and c["arguments"].startswith("{") for c in calls)
+    assert len(calls) == 3 and all(
+        c["status"] == "completed" and c["arguments"].startswith("{") for c in calls
+    )
 
 
 def test_round_trip_wire_equals_the_reference_encoders_wire(node, encoded):

@@ -74,7 +74,9 @@ class DecodeResult:
 
     __slots__ = ("inputs", "outputs")
 
-    def __init__(self, inputs: list[dict[str, Any]] | None = None, outputs: list[dict[str, Any]] | None = None):
+    def __init__(
+        self, inputs: list[dict[str, Any]] | None = None, outputs: list[dict[str, Any]] | None = None
+    ):
         self.inputs: list[dict[str, Any]] = inputs if inputs is not None else []
         self.outputs: list[dict[str, Any]] = outputs if outputs is not None else []
 
@@ -193,13 +195,17 @@ def _tier(extras: Any, tier: str) -> Mapping[str, Any]:
     ai = extras.get("ai")
     if type(ai) is not dict and not isinstance(ai, Mapping):
         if ai is not None:
-            logger.warning("decode(); extras.ai is not an object (%s), reading it as empty", type(ai).__name__)
+            logger.warning(
+                "decode(); extras.ai is not an object (%s), reading it as empty", type(ai).__name__
+            )
         return _EMPTY
     sub = ai.get(tier)
     if type(sub) is dict or isinstance(sub, Mapping):
         return sub
     if sub is not None:
-        logger.warning("decode(); extras.ai.%s is not an object (%s), reading it as empty", tier, type(sub).__name__)
+        logger.warning(
+            "decode(); extras.ai.%s is not an object (%s), reading it as empty", tier, type(sub).__name__
+        )
     return _EMPTY
 
 
@@ -226,7 +232,7 @@ _ITEM_ADDED: Final = "response.output_item.added"
 class _Group:
     """A streamed output group (``kind``) and how it rebuilds its start / delta / end events."""
 
-    __slots__ = ("kind", "start_type", "delta_type", "end_type", "end_field", "index_key")
+    __slots__ = ("delta_type", "end_field", "end_type", "index_key", "kind", "start_type")
 
     def __init__(self, kind: str, delta_type: str, end_type: str, end_field: str, index_key: str) -> None:
         self.kind = kind
@@ -242,10 +248,16 @@ _FN_ARGS: Final = "function_call_arguments"
 _GROUPS: Final[dict[str, _Group]] = {
     g.kind: g
     for g in (
-        _Group("output_text", "response.output_text.delta", "response.output_text.done", "text", "content_index"),
+        _Group(
+            "output_text", "response.output_text.delta", "response.output_text.done", "text", "content_index"
+        ),
         _Group("refusal", "response.refusal.delta", "response.refusal.done", "refusal", "content_index"),
         _Group(
-            "reasoning_text", "response.reasoning_text.delta", "response.reasoning_text.done", "text", "content_index"
+            "reasoning_text",
+            "response.reasoning_text.delta",
+            "response.reasoning_text.done",
+            "text",
+            "content_index",
         ),
         _Group(
             "reasoning_summary_text",
@@ -267,7 +279,7 @@ _REASONING_PARTS: Final = ("reasoning_text", "summary_text")
 class _Tracker:
     """Per-serial stream state (``StreamSequenceState``): closed trackers are tombstones."""
 
-    __slots__ = ("name", "stream_id", "chunks", "codec", "transport", "version", "closed", "_delta")
+    __slots__ = ("_delta", "chunks", "closed", "codec", "name", "stream_id", "transport", "version")
 
     def __init__(
         self, name: Any, stream_id: Any, accumulated: str, codec: dict, transport: dict, version: Any
@@ -364,7 +376,16 @@ def _hashable(v: Any) -> bool:
 
 
 class _Inbound:
-    __slots__ = ("action", "name", "serial", "version", "data", "extras")
+    """The fields of an inbound message the decoder reads (``action`` normalised, ``version`` defaulted)."""
+
+    __slots__ = ("action", "data", "extras", "name", "serial", "version")
+
+    action: Any
+    name: Any
+    serial: Any
+    version: Any
+    data: Any
+    extras: Any
 
 
 def _read_inbound(msg: Any) -> _Inbound | None:
@@ -440,7 +461,7 @@ class Decoder:
         if type(inbound) is dict and inbound.get("action") == _APPEND:
             try:
                 fast = self._fast_append(inbound)
-            except Exception:  # pragma: no cover - defensive; the general path logs
+            except Exception:  # noqa: BLE001  # pragma: no cover - defensive; the general path logs
                 fast = None
             if fast is not None:
                 return fast
@@ -454,7 +475,9 @@ class Decoder:
             logger.warning("decode(); skipping malformed message (serial %r): %s", m.serial, exc)
             return DecodeResult()
         except Exception:  # pragma: no cover - defensive: the decoder must never crash
-            logger.warning("decode(); skipping message (serial %r) that failed to decode", m.serial, exc_info=True)
+            logger.warning(
+                "decode(); skipping message (serial %r) that failed to decode", m.serial, exc_info=True
+            )
             return DecodeResult()
         if m.name == NAME_INPUT:
             return DecodeResult(events, [])
@@ -494,7 +517,7 @@ class Decoder:
                 if template is not None:
                     typ, fields = template
                     if typ is _FN_DELTA:
-                        ev = {"type": typ}
+                        ev: dict[str, Any] = {"type": typ}
                         ev.update(fields)
                         ev["delta"] = data
                     else:
@@ -687,7 +710,13 @@ class Decoder:
             part_type = _prop(_json_field(codec, "part"), "type")
             container: dict[str, Any] | None = None
             if part_type in _MESSAGE_PARTS and type(part_type) is str:
-                container = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+                container = {
+                    "id": item_id,
+                    "type": "message",
+                    "role": "assistant",
+                    "status": "in_progress",
+                    "content": [],
+                }
             elif part_type in _REASONING_PARTS and type(part_type) is str:
                 container = {"id": item_id, "type": "reasoning", "summary": []}
             if container is not None:
@@ -712,7 +741,9 @@ class Decoder:
             bag["type"] = group.start_type
             out.append(bag)
         elif kind == _FN_ARGS:
-            bag = _strip({"item": _json_field(codec, "item"), "output_index": _json_field(codec, "output_index")})
+            bag = _strip(
+                {"item": _json_field(codec, "item"), "output_index": _json_field(codec, "output_index")}
+            )
             bag["type"] = _ITEM_ADDED
             out.append(bag)
         return out
@@ -723,6 +754,7 @@ class Decoder:
         if template is None:
             return
         typ, fields = template
+        ev: dict[str, Any]
         if typ is _FN_DELTA:
             ev = {"type": typ}
             ev.update(fields)
@@ -779,7 +811,9 @@ class Decoder:
         return []
 
 
-_ITEM_EVENTS: Final = frozenset(("response.output_item.added", "response.output_item.done", "function_call_output"))
+_ITEM_EVENTS: Final = frozenset(
+    ("response.output_item.added", "response.output_item.done", "function_call_output")
+)
 
 
 def _decode_output(kind: str, codec: Mapping[str, Any], data: Any) -> list[dict[str, Any]]:
@@ -831,12 +865,20 @@ def _decode_input(
             payload["output"] = ""
     elif kind == "tool-result-error":
         message = data.get("message") if _is_map(data) else None
-        payload = {"call_id": _str_field(codec, "call_id", ""), "message": message if type(message) is str else ""}
+        payload = {
+            "call_id": _str_field(codec, "call_id", ""),
+            "message": message if type(message) is str else "",
+        }
     elif kind == "tool-approval-response":
-        payload = {"call_id": _str_field(codec, "call_id", ""), "approved": _bool_field(codec, "approved", False)}
+        payload = {
+            "call_id": _str_field(codec, "call_id", ""),
+            "approved": _bool_field(codec, "approved", False),
+        }
         reason = _str_field(codec, "reason")
         if reason is not _ABSENT:
             payload["reason"] = reason
     else:  # regenerate is wire-only; unknown kinds decode to nothing
         return []
-    return [{"kind": kind, "codecMessageId": _nullish(transport.get("codec-message-id"), ""), "payload": payload}]
+    return [
+        {"kind": kind, "codecMessageId": _nullish(transport.get("codec-message-id"), ""), "payload": payload}
+    ]

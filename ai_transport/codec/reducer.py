@@ -119,7 +119,12 @@ class _KeyTag:
         return _TAG_NAMES[self.name]
 
 
-_TAG_NAMES: Final = {"null": "_NULL_KEY", "undefined": "_UNDEF_KEY", "bool": "_BOOL_TAG", "number": "_NUM_TAG"}
+_TAG_NAMES: Final = {
+    "null": "_NULL_KEY",
+    "undefined": "_UNDEF_KEY",
+    "bool": "_BOOL_TAG",
+    "number": "_NUM_TAG",
+}
 _NULL_KEY: Final = _KeyTag("null")
 _UNDEF_KEY: Final = _KeyTag("undefined")
 _BOOL_TAG: Final = _KeyTag("bool")
@@ -187,7 +192,7 @@ def _truthy(v: Any) -> bool:
     if type(v) is str:
         return v != ""
     if isinstance(v, (int, float)):
-        return v != 0 and v == v
+        return v != 0 and not math.isnan(v)
     return True
 
 
@@ -255,7 +260,15 @@ def _dense(slots: list[Any]) -> list[Any]:
 class _Entry:
     """One message in progress: its items plus the indexes that keep every fold O(1)."""
 
-    __slots__ = ("codec_message_id", "role", "items", "by_item_id", "tool_states", "outputs_by_call", "input_message")
+    __slots__ = (
+        "by_item_id",
+        "codec_message_id",
+        "input_message",
+        "items",
+        "outputs_by_call",
+        "role",
+        "tool_states",
+    )
 
     def __init__(self, codec_message_id: Any, role: Any) -> None:
         self.codec_message_id = codec_message_id
@@ -307,7 +320,7 @@ class ReducerState:
     ropes; Python's are not).
     """
 
-    __slots__ = ("_messages", "_by_id", "_pending")
+    __slots__ = ("_by_id", "_messages", "_pending")
 
     def __init__(self) -> None:
         self._messages: list[_Entry] = []
@@ -498,7 +511,9 @@ def _out_content_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -
             if content is None:
                 content = item["content"] = []
             if type(content) is not list:
-                logger.warning("fold(); reasoning item %r content is not an array, skipping part", item.get("id"))
+                logger.warning(
+                    "fold(); reasoning item %r content is not an array, skipping part", item.get("id")
+                )
                 return
             _set_slot(content, ev.get("content_index", _ABSENT), _clone(part))
 
@@ -519,7 +534,9 @@ def _out_summary_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -
     _set_slot(summary, ev.get("summary_index", _ABSENT), slot)
 
 
-def _delta_arm(item_type: str, field: str, part_type: str | None, index_key: str, value_key: str, replace: bool):
+def _delta_arm(
+    item_type: str, field: str, part_type: str | None, index_key: str, value_key: str, replace: bool
+):
     def arm(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
         entry = state._by_id.get(mid if type(mid) is str else _key(mid))
         if entry is None:
@@ -580,17 +597,27 @@ _OUTPUT_ARMS: Final = {
     "response.output_item.added": _out_item_added,
     "response.output_item.done": _out_item_done,
     "response.content_part.added": _out_content_part_added,
-    "response.output_text.delta": _delta_arm("message", "content", "output_text", "content_index", "text", False),
-    "response.output_text.done": _delta_arm("message", "content", "output_text", "content_index", "text", True),
+    "response.output_text.delta": _delta_arm(
+        "message", "content", "output_text", "content_index", "text", False
+    ),
+    "response.output_text.done": _delta_arm(
+        "message", "content", "output_text", "content_index", "text", True
+    ),
     "response.refusal.delta": _delta_arm("message", "content", "refusal", "content_index", "refusal", False),
     "response.refusal.done": _delta_arm("message", "content", "refusal", "content_index", "refusal", True),
     "response.reasoning_text.delta": _delta_arm(
         "reasoning", "content", "reasoning_text", "content_index", "text", False
     ),
-    "response.reasoning_text.done": _delta_arm("reasoning", "content", "reasoning_text", "content_index", "text", True),
+    "response.reasoning_text.done": _delta_arm(
+        "reasoning", "content", "reasoning_text", "content_index", "text", True
+    ),
     "response.reasoning_summary_part.added": _out_summary_part_added,
-    "response.reasoning_summary_text.delta": _delta_arm("reasoning", "summary", None, "summary_index", "text", False),
-    "response.reasoning_summary_text.done": _delta_arm("reasoning", "summary", None, "summary_index", "text", True),
+    "response.reasoning_summary_text.delta": _delta_arm(
+        "reasoning", "summary", None, "summary_index", "text", False
+    ),
+    "response.reasoning_summary_text.done": _delta_arm(
+        "reasoning", "summary", None, "summary_index", "text", True
+    ),
     "response.function_call_arguments.delta": _fn_args_arm(False),
     "response.function_call_arguments.done": _fn_args_arm(True),
     "function_call_output": _out_function_call_output,
@@ -665,7 +692,9 @@ def _in_tool_approval_response(state: ReducerState, ev: dict[str, Any], mid: Any
     if _truthy(payload.get("approved", _ABSENT)):
         patch: dict[str, Any] = {"approval": "approved"}
     else:
-        entry.upsert_output(_output_item(call_id, DENIED_TOOL_OUTPUT if reason is None or reason is _ABSENT else reason))
+        entry.upsert_output(
+            _output_item(call_id, DENIED_TOOL_OUTPUT if reason is None or reason is _ABSENT else reason)
+        )
         patch = {"approval": "denied"}
     if reason is not _ABSENT:
         patch["reason"] = reason
@@ -694,7 +723,11 @@ _INPUT_ARMS: Final = {
 
 
 def fold(
-    state: ReducerState, direction: str, event: dict[str, Any], message_id: str | None = None, serial: str = ""
+    state: ReducerState,
+    direction: str,
+    event: dict[str, Any],
+    message_id: str | None = None,
+    serial: str = "",
 ) -> ReducerState:
     """Fold one decoded event into ``state`` (mutated) and return it.
 
