@@ -32,7 +32,8 @@ EXAMPLE = ROOT / "examples" / "browser"
 DRIVER = ROOT / "tests" / "js" / "handlers" / "browser_e2e.mjs"
 CHROMIUM = Path("/usr/bin/chromium")
 
-pytestmark = pytest.mark.slow
+# Installing Chromium on a fresh machine (apt-get) can take minutes: allow it in the fixture.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def _install_chromium() -> str | None:
