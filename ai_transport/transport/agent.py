@@ -722,6 +722,8 @@ class AgentRun:
         await self.drain()
 
     def _deregister(self) -> None:
+        # the view keeps answering get_messages()/runs() but stops listening to the session
+        self.view.close()
         s = self.session
         if s._runs.get(self.run_id) is self:
             del s._runs[self.run_id]

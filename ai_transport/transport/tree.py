@@ -160,6 +160,9 @@ class InputNode:
     projection: Any
     serial: str | None = None
     kind: Literal["input"] = "input"
+    #: Bumped on every fold (keys the messages cache).
+    fold_version: int = field(default=0, repr=False)
+    messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> str:
@@ -188,6 +191,9 @@ class RunNode:
     #: Serial of the lifecycle event that set ``status`` (history folds newer pages first).
     status_serial: str = ""
     kind: Literal["run"] = "run"
+    #: Bumped on every fold (keys the messages cache).
+    fold_version: int = field(default=0, repr=False)
+    messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
 
     @property
     def key(self) -> str:
@@ -244,6 +250,16 @@ class Tree:
         self._event_ids: dict[str, dict[str, Any]] = {}
         self._seq = itertools.count()
         self.emitter = Emitter()
+        #: Bumped on every structural change (nodes, order, parents, supersedes).
+        self.version = 0
+        #: Bumped on every run status change.
+        self.status_version = 0
+        self._visible_cache: tuple[Any, list[Node]] | None = None
+        self._children_cache: tuple[int, dict[str | None, list[Node]]] | None = None
+
+    def _changed(self) -> bool:
+        self.version += 1
+        return True
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -285,8 +301,13 @@ class Tree:
         ]
 
     def messages_of(self, node: Node) -> list[Any]:
-        """``codec.get_messages`` of the node's projection."""
-        return list(self._codec.get_messages(node.projection))
+        """``codec.get_messages`` of the node's projection (cached until the node folds again)."""
+        cached = node.messages_cache
+        if cached is not None and cached[0] == node.fold_version:
+            return cached[1]
+        messages = list(self._codec.get_messages(node.projection))
+        node.messages_cache = (node.fold_version, messages)
+        return messages
 
     # -- ordering ----------------------------------------------------------------------------
 
@@ -308,10 +329,12 @@ class Tree:
     def _promote(self, entry: _Internal) -> None:
         self._sorted.remove(entry)
         self._insert_sorted(entry)
+        self._changed()
 
     def _insert(self, key: str, entry: _Internal) -> None:
         self._nodes[key] = entry
         self._insert_sorted(entry)
+        self._changed()
 
     # -- visibility --------------------------------------------------------------------------
 
@@ -350,6 +373,17 @@ class Tree:
             seen.add(current.key)
         return False
 
+    def _children(self) -> dict[str | None, list[Node]]:
+        cached = self._children_cache
+        if cached is not None and cached[0] == self.version:
+            return cached[1]
+        children: dict[str | None, list[Node]] = {}
+        for e in self._sorted:
+            if e.node.key not in self._superseded:
+                children.setdefault(e.node.parent, []).append(e.node)
+        self._children_cache = (self.version, children)
+        return children
+
     def sibling_group(self, key: str) -> list[Node]:
         """Alternatives of the node ``key`` (edits of a prompt, regenerates of a reply), in order."""
         entry = self._nodes.get(key)
@@ -358,11 +392,7 @@ class Tree:
         original = entry.node
         if isinstance(original, InputNode):
             original = self._input_group_root(original)
-        return [
-            e.node
-            for e in self._sorted
-            if e.node.key not in self._superseded and self._is_sibling(e.node, original)
-        ]
+        return [n for n in self._children().get(original.parent, ()) if self._is_sibling(n, original)]
 
     def group_root(self, key: str) -> str:
         """The key identifying the sibling group of ``key`` (its first member)."""
@@ -382,6 +412,9 @@ class Tree:
         present, else the latest.
         """
         selections = selections or {}
+        cache_key = (self.version, tuple(sorted(selections.items())))
+        if self._visible_cache is not None and self._visible_cache[0] == cache_key:
+            return list(self._visible_cache[1])
         result: list[Node] = []
         path: set[str] = set()
         resolved: dict[str, str] = {}
@@ -408,7 +441,8 @@ class Tree:
                     continue
             path.add(key)
             result.append(node)
-        return result
+        self._visible_cache = (cache_key, result)
+        return list(result)
 
     # -- folding -----------------------------------------------------------------------------
 
@@ -424,6 +458,7 @@ class Tree:
             except Exception:
                 logger.exception("fold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
+        entry.node.fold_version += 1
 
     def _refold(self, entry: _Internal) -> None:
         projection = self._codec.init()
@@ -433,6 +468,7 @@ class Tree:
             except Exception:
                 logger.exception("refold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
+        entry.node.fold_version += 1
 
     def _record_and_fold(
         self,
@@ -485,7 +521,7 @@ class Tree:
             supersedes = headers.get(H_SUPERSEDES)
             if supersedes is not None and supersedes not in self._superseded:
                 self._superseded.add(supersedes)
-                structural = True
+                structural = self._changed()
         if input_cmid is not None:
             structural |= self._apply_input(input_cmid, headers, serial, version, events)
         else:
@@ -518,11 +554,11 @@ class Tree:
             entry = _Internal(node, next(self._seq))
             self._insert(cmid, entry)
             self._cmid_to_key[cmid] = cmid
-            structural = True
+            structural = self._changed()
         elif isinstance(entry.node, InputNode) and serial and not entry.node.serial:
             entry.node.serial = serial
             self._promote(entry)
-            structural = True
+            structural = self._changed()
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
         self.emitter.emit(
             "output",
@@ -574,7 +610,7 @@ class Tree:
             )
             entry = _Internal(node, next(self._seq))
             self._insert(run_id, entry)
-            structural = True
+            structural = self._changed()
         elif (
             serial
             and isinstance(entry.node, RunNode)
@@ -583,10 +619,11 @@ class Tree:
             # the earliest serial seen orders the run (history arrives newest page first)
             entry.node.start_serial = serial
             self._promote(entry)
-            structural = True
+            structural = self._changed()
         owner = entry.node.key
-        if cmid:
+        if cmid and self._cmid_to_key.get(cmid) != owner:
             self._cmid_to_key[cmid] = owner
+            structural = self._changed()
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
         self.emitter.emit(
             "output",
@@ -619,6 +656,7 @@ class Tree:
             if v == fork_cmid:
                 self._cmid_to_key[k] = run_id
         self._cmid_to_key[fork_cmid] = run_id
+        self._changed()
         return entry
 
     def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool:
@@ -626,7 +664,9 @@ class Tree:
             return False
         if self._rekey_fork_run(fork_cmid, run_id) is not None:
             return True
-        self._cmid_to_key.setdefault(fork_cmid, run_id)
+        if fork_cmid not in self._cmid_to_key:
+            self._cmid_to_key[fork_cmid] = run_id
+            self._changed()
         return False
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -639,32 +679,33 @@ class Tree:
             if entry is None:
                 entry = self._rekey_fork_run(event.input_codec_message_id, event.run_id)
                 if entry is not None:
-                    structural = True
+                    structural = self._changed()
             if entry is not None and isinstance(entry.node, RunNode):
                 node = entry.node
                 self._link_fork_input(event.input_codec_message_id, event.run_id)
                 if node.status == "suspended" and self._newer(node, event):
                     node.status = "active"
+                    self.status_version += 1
                 if event.serial and (not node.start_serial or event.serial < node.start_serial):
                     node.start_serial = event.serial
                     self._promote(entry)
-                    structural = True
+                    structural = self._changed()
                 if event.parent is not None and node.parent != event.parent and event.serial is not None:
                     # the agent's run-start is authoritative for the run's place in the tree (a node
                     # created from a later wire of a resumed run may carry another parent)
                     node.parent = event.parent
-                    structural = True
+                    structural = self._changed()
                 elif node.parent is None and event.parent is not None:
                     node.parent = event.parent
-                    structural = True
+                    structural = self._changed()
                 if node.fork_of is None and event.fork_of is not None:
                     fk = self._cmid_to_key.get(event.fork_of)
                     if fk is not None and fk != event.run_id:
                         node.fork_of = fk
-                        structural = True
+                        structural = self._changed()
                 if node.regenerates is None and event.regenerates is not None:
                     node.regenerates = event.regenerates
-                    structural = True
+                    structural = self._changed()
                 if not node.invocation_id and event.invocation_id:
                     node.invocation_id = event.invocation_id
                 if not node.client_id and event.client_id:
@@ -686,7 +727,7 @@ class Tree:
                 )
                 self._insert(event.run_id, _Internal(node, next(self._seq), run_start_seen=True))
                 self._link_fork_input(event.input_codec_message_id, event.run_id)
-                structural = True
+                structural = self._changed()
         else:
             if entry is None and event.serial is not None:
                 # a newer history page can bring a run's suspend/end before its start: keep it
@@ -701,7 +742,7 @@ class Tree:
                 )
                 entry = _Internal(node, next(self._seq))
                 self._insert(event.run_id, entry)
-                structural = True
+                structural = self._changed()
             if entry is not None and isinstance(entry.node, RunNode):
                 self._apply_status(entry.node, event)
         self.emitter.emit("run", event)
@@ -736,6 +777,7 @@ class Tree:
             return
         if not self._newer(node, event):
             return
+        self.status_version += 1
         if event.type == "suspend":
             node.status = "suspended"
             node.end_serial = event.serial
@@ -762,7 +804,7 @@ class Tree:
             )
             entry = _Internal(node, next(self._seq))
             self._insert(event.run_id, entry)
-            structural = True
+            structural = self._changed()
         if entry is None or not isinstance(entry.node, RunNode):
             return
         rec = entry.steps.get(event.step_id)
@@ -798,6 +840,7 @@ class Tree:
         if entry is None:
             return
         self._sorted.remove(entry)
+        self._changed()
         self.emitter.emit("update")
 
     def emit_ably_message(self, message: Mapping[str, Any]) -> None:

@@ -135,6 +135,10 @@ class TreeBranch:
         self.tree = tree
         self.selections: dict[str, str] = {}
 
+    def cache_key(self) -> Any:
+        """Changes whenever :meth:`visible_nodes` may change."""
+        return (id(self.tree), self.tree.version, tuple(sorted(self.selections.items())))
+
     def visible_nodes(self) -> list[Node]:
         """The nodes on the selected path."""
         return self.tree.visible_nodes(self.selections)
@@ -171,11 +175,13 @@ class LeafBranch:
         self.run_id: str | None = None
         self.regenerate_target: str | None = None
         self.pinned = False
+        self._cache: tuple[Any, list[Node]] | None = None
 
     def set_pin(self, anchor: str | None, run_id: str, regenerate_target: str | None) -> None:
         """Pin the view to ``anchor`` (trigger codec-message-id) and the run ``run_id``."""
         self.anchor, self.run_id, self.regenerate_target = anchor, run_id, regenerate_target
         self.pinned = True
+        self._cache = None
 
     def _chain(self) -> list[Node]:
         tree = self._tree()
@@ -193,11 +199,19 @@ class LeafBranch:
             chain.append(run)
         return chain
 
+    def cache_key(self) -> Any:
+        """Changes whenever :meth:`visible_nodes` may change."""
+        tree = self._tree()
+        return (id(tree), tree.version, tree.status_version, self.anchor, self.run_id, self.pinned)
+
     def visible_nodes(self) -> list[Node]:
         """The chain minus incomplete ancestor runs and the inputs they answered."""
         if not self.pinned:
             return []
         tree = self._tree()
+        key = self.cache_key()
+        if self._cache is not None and self._cache[0] == key:
+            return list(self._cache[1])
         anchor_node = tree.get_node_by_codec_message_id(self.anchor) if self.anchor is not None else None
         leaf_run = anchor_node.run_id if isinstance(anchor_node, RunNode) else None
         dropped: set[str] = set()
@@ -212,7 +226,9 @@ class LeafBranch:
                     dropped.add(node.parent)
                 continue
             kept.append(node)
-        return [n for n in kept if not (isinstance(n, InputNode) and n.codec_message_id in dropped)]
+        result = [n for n in kept if not (isinstance(n, InputNode) and n.codec_message_id in dropped)]
+        self._cache = (key, result)
+        return list(result)
 
     def extract_messages(self, nodes: list[Node]) -> list[Any]:
         """Messages in node order, cut before the regenerate target."""
@@ -254,6 +270,7 @@ class View:
         self._unsubs: list[Callable[[], None]] = []
         self._bound_tree: Tree | None = None
         self._closed = False
+        self._keys: tuple[Any, frozenset[str]] | None = None
         self._bind()
 
     def _bind(self) -> None:
@@ -273,6 +290,12 @@ class View:
 
     # -- events ------------------------------------------------------------------------------
 
+    def _visible_keys(self) -> frozenset[str]:
+        key = self._source.cache_key()
+        if self._keys is None or self._keys[0] != key:
+            self._keys = (key, frozenset(n.key for n in self._source.visible_nodes()))
+        return self._keys[1]
+
     def _folding(self) -> bool:
         return self._hydrator().is_folding()
 
@@ -283,7 +306,7 @@ class View:
     def _on_output(self, event: Mapping[str, Any]) -> None:
         if self._folding():
             return
-        keys = {n.key for n in self._source.visible_nodes()}
+        keys = self._visible_keys()
         if event.get("run_id") in keys or event.get("input_codec_message_id") in keys:
             self._emitter.emit("update")
 
@@ -296,9 +319,7 @@ class View:
             return
         h = transport_headers(message.get("extras"))
         run_id = h.get(H_RUN_ID)
-        if (not h.get(H_CODEC_MESSAGE_ID) and not run_id) or (
-            run_id and run_id in {n.key for n in self._source.visible_nodes()}
-        ):
+        if (not h.get(H_CODEC_MESSAGE_ID) and not run_id) or (run_id and run_id in self._visible_keys()):
             self._emitter.emit("ably-message", message)
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
