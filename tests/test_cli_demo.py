@@ -266,7 +266,7 @@ def test_ask_prompts_on_the_terminal(answer, approved):
     if approved:
         check_approved(r.stdout.replace("[y/N] ", "[y/N]\n"))
     else:
-        assert re.search(r"-- denied$", r.stdout, re.M) and "[result]" not in r.stdout
+        assert re.search(r"-- denied$", r.stdout, re.MULTILINE) and "[result]" not in r.stdout
 
 
 def test_unreachable_model_endpoint_ends_the_run_with_a_clear_error():
@@ -274,7 +274,7 @@ def test_unreachable_model_endpoint_ends_the_run_with_a_clear_error():
     r = subprocess.run([sys.executable, "-m", "ai_transport", "demo", "--model", "m"], check=False,
                        capture_output=True, text=True, timeout=60, cwd=ROOT, env=env)
     assert r.returncode == 1
-    assert re.search(r"^-- run [0-9a-f]{8} ended: error$", r.stdout, re.M), r.stdout
+    assert re.search(r"^-- run [0-9a-f]{8} ended: error$", r.stdout, re.MULTILINE), r.stdout
     last = r.stderr.strip().splitlines()[-1]
     assert last.startswith("ai-transport: error: the run ended 'error' instead of waiting for approval: "
                            "could not reach the Responses API"), r.stderr
@@ -290,3 +290,49 @@ def test_console_script_is_installed_and_matches_python_m():
     r = subprocess.run([str(script), "--version"], check=False, capture_output=True, text=True, timeout=30)
     assert r.returncode == 0 and r.stdout == f"ai-transport {__version__}\n"
     assert cli("--version").stdout == r.stdout
+
+
+async def test_a_model_that_asks_twice_gets_both_approvals_in_one_run():
+    """A real model may call a gated tool again after the first answer: each suspension is answered
+    and the same run resumes until the model answers in text."""
+    import asyncio
+
+    from ai_transport.responses.local_server import (
+        LocalResponsesServer,
+        ScriptedFunctionCall,
+        ScriptedText,
+        scripted,
+    )
+
+    def model(body: dict) -> list:
+        outputs = [i for i in body["input"] if i.get("type") == "function_call_output"]
+        if len(outputs) == 0:
+            return [ScriptedFunctionCall("get_weather", {"city": "Paris", "unit": "celsius"})]
+        if len(outputs) == 1:
+            return [ScriptedText("And Lyon too."), ScriptedFunctionCall("get_weather", {"city": "Lyon", "unit": "celsius"})]
+        return [ScriptedText("Both cities: " + " / ".join(json.loads(o["output"])["conditions"] for o in outputs))]
+
+    async with LocalResponsesServer(scripted(model)) as server:
+        env = dict(ENV, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ai_transport", "demo", "--model", "m",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    text = out.decode()
+    assert proc.returncode == 0, text + err.decode()
+    order_of(
+        text.splitlines(),
+        r'get_weather\(\{"city":"Paris","unit":"celsius"\}\) -- awaiting approval$',
+        r"^client: approving get_weather\(\{\"city\":\"Paris\"",
+        r'get_weather\(\{"city":"Paris","unit":"celsius"\}\) -- done$',
+        r'get_weather\(\{"city":"Lyon","unit":"celsius"\}\) -- awaiting approval$',
+        r"^client: approving get_weather\(\{\"city\":\"Lyon\"",
+        r'get_weather\(\{"city":"Lyon","unit":"celsius"\}\) -- done$',
+        "^assistant> Both cities: " + re.escape(
+            f"{get_weather('Paris')['conditions']} / {get_weather('Lyon')['conditions']}") + "$",
+        r"^-- run [0-9a-f]{8} ended: complete$",
+    )
+    assert len(set(re.findall(r"-- run ([0-9a-f]{8})", text))) == 1
+    assert re.search(r"1 run\(s\), 3 agent wake-ups, 3 model calls", text.splitlines()[-1])
+    assert len(server.requests) == 3

@@ -38,6 +38,9 @@ ChannelFactory = Callable[[str], Awaitable[Any]]
 
 SCRIPTED_MODEL = "scripted-weather-model"
 
+#: Suspensions the demo answers before giving up (a real model may ask for a tool more than once).
+MAX_ROUNDS = 4
+
 
 @dataclass
 class DemoStats:
@@ -185,6 +188,24 @@ class DemoResult:
     stats: DemoStats
 
 
+async def _decide(args: argparse.Namespace, printer: LivePrinter, call_id: str, state: Any) -> dict[str, Any]:
+    """The client's answer to one pending call: approve (default), ``--deny [REASON]``, or ``--ask``."""
+    what = f"{state.get('name', '?')}({state.get('arguments', '')})"
+    approve = args.deny is None
+    if getattr(args, "ask", False):
+        printer.close()
+        reply = await asyncio.to_thread(input, f"approve {what}? [y/N] ")
+        approve = reply.strip().lower() in ("y", "yes")
+    if approve:
+        printer.note(f"client: approving {what}")
+        return {"call_id": call_id, "approved": True}
+    printer.note(f"client: denying {what}" + (f" ({args.deny})" if args.deny else ""))
+    payload: dict[str, Any] = {"call_id": call_id, "approved": False}
+    if args.deny:
+        payload["reason"] = args.deny
+    return payload
+
+
 async def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Run the demo; returns the exit code (0 when the run completed as expected)."""
     return (await demo(args, out)).exit_code
@@ -245,29 +266,22 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
             why = f": {info.error.message} (code {info.error.code})" if info is not None and info.error else ""
             raise CliError(f"the run ended {left!r} instead of waiting for approval{why}")
 
-        # 2. The client sees the pending call once the suspension reaches it, and answers.
-        await view.wait_for(lambda: _run_status(view, run_id) == "suspended" and bool(_pending_approvals(view)), 20)
-        answers = []
-        for cmid, call_id, state in _pending_approvals(view):
-            what = f"{state.get('name', '?')}({state.get('arguments', '')})"
-            approve = args.deny is None
-            if getattr(args, "ask", False):
-                printer.close()
-                reply = await asyncio.to_thread(input, f"approve {what}? [y/N] ")
-                approve = reply.strip().lower() in ("y", "yes")
-            if approve:
-                printer.note(f"client: approving {what}")
-                payload: dict[str, Any] = {"call_id": call_id, "approved": True}
-            else:
-                printer.note(f"client: denying {what}" + (f" ({args.deny})" if args.deny else ""))
-                payload = {"call_id": call_id, "approved": False}
-                if args.deny:
-                    payload["reason"] = args.deny
-            answers.append(create_tool_approval_response(cmid, payload))
-        answer_run = await view.send(answers, run_id=run_id)
-
-        # 3. The agent is woken again: it resumes the run, runs (or skips) the tool, answers.
-        left = await wake(answer_run.to_invocation().to_json())
+        # 2. The client sees the pending call once the suspension reaches it, and answers; the agent
+        #    is woken again, resumes the run, runs (or skips) the tool and answers. A real model may
+        #    ask again: every suspension is answered the same way, up to MAX_ROUNDS.
+        rounds = 0
+        while left == "suspended":
+            rounds += 1
+            if rounds > MAX_ROUNDS:
+                raise CliError(f"the model kept asking for approvals ({MAX_ROUNDS} rounds); giving up")
+            await view.wait_for(
+                lambda: _run_status(view, run_id) == "suspended" and bool(_pending_approvals(view)), 20
+            )
+            answers = []
+            for cmid, call_id, state in _pending_approvals(view):
+                answers.append(create_tool_approval_response(cmid, await _decide(args, printer, call_id, state)))
+            answer_run = await view.send(answers, run_id=run_id)
+            left = await wake(answer_run.to_invocation().to_json())
         await view.wait_for(lambda: _run_status(view, run_id) in ("complete", "cancelled", "error"), 20)
         status = _run_status(view, run_id)
         printer.close()
