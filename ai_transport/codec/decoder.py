@@ -459,12 +459,22 @@ class Decoder:
         Never raises: a malformed message is skipped (empty result) and logged as a warning.
         """
         if type(inbound) is dict and inbound.get("action") == _APPEND:
-            try:
-                fast = self._fast_append(inbound)
-            except Exception:  # noqa: BLE001  # pragma: no cover - defensive; the general path logs
-                fast = None
-            if fast is not None:
-                return fast
+            # Hot path: an append to a tracked stream (string serials, dict envelope).
+            serial = inbound.get("serial")
+            tracker = self._trackers.get(serial) if type(serial) is str else None
+            version = inbound.get("version")
+            if tracker is not None and type(version) is dict:
+                vs = version.get("serial") or serial
+                tv = tracker.version
+                if type(vs) is str and type(tv) is str:
+                    if vs <= tv or tracker.closed:
+                        return DecodeResult()
+                    extras = inbound.get("extras")
+                    ai = extras.get("ai") if type(extras) is dict else None
+                    transport = ai.get("transport") if type(ai) is dict else None
+                    if type(transport) is dict:
+                        tracker.version = vs
+                        return self._tracked_append(inbound, serial, tracker, extras, transport)
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
@@ -483,28 +493,10 @@ class Decoder:
             return DecodeResult(events, [])
         return DecodeResult([], events)
 
-    def _fast_append(self, inbound: dict[str, Any]) -> DecodeResult | None:
-        """The hot path: an append (dict) to a tracked stream with string serials. ``None`` = use the general path."""
-        serial = inbound.get("serial")
-        if type(serial) is not str:
-            return None
-        tracker = self._trackers.get(serial)
-        if tracker is None:
-            return None
-        version = inbound.get("version")
-        if type(version) is not dict:
-            return None
-        vs = version.get("serial") or serial
-        if type(vs) is not str or type(tracker.version) is not str:
-            return None
-        if vs <= tracker.version or tracker.closed:
-            return DecodeResult()
-        extras = inbound.get("extras")
-        ai = extras.get("ai") if type(extras) is dict else None
-        transport = ai.get("transport") if type(ai) is dict else None
-        if type(transport) is not dict:
-            return None
-        tracker.version = vs
+    def _tracked_append(
+        self, inbound: dict[str, Any], serial: Any, tracker: _Tracker, extras: Any, transport: Any
+    ) -> DecodeResult:
+        """An append that passed the version guard (the common case of a live stream)."""
         data = inbound.get("data")
         out: list[dict[str, Any]] = []
         is_output = tracker.name == NAME_OUTPUT
@@ -513,9 +505,11 @@ class Decoder:
         elif data:
             tracker.chunks.append(data)
             if is_output:
-                template = tracker.delta_template()
+                template = tracker._delta
+                if template is False:
+                    template = tracker.delta_template()
                 if template is not None:
-                    typ, fields = template
+                    typ, fields = template  # type: ignore[misc]
                     if typ is _FN_DELTA:
                         ev: dict[str, Any] = {"type": typ}
                         ev.update(fields)
