@@ -783,8 +783,11 @@ def _compact(item: Any) -> Any:
 def get_messages(state: ReducerState) -> list[CodecMessage]:
     """The node's messages in first-touch order, each with its codec message id (``getMessages``).
 
-    Positional arrays are cut to their dense prefix; items without a hole are returned by reference
-    (later folds keep mutating them, as in 0.8.0). ``tool_call_states`` is a fresh copy.
+    Positional arrays (an output message's ``content``, a reasoning item's ``content`` /
+    ``summary``) are cut to their dense prefix. Items without a hole are returned by reference, as
+    in 0.8.0: later folds keep mutating them, except that streamed text (``text`` / ``refusal`` /
+    ``arguments`` deltas) folded after this call is joined into them on the next call.
+    ``tool_call_states`` is a fresh copy (states only when the message has any).
     """
     _flush(state)
     out: list[CodecMessage] = []
@@ -792,6 +795,7 @@ def get_messages(state: ReducerState) -> list[CodecMessage]:
         states: dict[str, Any] = {}
         for call_id, st in entry.tool_states.values():
             states[call_id if type(call_id) is str else _js_to_string(call_id)] = dict(st)
-        message = OpenAIMessage(entry.role, [_compact(item) for item in entry.items], states)
+        role = None if entry.role is _ABSENT else entry.role  # a user-message without a role (JS: no key)
+        message = OpenAIMessage(role, [_compact(item) for item in entry.items], states)  # type: ignore[arg-type]
         out.append(CodecMessage(entry.codec_message_id, message))
     return out
