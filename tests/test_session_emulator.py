@@ -133,6 +133,69 @@ async def test_connection_drop_mid_stream_client_converges(emulator_thread) -> N
         await ach.close()
 
 
+async def test_clients_join_mid_stream_and_converge(emulator_thread, node) -> None:
+    """A Python client (ably-python) and a JS client (ably-js + 0.8.0) attach while the agent is in
+    the middle of streaming: each sees the in-flight stream's aggregate first, then its appends,
+    and ends with the same conversation as the client that was there from the start."""
+    name = unique_channel("midjoin")
+    cch = await open_channel(emulator_thread, name, "alice")
+    ach = await open_channel(emulator_thread, name, "agent")
+    client = ClientSession(cch)
+    await client.connect()
+    agent = AgentSession(ach)
+    await agent.connect()
+    halfway = asyncio.Event()
+    resume = asyncio.Event()
+
+    async def model(items):
+        for i, event in enumerate(scripted_turn({"input": items})):
+            if i == 12:  # inside the text stream
+                halfway.set()
+                await resume.wait()
+            yield event
+            await asyncio.sleep(0.002)
+
+    worker = Worker(model=model)
+    jsc = None
+    late_ch = None
+    try:
+        sent = await client.view.send(user_message("Weather in Berlin?"))
+        task = asyncio.ensure_future(worker.handle(agent, sent.invocation.to_json()))
+        await halfway.wait()
+        late_ch = await open_channel(emulator_thread, name, "bob")
+        late = ClientSession(late_ch)
+        await late.connect()
+        await late.view.load_all()
+        jsc = await js(
+            node, "clientOpen", options=connect_info(emulator_thread, client_id="carol"), channel=name
+        )
+        await js(
+            node, "clientLoadAll", id=jsc["id"]
+        )  # as an app does on open (0.8.0 hides a run whose prompt it never saw)
+        resume.set()
+        run = await asyncio.wait_for(task, 30)
+        await wait_status(client.view, run.run_id, "suspended")
+        await wait_status(late.view, run.run_id, "suspended")
+        await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="suspended")
+        expected = as_dicts(client.view.get_messages())
+        assert shapes(client.view.get_messages())[1] == (
+            "assistant",
+            ["reasoning", "message", "function_call"],
+        )
+        assert as_dicts(late.view.get_messages()) == expected
+        js_view = await js(node, "clientMessages", id=jsc["id"])
+        assert js_view["messages"] == expected
+        await late.close()
+    finally:
+        if jsc is not None:
+            await js(node, "clientClose", id=jsc["id"])
+        await client.close()
+        await agent.end()
+        for ch in (cch, ach, late_ch):
+            if ch is not None:
+                await ch.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # Interop with @ably/ai-transport 0.8.0 in node
 

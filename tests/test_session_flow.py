@@ -252,12 +252,18 @@ async def test_client_joins_mid_stream_and_converges() -> None:
     late = ClientSession(hub.client("bob").channel("chat"))
     await late.connect()
     await late.view.load_all()
+    live_only = ClientSession(hub.client("dave").channel("chat"))  # joins, never loads history
+    await live_only.connect()
     joined.set()
     run = await task
     await wait_status(late.view, run.run_id, "suspended")
     await wait_status(client.view, run.run_id, "suspended")
     assert as_dicts(late.view.get_messages()) == as_dicts(client.view.get_messages())
     assert shapes(late.view.get_messages())[1] == ("assistant", ["reasoning", "message", "function_call"])
+    # without history it still renders the in-flight run (0.8.0 would hide it: the prompt is unknown)
+    await wait_status(live_only.view, run.run_id, "suspended")
+    assert as_dicts(live_only.view.get_messages()) == as_dicts(client.view.get_messages())[1:]
+    await live_only.close()
     await late.close()
     await client.close()
     await agent.end()

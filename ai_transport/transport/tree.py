@@ -424,6 +424,10 @@ class Tree:
             if key in self._superseded:
                 continue
             parent_key = self._cmid_to_key.get(node.parent) if node.parent is not None else None
+            if parent_key == key:
+                # a run whose prompt was never seen (joined mid-run, no history loaded): the prompt's
+                # id maps to the run itself; 0.8.0 then hides the run, we show it as a root
+                parent_key = None
             if parent_key is not None and parent_key not in path:
                 continue
             group = self.sibling_group(key)

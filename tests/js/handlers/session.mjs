@@ -218,3 +218,9 @@ export async function clientCancel({ id, runId }) {
   await session.cancel(runId);
   return null;
 }
+
+export async function clientLoadAll({ id }) {
+  const { session } = clients.get(id);
+  while (session.view.hasOlder()) await session.view.loadOlder(100);
+  return { count: session.view.getMessages().length };
+}
