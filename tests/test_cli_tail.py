@@ -146,3 +146,17 @@ def test_tail_renders_a_run_made_entirely_by_the_js_package_like_the_js_view_hol
     weather = json.loads(output)
     assert f"assistant> Right now in Oslo it is {weather['temperature']}°C" in r.stdout
     assert re.search(r"get_weather\(.*\) -- done$", r.stdout, re.MULTILINE)
+
+
+def test_ctrl_c_stops_tail_cleanly(emulator_thread):
+    import signal
+
+    tail = subprocess.Popen([sys.executable, "-m", "ai_transport", "tail", f"ctrl-c-{os.getpid()}", "--emulator",
+                             emulator_thread.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            cwd=ROOT, env=ENV)
+    while "following live" not in (line := tail.stderr.readline()):
+        assert line, "tail exited early"
+    tail.send_signal(signal.SIGINT)
+    out, err = tail.communicate(timeout=15)
+    assert tail.returncode == 130
+    assert "Traceback" not in err and out == ""
