@@ -60,9 +60,16 @@ async def test_python_agent_and_client_over_ably_sdk(emulator_thread) -> None:
             C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
             run_id=run.run_id,
         )
-        await worker.handle(agent, answer.invocation.to_json())
+        # the resume lands on a fresh worker process: it rebuilds the run from history (REST, until_attach)
+        await agent.close()
+        await ach.close()
+        ach = await open_channel(emulator_thread, name, "agent")
+        agent = AgentSession(ach)
+        await agent.connect()
+        resumed = await worker.handle(agent, answer.invocation.to_json())
         await wait_status(client.view, run.run_id, "complete")
         assert worker.executed == [("get_weather", call["arguments"])]
+        assert as_dicts(resumed.view.get_messages()) == as_dicts(client.view.get_messages())
         assert shapes(client.view.get_messages()) == [
             ("user", ["message"]),
             ("assistant", ["reasoning", "message", "function_call"]),
