@@ -4,7 +4,8 @@ For every recorded response the folded message holds exactly the response's fina
 (the ``item`` of each ``response.output_item.done``, in order): text with its annotations and
 logprobs, reasoning with the *done* ``encrypted_content`` and its streamed summaries, function calls
 with their streamed arguments and final status. Checked on the live wire, on history (aggregates)
-and on late joins.
+and on late joins — on a recorded in-memory wire and through the in-process channel (Ably's
+fragment / first-sight-aggregate delivery, with and without append roll-up).
 """
 
 from __future__ import annotations
@@ -137,3 +138,65 @@ def test_round_trip_wire_equals_the_reference_encoders_wire(node, encoded):
     for stem, (runs, wire) in encoded.items():
         js_wire = node.call("codec_decoder", "encodeWire", runs=runs)["wire"]
         assert decode_fold(wire) == decode_fold(js_wire), stem
+
+
+# ---------------------------------------------------------------------------------------------
+# Through a real channel implementation (the in-process hub: Ably's delivery semantics)
+
+
+async def _through_hub(runs: list[dict[str, Any]], attach_at: int, rollup: float):
+    from ai_transport.transport.memory import InProcessHub
+
+    hub = InProcessHub(append_rollup_window=rollup)
+    publisher = hub.channel("conv", client_id="agent")
+    early: list[dict[str, Any]] = []
+    early_ch = hub.channel("conv", client_id="early")
+    await early_ch.subscribe(early.append)
+    late_live: list[dict[str, Any]] = []
+    late_history: list[dict[str, Any]] = []
+    late_ch = hub.channel("conv", client_id="late")
+
+    async def attach_late() -> None:
+        await late_ch.subscribe(late_live.append)
+        page = await late_ch.history(until_attach=True, direction="forwards", limit=1000)
+        late_history.extend(page.items)
+
+    n = 0
+    for run in runs:
+        encoder = ResponsesCodec.create_encoder(publisher, {"headers": {"role": "assistant"}})
+        for event in run["events"]:
+            if n == attach_at:
+                await attach_late()
+            n += 1
+            await encoder.publish_output(event, run["messageId"])
+        await encoder.close()
+    if not late_ch.attach_serial:
+        await attach_late()
+    await asyncio.sleep(rollup * 3 + 0.05)  # let deliveries (and roll-up windows) drain
+    history = await publisher.history(direction="forwards", limit=1000)
+    await hub.client("x").close()
+    for ch in (publisher, early_ch, late_ch):
+        await ch.close()
+    return early, late_history + late_live, history.items
+
+
+@pytest.mark.parametrize("rollup", [0.0, 0.005])
+def test_round_trip_through_the_in_process_channel(fixtures_dir, rollup):
+    """Live subscriber, late joiner (history until attach + live, at several points) and history:
+    all fold to the final items, with exact and with conflated (rolled-up) append delivery."""
+    runs = recorded_runs(fixtures_dir)["openai-reasoning-encrypted-content.1"]
+    expected = [
+        {
+            "codecMessageId": run["messageId"],
+            "message": {"role": "assistant", "items": _final_items(run["events"])},
+        }
+        for run in runs
+    ]
+    total = sum(len(run["events"]) for run in runs)
+    for attach_at in (0, 7, total // 3, total // 2, total - 5, total + 1):
+        early, late, history = asyncio.run(_through_hub(runs, attach_at, rollup))
+        assert messages_of(early) == expected
+        assert messages_of(late) == expected, attach_at
+        assert messages_of(history) == expected
+        assert any(m["action"] == "message.append" for m in early)
+        assert all(m["action"] != "message.append" for m in history)
