@@ -557,8 +557,13 @@ def _delta_arm(
             return
         if replace:
             _replace_text(state, part, value_key, ev.get(value_key, _ABSENT))
+            return
+        delta = ev.get("delta", _ABSENT)
+        pending = state._pending.get((id(part), value_key))
+        if pending is not None and type(delta) is str:
+            pending[2].append(delta)  # the common case, inlined
         else:
-            _append_text(state, part, value_key, ev.get("delta", _ABSENT))
+            _append_text(state, part, value_key, delta)
 
     return arm
 
