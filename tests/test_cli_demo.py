@@ -220,9 +220,9 @@ def test_emulator_command_prints_how_to_connect_and_refuses_a_busy_port():
         proc.wait(10)
 
 
-async def test_model_flag_uses_the_openai_api_path_with_key_and_base_url():
-    """With OPENAI_API_KEY + --model the demo talks to the API; here OPENAI_BASE_URL points that exact
-    code path at a local Responses server, which records what a real API would receive."""
+async def run_against_local_api(*demo_args: str) -> tuple[str, list[dict], list]:
+    """Run the demo's OpenAI-API code path (key + --model) with OPENAI_BASE_URL on a local server that
+    records what a real API would receive."""
     import asyncio
 
     from ai_transport.cli.scenario import scripted_turn
@@ -231,28 +231,45 @@ async def test_model_flag_uses_the_openai_api_path_with_key_and_base_url():
     async with LocalResponsesServer(lambda req: StreamReply.from_events(scripted_turn(req.json()))) as server:
         env = dict(ENV, OPENAI_API_KEY="sk-test-123", OPENAI_BASE_URL=server.base_url)
         proc = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "ai_transport", "demo", "--model", "gpt-test-model",
+            sys.executable, "-m", "ai_transport", "demo", *demo_args,
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env,
         )
         out, err = await asyncio.wait_for(proc.communicate(), 60)
     assert proc.returncode == 0, out.decode() + err.decode()
-    text = out.decode()
-    assert "model: gpt-test-model via the OpenAI Responses API" in text
+    return out.decode(), server.request_bodies(), server.requests
+
+
+async def test_model_flag_uses_the_openai_api_path_with_key_and_base_url():
+    text, bodies, requests = await run_against_local_api("--model", "gpt-5-test")
+    assert "model: gpt-5-test via the OpenAI Responses API" in text
     check_approved(text)
-    assert len(server.requests) == 2
-    for req in server.requests:
+    assert len(requests) == 2
+    for req in requests:
         assert req.headers["authorization"] == "Bearer sk-test-123"
-    first, second = server.request_bodies()
+    first, second = bodies
     for body in (first, second):
-        assert body["model"] == "gpt-test-model" and body["stream"] is True and body["store"] is False
+        assert body["model"] == "gpt-5-test" and body["stream"] is True and body["store"] is False
         assert body["reasoning"] == {"effort": "low", "summary": "auto"}
+        assert body["include"] == ["reasoning.encrypted_content"]
         assert [t["name"] for t in body["tools"]] == ["get_weather"]
     assert [i.get("type") for i in first["input"]] == ["message"]
-    # The resumed turn resends the whole conversation: question, reasoning, text, call, its output.
+    # The resumed turn resends the whole conversation, reasoning replayed with its encrypted content.
     kinds = [i.get("type") for i in second["input"]]
-    assert kinds[0] == "message" and kinds[-2:] == ["function_call", "function_call_output"]
+    assert kinds == ["message", "reasoning", "message", "function_call", "function_call_output"]
+    assert second["input"][1]["encrypted_content"].startswith("gAAAAB")
     call, output = second["input"][-2], second["input"][-1]
     assert output["call_id"] == call["call_id"] and json.loads(output["output"]) == get_weather("Paris")
+
+
+async def test_reasoning_option_follows_the_model_family_or_the_flag():
+    _, bodies, _ = await run_against_local_api("--model", "gpt-4.1")
+    assert all("reasoning" not in b and "include" not in b for b in bodies)
+    # without reasoning blobs, the replay carries no reasoning items (store: false cannot resolve them)
+    assert "reasoning" not in [i.get("type") for i in bodies[1]["input"]]
+    _, bodies, _ = await run_against_local_api("--model", "gpt-4.1", "--reasoning", "high")
+    assert all(b["reasoning"] == {"effort": "high", "summary": "auto"} for b in bodies)
+    _, bodies, _ = await run_against_local_api("--model", "o4-mini", "--reasoning", "off")
+    assert all("reasoning" not in b for b in bodies)
 
 
 @pytest.mark.parametrize(("answer", "approved"), [("y\n", True), ("no\n", False)])

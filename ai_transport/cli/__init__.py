@@ -102,6 +102,12 @@ def build_parser() -> argparse.ArgumentParser:
             "otherwise the local scripted model server is used"
         ),
     )
+    demo.add_argument(
+        "--reasoning",
+        choices=["auto", "off", "minimal", "low", "medium", "high"],
+        default="auto",
+        help="reasoning effort sent to the model (auto: low on reasoning models, off on others)",
+    )
     demo.add_argument("--channel", default=None, help="channel name (default: a fresh demo-<id>)")
     demo.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning summary")
     demo.add_argument("--delay", type=float, default=0.01, help="seconds between scripted deltas (default 0.01)")

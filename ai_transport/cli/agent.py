@@ -20,6 +20,7 @@ import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
+from ..readers.hygiene import sanitize_input
 from ..transport.agent import AgentSession, function_call_output
 from .scenario import GATED_TOOLS, INSTRUCTIONS, WEATHER_TOOL, run_tool
 
@@ -105,10 +106,13 @@ class ToolAgent:
         for _ in range(self.max_turns):
             options: dict[str, Any] = {}
             if self.reasoning:
+                # Stateless (store: false): reasoning is replayed through its encrypted content.
                 options["reasoning"] = self.reasoning
+                options["include"] = ["reasoning.encrypted_content"]
             self.model_calls += 1
             stream = self.responses.stream(
-                self.model, input=run.input_items(), instructions=self.instructions, tools=self.tools, **options
+                self.model, input=self.model_input(run), instructions=self.instructions, tools=self.tools,
+                **options,
             )
             result = await run.pipe(gate_calls(stream, self.gated))
             if result.reason != "complete":
@@ -128,6 +132,13 @@ class ToolAgent:
                 return "complete"
         await run.end("complete")
         return "complete"
+
+    @staticmethod
+    def model_input(run: Any) -> list[dict[str, Any]]:
+        """The conversation as the next request's ``input``: ``to_responses_input`` of the run's view,
+        with replay hygiene for ``store: false`` (unpaired or blob-less reasoning dropped, interrupted
+        items repaired, every call paired with an output)."""
+        return sanitize_input(run.input_items(), store=False).input
 
     def _execute(self, call: Mapping[str, Any]) -> str:
         try:

@@ -76,6 +76,18 @@ def check_reachable(url: str, timeout: float = 2.0) -> tuple[str, int]:
     return parts.hostname, parts.port
 
 
+REASONING_MODEL_PREFIXES = ("gpt-5", "o1", "o3", "o4", SCRIPTED_MODEL)
+
+
+def reasoning_for(args: argparse.Namespace, model: str) -> dict[str, Any] | None:
+    """The ``reasoning`` request option: ``--reasoning`` effort, or for ``auto`` low effort with a
+    summary on reasoning models (``gpt-5*``, ``o*``, the scripted model) and nothing on others."""
+    choice = getattr(args, "reasoning", "auto") or "auto"
+    if choice == "off" or (choice == "auto" and not model.startswith(REASONING_MODEL_PREFIXES)):
+        return None
+    return {"effort": "low" if choice == "auto" else choice, "summary": "auto"}
+
+
 @contextlib.asynccontextmanager
 async def _model(args: argparse.Namespace, printer: LivePrinter) -> Any:
     """The Responses client: real API (key + --model) or the local scripted server."""
@@ -89,7 +101,7 @@ async def _model(args: argparse.Namespace, printer: LivePrinter) -> Any:
         client = ResponsesClient(api_key=api_key)
         printer.note(f"model: {args.model} via the OpenAI Responses API")
         try:
-            yield client, args.model, {"effort": "low", "summary": "auto"}
+            yield client, args.model, reasoning_for(args, args.model)
         finally:
             await client.aclose()
         return
@@ -105,7 +117,7 @@ async def _model(args: argparse.Namespace, printer: LivePrinter) -> Any:
     client = ResponsesClient(api_key="local-demo", base_url=server.base_url)
     printer.note(f"model: local scripted Responses server at {server.base_url} (no API key needed)")
     try:
-        yield client, SCRIPTED_MODEL, None
+        yield client, SCRIPTED_MODEL, reasoning_for(args, SCRIPTED_MODEL)
     finally:
         await client.aclose()
         await server.close()

@@ -85,6 +85,7 @@ class _Events:
     """Builds one response's event list with contiguous ``sequence_number``."""
 
     def __init__(self, model: str, body: Mapping[str, Any]) -> None:
+        self.encrypted = "reasoning.encrypted_content" in (body.get("include") or [])
         self.events: list[dict[str, Any]] = []
         self.output: list[dict[str, Any]] = []
         self.response = {
@@ -130,7 +131,10 @@ class _Events:
                   "summary_index": 0, "text": summary})
         self.add({"type": "response.reasoning_summary_part.done", "item_id": rid, "output_index": idx,
                   "summary_index": 0, "part": {"type": "summary_text", "text": summary}})
-        item = {"id": rid, "type": "reasoning", "summary": [{"type": "summary_text", "text": summary}]}
+        item: dict[str, Any] = {"id": rid, "type": "reasoning",
+                                "summary": [{"type": "summary_text", "text": summary}]}
+        if self.encrypted:  # the API returns the blob only when the request includes it
+            item["encrypted_content"] = "gAAAAB" + uuid.uuid4().hex * 4
         self.add({"type": "response.output_item.done", "output_index": idx, "item": item})
         self.output.append(item)
 
