@@ -14,58 +14,13 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support_sessions import C, Worker, as_dicts, assistant_with_call, user_message, wait_status
+from support_sessions import as_dicts, record_conversation
 
 from ai_transport.codec.codec import ResponsesCodec
-from ai_transport.responses.local_server import ScriptedText, build_response_events
-from ai_transport.transport.agent import AgentSession
-from ai_transport.transport.client import ClientSession
-from ai_transport.transport.memory import InProcessHub
 from ai_transport.transport.tree import Tree, WireApplier, WireLog
 from ai_transport.transport.view import TreeBranch
 
-
-async def _record() -> dict[str, Any]:
-    hub = InProcessHub()
-    client = ClientSession(hub.client("alice").channel("chat"))
-    await client.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
-    worker = Worker()
-    sent = await client.view.send(user_message("Weather in Paris?"))
-    run = await worker.handle(agent, sent.invocation.to_json())
-    await wait_status(client.view, run.run_id, "suspended")
-    cmid, call = assistant_with_call(client.view.get_messages())
-    answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
-    await worker.handle(agent, answer.invocation.to_json())
-    await wait_status(client.view, run.run_id, "complete")
-    second = await client.view.send(user_message("Thanks! And tomorrow?"))
-    r2 = await agent.create_run(second.invocation.to_json())
-    await r2.start()
-    await r2.pipe(build_response_events([ScriptedText("No forecast for tomorrow, sorry.")], seed=3))
-    await r2.end("complete")
-    await wait_status(client.view, r2.run_id, "complete")
-    regen = await client.view.regenerate(client.view.get_messages()[-1].codec_message_id)
-    r3 = await agent.create_run(regen.invocation.to_json())
-    await r3.start()
-    await r3.pipe(build_response_events([ScriptedText("Tomorrow looks dry.")], seed=4))
-    await r3.end("complete")
-    await wait_status(client.view, r3.run_id, "complete")
-    page = await hub.client("reader").channel("chat").history(limit=1000, direction="forwards")
-    history = list(page.items)
-    live = {
-        "messages": as_dicts(client.view.get_messages()),
-        "runs": [(r.run_id, r.status, [s.status for s in r.steps]) for r in client.view.runs()],
-    }
-    await client.close()
-    await agent.end()
-    return {"history": history, "live": live}
-
-
-RECORDED = asyncio.run(_record())
+RECORDED = asyncio.run(record_conversation())
 
 
 def _fold(order: list[dict[str, Any]]) -> dict[str, Any]:
