@@ -30,6 +30,7 @@ from typing import Any
 
 from ai_transport.cli.scenario import GATED_TOOLS, INSTRUCTIONS, WEATHER_TOOL, run_tool, scripted_turn
 from ai_transport.errors import AITransportError
+from ai_transport.readers.hygiene import sanitize_input
 from ai_transport.responses.client import ResponsesClient
 from ai_transport.transport.ably_channel import AblyChannel
 from ai_transport.transport.agent import AgentSession, function_call_output
@@ -90,6 +91,12 @@ class AgentWorker:
         self.responses = ResponsesClient(api_key="local", base_url=self._local_model.base_url)
         self.model = "scripted-weather-model"
 
+    def reasoning_options(self) -> dict[str, Any]:
+        """Reasoning models get a summary and their encrypted reasoning back (replayed next turn)."""
+        if not str(self.model).startswith(("gpt-5", "o1", "o3", "o4", "scripted")):
+            return {}
+        return {"reasoning": {"effort": "low", "summary": "auto"}, "include": ["reasoning.encrypted_content"]}
+
     async def close(self) -> None:
         """Release the model client (and the local model server)."""
         if self.responses is not None:
@@ -114,8 +121,11 @@ class AgentWorker:
             for call in owed:                 # approved calls: run them now
                 await run.send(function_call_output(call, run_tool(call["name"], call["arguments"])))
             for _ in range(4):
+                # store: false, so the input is the whole conversation, with replay hygiene applied
+                model_input = sanitize_input(run.input_items(), store=False).input
                 stream = self.responses.stream(
-                    self.model, input=run.input_items(), instructions=INSTRUCTIONS, tools=[WEATHER_TOOL]
+                    self.model, input=model_input, instructions=INSTRUCTIONS, tools=[WEATHER_TOOL],
+                    **self.reasoning_options(),
                 )
                 result = await run.pipe(with_approval_requests(stream))
                 if result.reason != "complete":
