@@ -106,6 +106,10 @@ async function main() {
       }
       root.append(box);
     }
+    // How much text the page showed after each render (lets a test see that the run streamed in).
+    const shown = [...root.querySelectorAll('.assistant-text, .reasoning')].reduce((n, e) => n + e.textContent.length, 0);
+    (window.shownTextLengths ??= []).push(shown);
+
     const runs = view.runs();
     const last = runs[runs.length - 1];
     $('#runs').textContent = runs.map((r) => `${r.runId.slice(0, 8)}: ${r.status}`).join(' | ');

@@ -54,6 +54,7 @@ try {
       desc: e.querySelector('.call-desc')?.textContent,
     })),
     runStatus: document.body.dataset.runStatus,
+    shownTextLengths: window.shownTextLengths,
   }));
 
   await page.click(`${pendingCall} button.${decision}`);
