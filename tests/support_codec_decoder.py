@@ -610,3 +610,18 @@ def fold_sequences(draw):
         else:
             steps[i] = {**steps[i], "messageId": draw(st.sampled_from(["m1", "m2", "u1", None]))}
     return [{k: v for k, v in s.items() if v is not None} for s in steps]
+
+
+def decode_fold_objects(messages: list[Any], message_ids: list[Any]) -> dict[str, Any]:
+    """:func:`decode_fold` for message objects (e.g. ably-python ``Message``), ids given alongside."""
+    decoder = Decoder()
+    state = reducer.init()
+    decoded = []
+    for raw, mid in zip(messages, message_ids):
+        result = decoder.decode(raw)
+        decoded.append(result.to_dict())
+        for ev in result.inputs:
+            reducer.fold(state, "input", ev, mid)
+        for ev in result.outputs:
+            reducer.fold(state, "output", ev, mid)
+    return {"decoded": decoded, "messages": [m.to_dict() for m in reducer.get_messages(state)]}
