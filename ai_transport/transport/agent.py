@@ -307,8 +307,7 @@ class AgentSession:
         mutator = version.get("clientId") if isinstance(version, Mapping) else None
         if (
             action in ("message.update", "message.append", "message.delete")
-            and isinstance(mutator, str)
-            and mutator not in self.trusted_agent_ids
+            and (mutator if isinstance(mutator, str) else None) not in self.trusted_agent_ids
             and (not name or name in _AGENT_NAMES)
         ):
             self._reject(message, f"agent message mutated by {mutator!r}, not a trusted agent identity")

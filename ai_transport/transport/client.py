@@ -261,8 +261,7 @@ class ClientSession:
         mutator = version.get("clientId") if isinstance(version, Mapping) else None
         if (
             action_name(message.get("action")) in ("message.update", "message.append", "message.delete")
-            and isinstance(mutator, str)
-            and mutator not in self.trusted_agent_ids
+            and (mutator if isinstance(mutator, str) else None) not in self.trusted_agent_ids
             and (not name or name in _AGENT_NAMES)
         ):
             logger.warning("ignored agent message %s mutated by untrusted %r", serial, mutator)
