@@ -344,6 +344,8 @@ CASES: dict[str, list] = {
     + [append("s02", "s03", "x", TC, {**C, "output_index": "null", "content_index": "null"})],
     "string content_index header": BASE
     + [create("s02", OUT, "", T, {**C, "content_index": '"0"'}), append("s02", "s03", "x", TC, C)],
+    "streamed create data is ignored": BASE
+    + [create("s02", OUT, "IGNORED", T, C), append("s02", "s03", "x", TC, C)],
     "non-string data on a stream": BASE
     + [
         create("s02", OUT, {"a": 1}, T, C),
@@ -559,6 +561,12 @@ def test_prefix_and_non_prefix_updates():
     assert texts("non-prefix update replaces silently") == ["Goodbye!"]
     o = outputs("non-prefix update replaces the headers too")
     assert o[5][0]["item_id"] == "msg_2" and o[5][1]["text"] == "XY"
+
+
+def test_streamed_create_data_is_ignored():
+    o = outputs("streamed create data is ignored")
+    assert types(o[1]) == ["response.output_item.added", "response.content_part.added"]
+    assert o[2][-1]["text"] == "x"
 
 
 def test_delete_and_foreign():
