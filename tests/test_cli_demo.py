@@ -353,3 +353,35 @@ async def test_a_model_that_asks_twice_gets_both_approvals_in_one_run():
     assert len(set(re.findall(r"-- run ([0-9a-f]{8})", text))) == 1
     assert re.search(r"1 run\(s\), 3 agent wake-ups, 3 model calls", text.splitlines()[-1])
     assert len(server.requests) == 3
+
+
+def test_the_answer_is_printed_while_it_streams():
+    """The final answer reaches stdout in several pieces over time (live), not as one block at the end."""
+    import select
+
+    proc = subprocess.Popen([sys.executable, "-m", "ai_transport", "demo", "--delay", "0.03"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT, env=ENV)
+    pieces: list[tuple[float, bytes]] = []
+    try:
+        fd = proc.stdout.fileno()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], 1)
+            if ready:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                pieces.append((time.monotonic(), chunk))
+    finally:
+        proc.wait(30)
+    assert proc.returncode == 0
+    text = b"".join(c for _, c in pieces).decode()
+    start = text.index("assistant> Right now in Paris")
+    end = text.index("\n", start)
+    offsets, at = [], 0
+    for t, chunk in pieces:
+        if at < end and at + len(chunk) > start:
+            offsets.append(t)
+        at += len(chunk)
+    assert len(offsets) >= 3, f"answer arrived in {len(offsets)} read(s)"
+    assert offsets[-1] - offsets[0] > 0.1
