@@ -22,8 +22,10 @@ stream it left open ``cancelled`` (§15.3), so no reader waits for a stream that
 folds is filtered by publisher identity (Ably ``clientId``, set by the server from the token):
 
 * ``ai-output`` and run/step lifecycle messages count only from ``trusted_agent_ids`` (default: the
-  agent's own ``channel.client_id``); appends/updates count only for a stream whose create was
-  accepted. Anything else is ignored and logged (``ai_transport.transport.agent``).
+  agent's own ``channel.client_id``); an update / append / delete of such a message counts only when
+  its ``version.clientId`` (the mutator) is a trusted agent identity too, and name-less appends only
+  for a stream whose create was accepted. Anything else is ignored, logged
+  (``ai_transport.transport.agent``) and kept in :attr:`AgentSession.rejected`.
 * Approvals and tool results (``tool-approval-response``, ``tool-result``, ``tool-result-error``)
   count only when ``accept_input(client_id, run)`` says so. Default: the publisher is the client
   that started the run (the ``input-client-id`` the agent stamped on the run's ``ai-run-start``) or
@@ -32,6 +34,11 @@ folds is filtered by publisher identity (Ably ``clientId``, set by the server fr
 * The agent runs only ``function_call`` items of its own (trusted) outputs: an approval carries no
   arguments, and the arguments executed are those of the model's item (``approved_unexecuted_calls``
   returns the folded item itself).
+* Identities come from the Ably token. With anonymous clients (no ``clientId``) publishers cannot
+  be told apart: give the agent and the users identities, or pass ``accept_input``.
+
+The trigger of a run (the input named by the invocation) is located only among accepted wires, so a
+forged or untrusted input cannot wake a run (``start()`` raises 104010 after its timeout).
 """
 
 from __future__ import annotations
