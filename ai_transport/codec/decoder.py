@@ -305,9 +305,11 @@ class _Tracker:
         return chunks[0] if chunks else ""
 
     def close(self) -> None:
-        """Close into a tombstone: drop the text, keep the version."""
+        """Close into a tombstone: keep only the version (a closed tracker is never read again)."""
         self.closed = True
         self.chunks = []
+        self.codec = self.transport = _EMPTY  # type: ignore[assignment]
+        self._delta = None
 
     def set_headers(self, codec: dict, transport: dict) -> None:
         self.codec = codec
