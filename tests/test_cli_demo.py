@@ -385,3 +385,51 @@ def test_the_answer_is_printed_while_it_streams():
         at += len(chunk)
     assert len(offsets) >= 3, f"answer arrived in {len(offsets)} read(s)"
     assert offsets[-1] - offsets[0] > 0.1
+
+
+@pytest.mark.js
+def test_the_printed_connection_snippets_work_for_ably_python_and_ably_js(node):
+    """Copy-paste the emulator's help: the ably-python and ably-js snippets publish and read back."""
+    proc = subprocess.Popen([sys.executable, "-m", "ai_transport", "emulator", "--port", "0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=ENV)
+    try:
+        head: list[str] = []
+        while not head or "ai-transport demo --emulator" not in head[-1]:
+            line = proc.stdout.readline()
+            assert line, "".join(head) + proc.stderr.read()
+            head.append(line)
+        text = "".join(head)
+        py_ctor = re.search(r"^\s+client = (AblyRealtime\(.*\))$", text, re.M).group(1)
+        js_ctor = re.search(r"^\s+const client = (new Ably\.Realtime\(.*\));$", text, re.M).group(1)
+        py = f"""
+import asyncio
+from ably import AblyRealtime
+async def main():
+    client = {py_ctor}
+    ch = client.channels.get("snippets")
+    await ch.attach()
+    await ch.publish("hello", "from python")
+    page = await ch.history()
+    print([m.data for m in page.items])
+    await client.close()
+asyncio.run(main())
+"""
+        r = subprocess.run([sys.executable, "-c", py], check=False, capture_output=True, text=True, timeout=60)
+        assert r.returncode == 0 and "['from python']" in r.stdout, r.stdout + r.stderr
+        js = f"""
+import * as Ably from 'ably';
+const client = {js_ctor};
+const ch = client.channels.get('snippets');
+await ch.attach();
+await ch.publish('hello', 'from js');
+const page = await ch.history();
+console.log(JSON.stringify(page.items.map((m) => m.data)));
+client.close();
+"""
+        r = subprocess.run(["node", "--input-type=module", "-e", js], check=False, capture_output=True, text=True,
+                           timeout=60, cwd=ROOT / "tests" / "js")
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert json.loads(r.stdout.strip().splitlines()[-1]) == ["from js", "from python"]
+    finally:
+        proc.terminate()
+        proc.wait(10)
