@@ -399,8 +399,8 @@ def test_the_printed_connection_snippets_work_for_ably_python_and_ably_js(node):
             assert line, "".join(head) + proc.stderr.read()
             head.append(line)
         text = "".join(head)
-        py_ctor = re.search(r"^\s+client = (AblyRealtime\(.*\))$", text, re.M).group(1)
-        js_ctor = re.search(r"^\s+const client = (new Ably\.Realtime\(.*\));$", text, re.M).group(1)
+        py_ctor = re.search(r"^\s+client = (AblyRealtime\(.*\))$", text, re.MULTILINE).group(1)
+        js_ctor = re.search(r"^\s+const client = (new Ably\.Realtime\(.*\));$", text, re.MULTILINE).group(1)
         py = f"""
 import asyncio
 from ably import AblyRealtime
