@@ -26,6 +26,7 @@ from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.emulator.client import client_options, connect_info
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import to_responses_input
+from ai_transport.responses.local_server import ScriptedText, build_response_events
 from ai_transport.transport.ably_channel import AblyChannel
 from ai_transport.transport.agent import AgentSession
 from ai_transport.transport.client import ClientSession
@@ -522,3 +523,79 @@ async def test_wire_of_python_sessions_matches_the_js_sessions(emulator_thread, 
     assert [s[0] for s in ours] == [s[0] for s in theirs]
     for a, b in zip(ours, theirs):
         assert a == b
+
+
+async def test_regenerate_across_implementations(emulator_thread, node) -> None:
+    """A regenerate published by one implementation is understood by the other's agent: the new run
+    is a sibling reply to the same prompt, its model input stops before the regenerated answer, and
+    both clients switch to the new answer."""
+    # Python client, JS agent
+    name = unique_channel("regen-jsa")
+    cch = await open_channel(emulator_thread, name, "alice")
+    client = ClientSession(cch)
+    await client.connect()
+    opts = connect_info(emulator_thread, client_id="js-agent")
+    try:
+        sent = await client.view.send(user_message("Name a colour"))
+        first = await js(
+            node,
+            "agentHandle",
+            options=opts,
+            channel=name,
+            invocation=sent.invocation.to_json(),
+            turns=[build_response_events([ScriptedText("Blue.")], seed=1)],
+        )
+        await wait_status(client.view, first["runId"], "complete")
+        regen = await client.view.regenerate(client.view.get_messages()[1].codec_message_id)
+        second = await js(
+            node,
+            "agentHandle",
+            options=opts,
+            channel=name,
+            invocation=regen.invocation.to_json(),
+            turns=[build_response_events([ScriptedText("Green.")], seed=2)],
+        )
+        assert second["runId"] != first["runId"] and second["outcome"] == "complete"
+        assert second["modelInputs"] == [first["modelInputs"][0]]  # the prompt only, not "Blue."
+        await wait_status(client.view, second["runId"], "complete")
+        assert [m.message.items[-1]["content"][0]["text"] for m in client.view.get_messages()] == [
+            "Name a colour",
+            "Green.",
+        ]
+        assert client.tree.get_run_node(second["runId"]).parent == sent.input_codec_message_id
+    finally:
+        await client.close()
+        await cch.close()
+
+    # JS client, Python agent
+    name = unique_channel("regen-pya")
+    ach = await open_channel(emulator_thread, name, "agent")
+    agent = AgentSession(ach)
+    await agent.connect()
+    jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+    try:
+        sent = await js(node, "clientSend", id=jsc["id"], text="Name a colour")
+        run = await agent.create_run(sent["invocation"])
+        await run.start()
+        await run.pipe(build_response_events([ScriptedText("Blue.")], seed=1))
+        await run.end("complete")
+        await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="complete")
+        regen = await js(node, "clientRegenerate", id=jsc["id"])
+        run2 = await agent.create_run(regen["invocation"])
+        await run2.start()
+        await run2.view.load_all()
+        assert run2.input_items() == [
+            {"type": "message", "role": "user", "content": [{"text": "Name a colour", "type": "input_text"}]}
+        ]
+        assert run2.run_id != run.run_id
+        await run2.pipe(build_response_events([ScriptedText("Green.")], seed=2))
+        await run2.end("complete")
+        await js(node, "clientWait", id=jsc["id"], runId=run2.run_id, status="complete")
+        view = await js(node, "clientMessages", id=jsc["id"])
+        texts = [m["message"]["items"][-1]["content"][0]["text"] for m in view["messages"]]
+        assert texts == ["Name a colour", "Green."]
+        assert [r["runId"] for r in view["runs"]] == [run2.run_id]
+    finally:
+        await js(node, "clientClose", id=jsc["id"])
+        await agent.end()
+        await ach.close()

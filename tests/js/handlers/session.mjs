@@ -224,3 +224,11 @@ export async function clientLoadAll({ id }) {
   while (session.view.hasOlder()) await session.view.loadOlder(100);
   return { count: session.view.getMessages().length };
 }
+
+export async function clientRegenerate({ id, index }) {
+  const { session } = clients.get(id);
+  const messages = session.view.getMessages();
+  const target = messages.at(index ?? -1).codecMessageId;
+  const run = await session.view.regenerate(target);
+  return { ...sentResult(run), target };
+}
