@@ -82,7 +82,7 @@ from .lifecycle import (
     step_end_reason_for,
 )
 from .run import TERMINAL_STATUSES, PipeResult, RunInfo
-from .tree import RunNode, Tree, WireApplier
+from .tree import Emitter, RunNode, Tree, WireApplier
 from .view import DEFAULT_HISTORY_PAGE_SIZE, HistoryHydrator, LeafBranch, View
 
 __all__ = ["AgentRun", "AgentSession", "function_call_output", "gate_calls"]
@@ -231,8 +231,13 @@ class AgentSession:
         self._closed = False
         self._high_water = ""
         self._seen_waiters: list[tuple[str, asyncio.Future[None]]] = []
+        self._emitter = Emitter()
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
+
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook)."""
+        return self._emitter.on(event, handler)
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -727,6 +732,14 @@ class AgentRun:
         await self._publish(build_lifecycle_message(name, headers), name)
         await self.drain()
 
+    def _report(self, err: AITransportError) -> None:
+        """Hand an error to the run's ``on_error`` hook, else to the session's ``error`` listeners."""
+        on_error = self.hooks.get("on_error")
+        if on_error is not None:
+            on_error(err)
+        else:
+            self.session._emitter.emit("error", err)
+
     def _deregister(self) -> None:
         # the view keeps answering get_messages()/runs() but stops listening to the session
         self.view.close()
@@ -754,9 +767,7 @@ class AgentRun:
                 cause=exc,
             )
             logger.error("%s", err.message)
-            on_error = self.hooks.get("on_error")
-            if on_error is not None:
-                on_error(err)
+            self._report(err)
 
     # -- output --------------------------------------------------------------------------------
 
@@ -881,16 +892,14 @@ class AgentRun:
                     await encoder.close()
                 except Exception:
                     logger.debug("close after error failed", exc_info=True)
-            on_error = self.hooks.get("on_error")
-            if on_error is not None:
-                on_error(
-                    AITransportError(
-                        f"unable to pipe response for run {self.run_id}; {exc}",
-                        ErrorCode.STREAM_ERROR,
-                        500,
-                        cause=exc,
-                    )
+            self._report(
+                AITransportError(
+                    f"unable to pipe response for run {self.run_id}; {exc}",
+                    ErrorCode.STREAM_ERROR,
+                    500,
+                    cause=exc,
                 )
+            )
         finally:
             abort.cancel()
             aclose = getattr(iterator, "aclose", None)

@@ -20,9 +20,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .channel import action_name
 from .invocation import Invocation
@@ -41,7 +42,7 @@ from .lifecycle import (
     build_transport_headers,
 )
 from .run import RunInfo
-from .tree import Tree, WireApplier
+from .tree import Emitter, Tree, WireApplier
 from .view import DEFAULT_HISTORY_PAGE_SIZE, HistoryHydrator, TreeBranch, View
 
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
@@ -239,8 +240,14 @@ class ClientSession:
         self._accepted: set[str] = set()
         self._connected = False
         self._closed = False
+        self._emitter = Emitter()
         #: The default view (selected branch).
         self.view = ClientView(self)
+
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Listen to ``error``: an agent's run ended ``error`` (the :class:`AITransportError` from its
+        ``ai-run-end``). Returns an unsubscribe function."""
+        return self._emitter.on(event, handler)
 
     async def connect(self) -> None:
         """Subscribe to every message and attach."""
@@ -285,9 +292,10 @@ class ClientSession:
         if not self._trusted(message):
             return
         event = self._applier.apply(message)
+        if isinstance(event, RunLifecycleEvent) and event.type == "end" and event.error is not None:
+            logger.error("run %s ended with an agent error: %s", event.run_id, event.error.message)
+            self._emitter.emit("error", event.error)
         if isinstance(event, RunLifecycleEvent) and event.type in ("start", "resume"):
-            from ..codec.headers import transport_headers
-
             key = transport_headers(message.get("extras")).get(H_INPUT_CODEC_MESSAGE_ID)
             pending = self._pending.pop(key, None) if key is not None else None
             if pending is not None and not pending.started.done():
