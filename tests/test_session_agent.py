@@ -89,14 +89,19 @@ async def test_misuse_raises_40003() -> None:
 
 async def test_unsupported_event_makes_the_pipe_fail_with_the_codec_error() -> None:
     _hub, client, agent = await setup()
+    agent_errors, client_errors = [], []
+    agent.on("error", agent_errors.append)
+    client.on("error", client_errors.append)
     sent = await client.view.send(user_message("hi"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
     result = await run.pipe([{"type": "response.web_search_call.searching", "item_id": "ws_1"}])
     assert result.reason == "error" and getattr(result.error, "code", None) == 40003
+    assert [e.code for e in agent_errors] == [104008] and "web_search_call" in agent_errors[0].message
     await run.end("error", result.error)
     await wait_status(client.view, run.run_id, "error")
     assert client.view.run(run.run_id).error.code == 40003
+    assert [(e.code, e.status_code) for e in client_errors] == [(40003, 400)]
     await client.close()
     await agent.end()
 
