@@ -212,11 +212,12 @@ async def js(node: Any, op: str, **args: Any) -> Any:
     return await asyncio.to_thread(node.call, "session", op, **args)
 
 
-async def test_js_client_with_python_agent(emulator_thread, node) -> None:
-    await flow_js_client_python_agent(emulator_thread, node)
+@pytest.mark.parametrize("decision", ["approve", "deny", "client-result"])
+async def test_js_client_with_python_agent(emulator_thread, node, decision: str) -> None:
+    await flow_js_client_python_agent(emulator_thread, node, decision)
 
 
-async def flow_js_client_python_agent(emulator_thread: Any, node: Any) -> str:
+async def flow_js_client_python_agent(emulator_thread: Any, node: Any, decision: str = "approve") -> str:
     name = unique_channel("interop-jsc")
     ach = await open_channel(emulator_thread, name, "agent")
     agent = AgentSession(ach)
@@ -224,7 +225,7 @@ async def flow_js_client_python_agent(emulator_thread: Any, node: Any) -> str:
     pch = await open_channel(emulator_thread, name, "observer")
     observer = ClientSession(pch)
     await observer.connect()
-    worker = Worker()
+    worker = Worker() if decision != "client-result" else Worker(gated=(), client_tools=("get_weather",))
     jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
     try:
         sent = await js(node, "clientSend", id=jsc["id"], text="Weather in Paris?")
@@ -244,27 +245,48 @@ async def flow_js_client_python_agent(emulator_thread: Any, node: Any) -> str:
         assert js_view["messages"] == as_dicts(run.view.get_messages())
         assert js_view["messages"] == as_dicts(observer.view.get_messages())
         call = js_view["messages"][1]["message"]["items"][2]
-        assert js_view["messages"][1]["message"]["toolCallStates"][call["call_id"]]["approval"] == "pending"
-
-        answer = await js(node, "clientApprove", id=jsc["id"], approved=True)
+        states = js_view["messages"][1]["message"].get("toolCallStates", {})
+        if decision == "client-result":
+            assert states == {}
+            answer = await js(
+                node, "clientToolResult", id=jsc["id"], output=run_tool("get_weather", call["arguments"])
+            )
+        else:
+            assert states[call["call_id"]]["approval"] == "pending"
+            answer = await js(
+                node, "clientApprove", id=jsc["id"], approved=decision == "approve", reason="not today"
+            )
         assert answer["runId"] == run.run_id
         resumed = await worker.handle(agent, answer["invocation"])
         assert resumed.run_id == run.run_id
         await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="complete")
         await wait_status(observer.view, run.run_id, "complete")
-        assert worker.executed == [("get_weather", call["arguments"])]
+        assert worker.executed == ([("get_weather", call["arguments"])] if decision == "approve" else [])
 
         final = await js(node, "clientMessages", id=jsc["id"])
         assert final["messages"] == as_dicts(observer.view.get_messages())
         assert final["messages"] == as_dicts(resumed.view.get_messages())
-        assert [m["message"]["role"] for m in final["messages"]] == [
-            "user",
-            "assistant",
-            "assistant",
-            "assistant",
+        shapes_js = [
+            (m["message"]["role"], [i["type"] for i in m["message"]["items"]]) for m in final["messages"]
         ]
+        if decision == "approve":
+            assert shapes_js == [
+                ("user", ["message"]),
+                ("assistant", ["reasoning", "message", "function_call"]),
+                ("assistant", ["function_call_output"]),
+                ("assistant", ["reasoning", "message"]),
+            ]
+        else:  # the denial's rejection text / the client's result sits next to the call
+            assert shapes_js == [
+                ("user", ["message"]),
+                ("assistant", ["reasoning", "message", "function_call", "function_call_output"]),
+                ("assistant", ["reasoning", "message"]),
+            ]
+        if decision == "deny":
+            assert final["messages"][1]["message"]["items"][3]["output"] == "not today"
         assert final["runs"][0]["status"] == "complete" and final["runs"][0]["clientId"] == "alice"
-        assert [s["status"] for s in final["runs"][0]["steps"]] == ["complete", "complete", "complete"]
+        steps = ["complete"] * (3 if decision == "approve" else 2)
+        assert [s["status"] for s in final["runs"][0]["steps"]] == steps
     finally:
         await js(node, "clientClose", id=jsc["id"])
         await observer.close()
