@@ -85,3 +85,30 @@ def test_wire_log_keeps_serial_order_and_drops_redeliveries(wires: list[tuple[in
     replayed = [(s, e["v"]) for (_, e), s, _ in log.replay()]
     assert [s for s, _ in replayed] == sorted(s for s, _ in replayed)
     assert replayed == [(s, v) for s in sorted(expected) for v in expected[s]]
+
+
+def test_run_less_tool_result_fork_is_rekeyed_by_the_run_start() -> None:
+    """0.8.0's client tool-result fork: a run-less input with a non-user role folds into a run keyed
+    by its codec-message-id until the agent's ai-run-start (input-codec-message-id) names the run."""
+    from ai_transport.transport.lifecycle import parse_run_lifecycle
+
+    tree = Tree(ResponsesCodec)
+    result = ResponsesCodec.create_tool_result("fork-1", {"call_id": "c1", "output": "42"})
+    tree.apply_message(
+        [result], [], {"role": "assistant", "codec-message-id": "fork-1", "supersedes": "old-run"}, "05"
+    )
+    node = tree.get_node("fork-1")
+    assert node is not None and node.kind == "run"
+    start = parse_run_lifecycle(
+        "ai-run-start",
+        {"run-id": "R", "run-client-id": "alice", "input-codec-message-id": "fork-1", "parent": "p"},
+        "06",
+    )
+    tree.apply_run_lifecycle(start)
+    assert tree.get_node("fork-1") is None
+    run = tree.get_run_node("R")
+    assert run is node and run.parent == "p" and run.start_serial == "05"
+    assert tree.get_node_by_codec_message_id("fork-1") is run
+    messages = tree.messages_of(run)
+    assert messages[0].message.items == [{"type": "function_call_output", "call_id": "c1", "output": "42"}]
+    assert "old-run" not in [n.key for n in tree.visible_nodes()]
