@@ -160,3 +160,23 @@ def test_ctrl_c_stops_tail_cleanly(emulator_thread):
     out, err = tail.communicate(timeout=15)
     assert tail.returncode == 130
     assert "Traceback" not in err and out == ""
+
+
+@pytest.mark.slow
+def test_a_second_demo_continues_the_conversation_and_tail_shows_each_run_after_its_messages(emulator_thread):
+    url, channel = emulator_thread.url, f"two-runs-{os.getpid()}"
+    first = cli("demo", "--emulator", url, "--channel", channel)
+    assert first.returncode == 0, first.stdout + first.stderr
+    second = cli("demo", "--emulator", url, "--channel", channel, "--question", "And in Lyon?", "--deny", "no")
+    assert second.returncode == 0, second.stdout + second.stderr
+    # The second demo starts from the channel's history: the first exchange is printed first.
+    assert second.stdout.index("you> What's the weather in Paris") < second.stdout.index("you> And in Lyon?")
+    assert "2 run(s)" in second.stdout.splitlines()[-1]
+    r = cli("tail", channel, "--emulator", url, "--no-follow")
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    runs = [i for i, ln in enumerate(lines) if re.match(r"^-- run [0-9a-f]{8}: complete$", ln)]
+    assert len(runs) == 2 and runs[1] == len(lines) - 1
+    assert lines.index("you> And in Lyon?") == runs[0] + 1  # run 1's status closes the first exchange
+    assert re.search(r"get_weather\(\{\"city\":\"Paris\".*-- done", "\n".join(lines[: runs[0]]))
+    assert re.search(r"get_weather\(\{\"city\":\"Lyon\".*-- denied \(no\)", "\n".join(lines[runs[0]:]))

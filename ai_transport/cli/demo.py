@@ -240,6 +240,8 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
         await client_channel.subscribe(stats.on_message)
         await session.connect()
         view = session.view
+        await view.load_all()  # an existing channel (--channel): continue its conversation
+        printer.update(view.get_messages())
 
         view.on("update", lambda *_: printer.update(view.get_messages()))
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Literal, TextIO
 
 from ..codec.types import CodecMessage, OpenAIMessage
@@ -46,12 +46,14 @@ class Block:
         text: the text (streamed kinds) or the one-line description (status kinds).
         status: for ``call`` blocks the call's state label (``streaming``, ``called``,
             ``awaiting approval``, ``approved``, ``denied``, ``done``, ``failed``); else ``""``.
+        message_id: the codec message id of the message the block comes from.
     """
 
     key: str
     kind: str
     text: str
     status: str = ""
+    message_id: str = ""
 
     def line(self) -> str:
         """The block as one plain line (no trailing newline)."""
@@ -139,8 +141,9 @@ def transcript_blocks(messages: Iterable[Any]) -> list[Block]:
             elif item.get("type") == "function_call" and isinstance(item.get("call_id"), str):
                 names[item["call_id"]] = str(item.get("name", ""))
 
-    blocks: list[Block] = []
+    out: list[Block] = []
     for index, (mid, msg) in enumerate(pairs):
+        blocks: list[Block] = []
         base = mid or f"#{index}"
         seen_calls: set[str] = set()
         for i, item in enumerate(msg.items):
@@ -188,7 +191,8 @@ def transcript_blocks(messages: Iterable[Any]) -> list[Block]:
             desc = f"{state.get('name', '?')}({_short(state.get('arguments', ''))})"
             status = call_status(state, None, outputs.get(call_id), call_id in outputs)
             blocks.append(Block(f"call:{call_id}", "call", desc, status))
-    return blocks
+        out.extend(replace(b, message_id=mid) for b in blocks)
+    return out
 
 
 def render_transcript(messages: Iterable[Any]) -> str:

@@ -214,9 +214,13 @@ def scripted_turn(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     items = _items(body)
     ev = _Events(model, body)
     ev.start()
+    question = _last_user_text(items)
+    # Only the current turn matters: what follows the last user message.
+    last_user = max((i for i, it in enumerate(items) if it.get("type", "message") == "message"
+                     and it.get("role") == "user"), default=0)
+    items = items[last_user:]
     outputs = {i.get("call_id"): i.get("output") for i in items if i.get("type") == "function_call_output"}
     calls = [i for i in items if i.get("type") == "function_call"]
-    question = _last_user_text(items)
     if calls and all(c.get("call_id") in outputs for c in calls):
         output = outputs[calls[-1].get("call_id")]
         try:

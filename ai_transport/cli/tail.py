@@ -78,6 +78,29 @@ async def _emulator_token(url: str, key: str, where: str) -> str:
     return str(details["token"])
 
 
+def render_history(view: Any, printer: LivePrinter) -> None:
+    """Print the view's conversation, each run's status after the last message that belongs to it."""
+    from .render import transcript_blocks
+
+    messages = view.get_messages()
+    blocks = transcript_blocks(messages)
+    run_of = {m.codec_message_id: view.run_of(m.codec_message_id) for m in messages}
+    shown: set[str] = set()
+    for i, message in enumerate(messages):
+        info = run_of[message.codec_message_id]
+        following = run_of[messages[i + 1].codec_message_id] if i + 1 < len(messages) else None
+        if info is None or (following is not None and following.run_id == info.run_id):
+            continue
+        ids = {m.codec_message_id for m in messages[: i + 1]}
+        printer.update_blocks([b for b in blocks if b.message_id in ids])
+        printer.note(f"-- run {info.run_id[:8]}: {info.status}")
+        shown.add(info.run_id)
+    printer.update_blocks(blocks)
+    for info in view.runs():  # runs without messages (e.g. ended before any output)
+        if info.run_id not in shown:
+            printer.note(f"-- run {info.run_id[:8]}: {info.status}")
+
+
 async def run_tail(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Render the channel's history, then follow live runs until interrupted (or not, ``--no-follow``)."""
     from ..transport.client import ClientSession
@@ -91,9 +114,7 @@ async def run_tail(args: argparse.Namespace, out: TextIO | None = None) -> int:
         view = session.view
         print(f"# {args.channel}: loading history…", file=sys.stderr, flush=True)
         await view.load_all()
-        printer.update(view.get_messages())
-        for info in view.runs():
-            printer.note(f"-- run {info.run_id[:8]}: {info.status}")
+        render_history(view, printer)
         if args.no_follow:
             printer.close()
             return 0
