@@ -366,3 +366,58 @@ def test_forged_wires_never_change_what_the_agent_folds(forged: list[tuple[int, 
         wire["version"] = {**(wire.get("version") or {}), "serial": version_serial}
         wires.insert(at, wire)
     assert _agent_fold(wires) == _BASELINE
+
+
+async def test_only_the_owner_can_cancel() -> None:
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    mallory = ClientSession(hub.client("mallory").channel("chat"))
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    for s in (alice, mallory, agent):
+        await s.connect()
+    sent = await alice.view.send(user_message("Count to a million"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+
+    async def counting():
+        yield {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {
+                "id": "m",
+                "type": "message",
+                "status": "in_progress",
+                "content": [],
+                "role": "assistant",
+            },
+        }
+        yield {
+            "type": "response.content_part.added",
+            "item_id": "m",
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "text": ""},
+        }
+        for i in range(10_000):
+            yield {
+                "type": "response.output_text.delta",
+                "item_id": "m",
+                "output_index": 0,
+                "content_index": 0,
+                "delta": f"{i} ",
+            }
+            await asyncio.sleep(0.002)
+
+    pipe = asyncio.ensure_future(run.pipe(counting()))
+    await asyncio.sleep(0.05)
+    await mallory.cancel(run.run_id)
+    await asyncio.sleep(0.05)
+    assert not run.abort_signal.is_set() and not pipe.done()
+    assert any(m.get("name") == "ai-cancel" and m.get("clientId") == "mallory" for m in agent.rejected)
+    await alice.cancel(run.run_id)
+    assert (await asyncio.wait_for(pipe, 5)).reason == "cancelled"
+    await run.end("cancelled")
+    await wait_status(alice.view, run.run_id, "cancelled")
+    for s in (alice, mallory):
+        await s.close()
+    await agent.end()

@@ -26,8 +26,8 @@ folds is filtered by publisher identity (Ably ``clientId``, set by the server fr
   its ``version.clientId`` (the mutator) is a trusted agent identity too, and name-less appends only
   for a stream whose create was accepted. Anything else is ignored, logged
   (``ai_transport.transport.agent``) and kept in :attr:`AgentSession.rejected`.
-* Approvals and tool results (``tool-approval-response``, ``tool-result``, ``tool-result-error``)
-  count only when ``accept_input(client_id, run)`` says so. Default: the publisher is the client
+* Approvals, tool results (``tool-approval-response``, ``tool-result``, ``tool-result-error``) and
+  cancels count only when ``accept_input(client_id, run)`` says so. Default: the publisher is the client
   that started the run (the ``input-client-id`` the agent stamped on the run's ``ai-run-start``) or
   is listed in ``trusted_client_ids``. A run whose start is not folded yet holds its inputs until it
   is. User prompts are accepted from anyone who may publish.
@@ -101,6 +101,8 @@ _AGENT_NAMES = frozenset(
     }
 )
 _ANSWER_KINDS = frozenset({"tool-result", "tool-result-error", "tool-approval-response"})
+#: Answers held per unknown run (history folds newest first); older ones are dropped beyond this.
+_HELD_LIMIT = 1000
 
 AcceptInput = Callable[[Any, RunNode | None], bool]
 
@@ -367,7 +369,10 @@ class AgentSession:
         verdict = self._admit(message)
         if verdict is None:
             run_id = transport_headers(message.get("extras")).get(H_RUN_ID)
-            self._held.setdefault(str(run_id), []).append(message)
+            held = self._held.setdefault(str(run_id), [])
+            if len(held) >= _HELD_LIMIT:
+                self._reject(held.pop(0), f"more than {_HELD_LIMIT} answers held for a run never started")
+            held.append(message)
             return
         if not verdict:
             return
@@ -750,6 +755,13 @@ class AgentRun:
             s._run_by_input_cmid.pop(self.input_codec_message_id, None)
 
     async def _cancel(self, message: Mapping[str, Any]) -> None:
+        node = self.session.tree.get_run_node(self.run_id)
+        if node is None or node.input_client_id is None:
+            # not folded yet: judge against the client whose input triggered this invocation
+            node = RunNode(self.run_id, None, None, None, "", "", None, input_client_id=self.input_client_id)
+        if not self.session._input_accepted(message.get("clientId"), node):
+            self.session._reject(message, "cancel from a client this agent does not accept")
+            return
         veto = self.hooks.get("on_cancel")
         try:
             if veto is not None:
