@@ -476,7 +476,11 @@ class Decoder:
                     transport = ai.get("transport") if type(ai) is dict else None
                     if type(transport) is dict:
                         tracker.version = vs
-                        return self._tracked_append(inbound, serial, tracker, extras, transport)
+                        try:
+                            return self._tracked_append(inbound, serial, tracker, extras, transport)
+                        except Exception:  # pragma: no cover - defensive: never crash
+                            logger.warning("decode(); skipping append (serial %r)", serial, exc_info=True)
+                            return DecodeResult()
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
