@@ -10,7 +10,10 @@ Run: ``python benchmarks/bench_codec.py [--messages 100000] [--rounds 3] [--scal
    wire messages/s and decoded events/s for each, and the ratio (JS time / Python time; > 1 means
    Python is faster). Rounds alternate between the two; each keeps its best of ``--rounds``. The wire
    log itself is frozen out of Python's cyclic GC (it is input, not work).
-2. **Scaling.** One message growing to ``--scale`` items (``output_item.added`` + a text stream of
+2. **One long stream.** A single text stream of ``--long`` deltas (a long answer), decoded and
+   folded by both: the accumulated text is kept as chunks on our side, so this stays linear (JS
+   strings are ropes).
+3. **Scaling.** One message growing to ``--scale`` items (``output_item.added`` + a text stream of
    one delta each), folded in Python at 1/100, 1/10 and all of ``--scale``: the time per event
    stays flat (every fold is O(1) amortised).
 
@@ -82,6 +85,18 @@ def bench_python(reps: list[list[dict]], rounds: int) -> dict:
     return {"events": events, "messages": messages, "seconds": min(times)}
 
 
+def long_stream(n: int) -> list[dict]:
+    """The live wire of one message: item added, a text stream of ``n`` deltas, its close, item done."""
+    from support_codec_decoder import added_item_message, append, create, stream_transport, text_codec
+
+    t, c = stream_transport("msg_1:0", "m1"), text_codec()
+    wire = [added_item_message("s0000000000", "msg_1"), create("s0000000001", "ai-output", "", t, c)]
+    for i in range(n):
+        wire.append(append("s0000000001", f"s{i + 2:010d}", "token ", t, c))
+    wire.append(append("s0000000001", f"s{n + 2:010d}", "", {**t, "status": "complete"}, c))
+    return wire
+
+
 def scaling(n_items: int) -> float:
     """Seconds per folded event for one message of ``n_items`` items (added + part + delta + done)."""
     state = reducer.init()
@@ -133,6 +148,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--messages", type=int, default=100_000, help="wire messages to decode (approximately)")
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--long", type=int, default=50_000, help="deltas in the long-stream run (0 to skip)")
     ap.add_argument("--scale", type=int, default=1_000_000, help="items in the scaling run (0 to skip)")
     args = ap.parse_args()
 
@@ -170,6 +186,19 @@ def main() -> None:
         print(
             f"ratio (JS time / Python time): {js_s / py['seconds']:.2f}  ({py['events']} events, {py['messages']} messages)"
         )
+        if args.long:
+            long_wire = long_stream(args.long)
+            py_l, js_l = [], []
+            for _ in range(args.rounds):
+                py_l.append(bench_python([long_wire], 1)["seconds"])
+                js_l.append(
+                    node.call("codec_decoder", "bench", base=long_wire, repeat=1, rounds=1)["timesMs"][0]
+                    / 1000
+                )
+            print(
+                f"\none stream of {args.long:,} deltas: python {min(py_l):.3f}s, js {min(js_l):.3f}s, "
+                f"ratio {min(js_l) / min(py_l):.2f}"
+            )
     finally:
         node.close()
 

@@ -625,3 +625,11 @@ def decode_fold_objects(messages: list[Any], message_ids: list[Any]) -> dict[str
         for ev in result.outputs:
             reducer.fold(state, "output", ev, mid)
     return {"decoded": decoded, "messages": [m.to_dict() for m in reducer.get_messages(state)]}
+
+
+def added_item_message(serial: str, item_id: str, mid: str = "m1") -> dict[str, Any]:
+    """A discrete ``response.output_item.added`` wire message for an assistant message item."""
+    item = {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []}
+    return create(
+        serial, "ai-output", {"item": item}, discrete_transport(mid), {"kind": "response.output_item.added"}
+    )
