@@ -22,6 +22,8 @@ ENV["PYTHONUNBUFFERED"] = "1"
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    if args[:1] == ("demo",) and "--delay" not in args:
+        args = (*args, "--delay", "0.001")  # keep the suite fast; streaming itself is tested separately
     return subprocess.run(
         [sys.executable, "-m", "ai_transport", *args],
         check=False,
