@@ -621,3 +621,40 @@ async def test_regenerate_across_implementations(emulator_thread, node) -> None:
         await js(node, "clientClose", id=jsc["id"])
         await agent.end()
         await ach.close()
+
+
+async def test_python_client_cancels_a_js_agent(emulator_thread, node) -> None:
+    name = unique_channel("cancel-jsa")
+    cch = await open_channel(emulator_thread, name, "alice")
+    client = ClientSession(cch)
+    await client.connect()
+    try:
+        sent = await client.view.send(user_message("Tell me a long story"))
+        story = " ".join(f"word{i}" for i in range(400))
+        handle = asyncio.ensure_future(
+            js(
+                node,
+                "agentHandle",
+                options=connect_info(emulator_thread, client_id="js-agent"),
+                channel=name,
+                invocation=sent.invocation.to_json(),
+                turns=[build_response_events([ScriptedText(story)], seed=5)],
+                delayMs=5,
+            )
+        )
+        run_id = await asyncio.wait_for(sent.started, 15)
+
+        def streaming() -> bool:
+            msgs = client.view.get_messages()
+            return len(msgs) > 1 and "word3" in json.dumps(msgs[1].to_dict())
+
+        await client.view.wait_for(streaming, 15)
+        await client.cancel(run_id)
+        result = await asyncio.wait_for(handle, 30)
+        assert result["outcome"] == "cancelled" and result["runId"] == run_id
+        await wait_status(client.view, run_id, "cancelled")
+        text = client.view.get_messages()[1].message.items[-1]["content"][0]["text"]
+        assert text.startswith("word0 word1") and len(text) < len(story)
+    finally:
+        await client.close()
+        await cch.close()

@@ -132,9 +132,10 @@ export async function clientClose({ id }) {
 // ---------------------------------------------------------------------------------------------
 // A JS agent worker: one invocation.
 
-async function* withApprovals(events, gated) {
+async function* withApprovals(events, gated, delayMs = 0) {
   const calls = [];
   for (const event of events) {
+    if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
     yield event;
     if (event.type === 'response.output_item.done' && event.item?.type === 'function_call' && gated.includes(event.item.name)) {
       calls.push(event.item);
@@ -145,7 +146,16 @@ async function* withApprovals(events, gated) {
   }
 }
 
-export async function agentHandle({ options, channel, invocation, gated = [], clientTools = [], turns = [], toolOutputs = {} }) {
+export async function agentHandle({
+  options,
+  channel,
+  invocation,
+  gated = [],
+  clientTools = [],
+  turns = [],
+  toolOutputs = {},
+  delayMs = 0,
+}) {
   const client = realtime(options);
   await connected(client);
   const session = createAgentSession({ client, channelName: channel, codec: ResponsesCodec });
@@ -181,7 +191,7 @@ export async function agentHandle({ options, channel, invocation, gated = [], cl
       log.modelInputs.push(plain(items));
       const events = turns[turnIndex++];
       if (!events) throw new Error(`no scripted turn ${turnIndex}`);
-      const result = await run.pipe(withApprovals(events, gated));
+      const result = await run.pipe(withApprovals(events, gated, delayMs));
       if (result.reason !== 'complete') {
         await run.end({ reason: result.reason });
         log.outcome = result.reason;
