@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 from typing import Any
 
@@ -84,7 +85,10 @@ async def test_python_agent_and_client_over_ably_sdk(emulator_thread) -> None:
         await ach.close()
 
 
-async def test_connection_drop_mid_stream_client_converges(emulator_thread) -> None:
+@pytest.mark.parametrize("forget", [False, True], ids=["resumed", "connection-state-lost"])
+async def test_connection_drop_mid_stream_client_converges(emulator_thread, forget: bool) -> None:
+    """Every transport is cut mid-stream. Resumed: the SDKs resume their connections. State lost:
+    the resume fails (new connection id) and the channels re-attach from their last channelSerial."""
     name = unique_channel("drop")
     cch = await open_channel(emulator_thread, name, "alice")
     ach = await open_channel(emulator_thread, name, "agent")
@@ -108,7 +112,8 @@ async def test_connection_drop_mid_stream_client_converges(emulator_thread) -> N
         task = asyncio.ensure_future(worker.handle(agent, sent.invocation.to_json()))
         await halfway.wait()
         # drop every transport (both SDK connections reconnect and resume)
-        dropped = await asyncio.to_thread(emulator_thread.call, emulator_thread.emulator.drop_transports)
+        drop = functools.partial(emulator_thread.emulator.drop_transports, forget=forget)
+        dropped = await asyncio.to_thread(emulator_thread.call, drop)
         assert dropped >= 2
         await asyncio.sleep(0.5)
         resume.set()
