@@ -663,3 +663,47 @@ async def test_python_client_cancels_a_js_agent(emulator_thread, node) -> None:
     finally:
         await client.close()
         await cch.close()
+
+
+async def test_history_paging_matches_the_js_view(emulator_thread, node) -> None:
+    """A late Python client and a late JS client page the same history: load_older(n) reveals the
+    same messages, in the same order, with the same has_older()."""
+    name = unique_channel("paging")
+    cch = await open_channel(emulator_thread, name, "alice")
+    ach = await open_channel(emulator_thread, name, "agent")
+    client = ClientSession(cch)
+    await client.connect()
+    agent = AgentSession(ach)
+    await agent.connect()
+    late_ch = None
+    jsc = None
+    try:
+        for i in range(4):
+            sent = await client.view.send(user_message(f"question {i}"))
+            run = await agent.create_run(sent.invocation.to_json())
+            await run.start()
+            await run.pipe(build_response_events([ScriptedText(f"answer {i}")], seed=i))
+            await run.end("complete")
+        await wait_status(client.view, run.run_id, "complete")
+        late_ch = await open_channel(emulator_thread, name, "bob")
+        late = ClientSession(late_ch, history_page_size=3)
+        await late.connect()
+        jsc = await js(
+            node, "clientOpen", options=connect_info(emulator_thread, client_id="carol"), channel=name
+        )
+        for limit in (3, 1, 2, 10, 5):
+            ours = await late.view.load_older(limit)
+            theirs = await js(node, "clientLoadOlder", id=jsc["id"], limit=limit)
+            assert as_dicts(ours) == theirs["revealed"], limit
+            assert as_dicts(late.view.get_messages()) == theirs["messages"]
+            assert late.view.has_older() == theirs["hasOlder"]
+        assert as_dicts(late.view.get_messages()) == as_dicts(client.view.get_messages())
+        await late.close()
+    finally:
+        if jsc is not None:
+            await js(node, "clientClose", id=jsc["id"])
+        await client.close()
+        await agent.end()
+        for ch in (cch, ach, late_ch):
+            if ch is not None:
+                await ch.close()

@@ -242,3 +242,9 @@ export async function clientRegenerate({ id, index }) {
   const run = await session.view.regenerate(target);
   return { ...sentResult(run), target };
 }
+
+export async function clientLoadOlder({ id, limit }) {
+  const { session } = clients.get(id);
+  const revealed = await session.view.loadOlder(limit);
+  return { revealed: plain(revealed), messages: plain(session.view.getMessages()), hasOlder: session.view.hasOlder() };
+}
