@@ -177,6 +177,13 @@ CASES: dict[str, list] = {
         {**update("s02", "s04", OUT, "Hi!", T, C), "action": 1},
         {**delete("s02", "s05"), "action": 2},
     ],
+    "missing action is a create (Ably omits action 0)": [
+        {k: v for k, v in added("s01", MSG_ITEM).items() if k != "action"},
+        {k: v for k, v in create("s02", OUT, "", T, C).items() if k != "action"},
+        {**append("s02", "s03", "Hi", TC, C), "action": None},
+    ],
+    "unknown numeric actions ignored": BASE
+    + [{**create("s02", OUT, "", T, C), "action": 9}, {**create("s03", OUT, "", T, C), "action": 1.5}],
     "other actions ignored": BASE
     + [{**create("s02", OUT, "", T, C), "action": "meta"}, {**create("s03", OUT, "", T, C), "action": 4}],
     "discrete update re-decodes every time": [
@@ -561,6 +568,15 @@ def test_prefix_and_non_prefix_updates():
     assert texts("non-prefix update replaces silently") == ["Goodbye!"]
     o = outputs("non-prefix update replaces the headers too")
     assert o[5][0]["item_id"] == "msg_2" and o[5][1]["text"] == "XY"
+
+
+def test_missing_action_is_a_create():
+    o = outputs("missing action is a create (Ably omits action 0)")
+    assert types(o[0]) == ["response.output_item.added"]
+    assert types(o[1]) == ["response.output_item.added", "response.content_part.added"]
+    # an append whose action is missing reads as a (duplicate) create of a tracked stream: nothing
+    assert o[2] == []
+    assert outputs("unknown numeric actions ignored")[1:] == [[], []]
 
 
 def test_streamed_create_data_is_ignored():

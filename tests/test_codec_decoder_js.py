@@ -184,9 +184,11 @@ _ACTION_NUM = {"message.create": 0, "message.update": 1, "message.delete": 2, "m
 
 
 def _protocol_form(msg):
-    """A wire message as Ably's protocol carries it: numeric action, JSON data encoded."""
+    """A wire message as Ably's protocol carries it: numeric action (omitted for a create), JSON data
+    encoded."""
     out = {k: v for k, v in msg.items() if k != "data"}
-    out["action"] = _ACTION_NUM[msg["action"]]
+    if _ACTION_NUM[msg["action"]]:  # Ably's protocol omits the zero action (create)
+        out["action"] = _ACTION_NUM[msg["action"]]
     data = msg.get("data")
     if isinstance(data, (dict, list)):
         out["data"], out["encoding"] = json.dumps(data), "json"

@@ -30,6 +30,7 @@ Ably integer) or ``ably.types.message.Message`` objects from ably-python.
 from __future__ import annotations
 
 import json
+import math
 import logging
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
@@ -421,17 +422,32 @@ def _read_inbound(msg: Any) -> _Inbound | None:
     m.version = _ABSENT if vs is None else vs
     action = m.action
     if type(action) is not str:
-        if action is None or isinstance(action, bool):
-            action = None
-        else:
-            try:
-                action = _ACTION_BY_INT.get(int(action))
-            except (TypeError, ValueError, OverflowError):
-                action = None
-        m.action = action
+        m.action = _wire_action(action)
     elif action not in _ACTION_NAMES:
         m.action = None
     return m
+
+
+_ACTIONS_BY_KEY: Final = {"0": _CREATE, "1": _UPDATE, "2": _DELETE, "5": _APPEND}
+
+
+def _wire_action(action: Any) -> str | None:
+    """ably-js's ``stringifyAction``: ``actions[action || 0] ?? 'unknown'`` (as it decodes the wire).
+
+    A missing action is a create: Ably omits the zero action on the wire (ably-python then gives
+    ``None``), and ably-js reads it as ``message.create``. Unknown values are ignored (``None``).
+    """
+    if action is None or action is False:
+        return _CREATE
+    if isinstance(action, int):  # MessageAction (IntEnum) and plain ints
+        return _ACTION_BY_INT.get(int(action)) if action is not True else None
+    if isinstance(action, float):
+        if action == 0 or math.isnan(action):
+            return _CREATE
+        return _ACTION_BY_INT.get(int(action)) if action.is_integer() else None
+    if isinstance(action, list):
+        return _ACTIONS_BY_KEY.get(_js_to_string(action))
+    return None
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,7 +10,8 @@ const ACTIONS = ['message.create', 'message.update', 'message.delete', 'meta', '
 function inbound(m) {
   if (!m || typeof m !== 'object') return m;
   const msg = { ...m };
-  if (typeof msg.action === 'number') msg.action = ACTIONS[msg.action];
+  // ably-js's stringifyAction: a missing (omitted zero) action is a create, unknown ones 'unknown'.
+  if (typeof msg.action !== 'string') msg.action = ACTIONS[msg.action || 0] ?? 'unknown';
   if (!msg.version || typeof msg.version !== 'object') msg.version = {};
   else msg.version = { ...msg.version };
   if (!msg.version.serial && msg.serial) msg.version.serial = msg.serial;
