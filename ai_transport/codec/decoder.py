@@ -30,8 +30,8 @@ Ably integer) or ``ably.types.message.Message`` objects from ably-python.
 from __future__ import annotations
 
 import json
-import math
 import logging
+import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
