@@ -123,6 +123,16 @@ def as_dicts(messages: list[Any]) -> list[dict[str, Any]]:
     return json.loads(json.dumps([m.to_dict() for m in messages]))
 
 
+async def eventually(predicate: Callable[[], bool], timeout: float = 5.0) -> None:
+    """Poll ``predicate`` until true (raises AssertionError after ``timeout`` seconds)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not predicate():
+        if loop.time() > deadline:
+            raise AssertionError("condition not reached in time")
+        await asyncio.sleep(0.005)
+
+
 async def wait_status(view: Any, run_id: str, status: str, timeout: float = 10.0) -> None:
     """Wait until ``view.run(run_id).status == status``."""
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support_sessions import user_message, wait_status
+from support_sessions import eventually, user_message, wait_status
 
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
@@ -152,7 +152,8 @@ async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
     pipe = asyncio.ensure_future(run.pipe(slow_text()))
     await asyncio.sleep(0.05)
     await client.cancel(run.run_id)
-    await asyncio.sleep(0.05)
+    await eventually(lambda: len(asked) == 1)
+    await asyncio.sleep(0.01)
     assert not run.abort_signal.is_set() and not pipe.done()
     await client.cancel(run.run_id)
     result = await asyncio.wait_for(pipe, 5)

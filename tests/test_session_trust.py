@@ -21,6 +21,7 @@ from support_sessions import (
     Worker,
     as_dicts,
     assistant_with_call,
+    eventually,
     record_conversation,
     shapes,
     user_message,
@@ -411,9 +412,10 @@ async def test_only_the_owner_can_cancel() -> None:
     pipe = asyncio.ensure_future(run.pipe(counting()))
     await asyncio.sleep(0.05)
     await mallory.cancel(run.run_id)
-    await asyncio.sleep(0.05)
+    await eventually(
+        lambda: any(m.get("name") == "ai-cancel" and m.get("clientId") == "mallory" for m in agent.rejected)
+    )
     assert not run.abort_signal.is_set() and not pipe.done()
-    assert any(m.get("name") == "ai-cancel" and m.get("clientId") == "mallory" for m in agent.rejected)
     await alice.cancel(run.run_id)
     assert (await asyncio.wait_for(pipe, 5)).reason == "cancelled"
     await run.end("cancelled")
