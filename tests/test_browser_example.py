@@ -135,7 +135,7 @@ def test_page_streams_the_run_and_approve_makes_the_python_agent_finish(browser_
     # The text arrived in many increments (appends rendered live), not in one piece at the end.
     growth = sorted(set(pending["shownTextLengths"]))
     assert growth[-1] == len(pending["reasoning"][0]) + len(pending["assistant"][0])
-    assert len(growth) >= 10, growth
+    assert len(growth) >= 5, growth
 
     final = result["final"]
     weather = get_weather("Paris")
