@@ -27,9 +27,9 @@ from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.emulator.client import client_options, connect_info
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import to_responses_input
-from ai_transport.responses.local_server import ScriptedText, build_response_events
+from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
 from ai_transport.transport.ably_channel import AblyChannel
-from ai_transport.transport.agent import AgentSession
+from ai_transport.transport.agent import AgentSession, gate_calls
 from ai_transport.transport.client import ClientSession
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -707,3 +707,59 @@ async def test_history_paging_matches_the_js_view(emulator_thread, node) -> None
         for ch in (cch, ach, late_ch):
             if ch is not None:
                 await ch.close()
+
+
+async def test_failed_run_is_left_out_of_the_model_input_like_js(emulator_thread, node) -> None:
+    """After a run ends in error with a dangling call, the next run's model input leaves that run and
+    its prompt out — for the JS agent exactly as for ours."""
+    name = unique_channel("failed-run")
+    cch = await open_channel(emulator_thread, name, "alice")
+    ach = await open_channel(emulator_thread, name, "agent")
+    client = ClientSession(cch)
+    await client.connect()
+    agent = AgentSession(ach)
+    await agent.connect()
+    try:
+        first = await client.view.send(user_message("Weather in Rome?"))
+        run1 = await agent.create_run(first.invocation.to_json())
+        await run1.start()
+        events = build_response_events(
+            [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Rome"})], seed=7
+        )
+        await run1.pipe(gate_calls(events, lambda item: True))
+        await run1.end("error", AITransportError("model crashed", 50000))
+        await wait_status(client.view, run1.run_id, "error")
+
+        # the JS agent answers the next prompt
+        second = await client.view.send(user_message("Never mind, tell me a joke"))
+        r2 = await js(
+            node,
+            "agentHandle",
+            options=connect_info(emulator_thread, client_id="agent"),
+            channel=name,
+            invocation=second.invocation.to_json(),
+            turns=[build_response_events([ScriptedText("A joke.")], seed=8)],
+        )
+        expected = [
+            {
+                "type": "message",
+                "role": "user",
+                "content": [{"text": "Never mind, tell me a joke", "type": "input_text"}],
+            }
+        ]
+        assert r2["modelInputs"] == [expected]
+        # and so does ours, for a third prompt after a second failure
+        await wait_status(client.view, r2["runId"], "complete")
+        third = await client.view.send(user_message("Another one"))
+        run3 = await agent.create_run(third.invocation.to_json())
+        await run3.start()
+        await run3.view.load_all()
+        items = run3.input_items()
+        assert [i.get("role") for i in items] == ["user", "assistant", "user"]
+        assert "Rome" not in json.dumps(items) and "A joke." in json.dumps(items)
+        await run3.end("complete")
+    finally:
+        await client.close()
+        await agent.end()
+        await cch.close()
+        await ach.close()
