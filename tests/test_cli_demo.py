@@ -435,3 +435,23 @@ client.close();
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+async def test_a_model_that_answers_without_the_tool_needs_no_approval():
+    import asyncio
+
+    from ai_transport.responses.local_server import LocalResponsesServer, ScriptedText, scripted
+
+    async with LocalResponsesServer(scripted(lambda body: [ScriptedText("It is usually mild.")])) as server:
+        env = dict(ENV, OPENAI_API_KEY="sk-test", OPENAI_BASE_URL=server.base_url)
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "ai_transport", "demo", "--model", "m",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, cwd=ROOT, env=env,
+        )
+        out, err = await asyncio.wait_for(proc.communicate(), 60)
+    text = out.decode()
+    assert proc.returncode == 0, text + err.decode()
+    order_of(text.splitlines(), r"^assistant> It is usually mild\.$", r"nothing to approve$")
+    assert re.search(r"^-- run [0-9a-f]{8} ended: complete$", text, re.MULTILINE)
+    assert "client:" not in text and "[tool]" not in text
+    assert re.search(r"1 run\(s\), 1 agent wake-ups, 1 model calls", text.splitlines()[-1])

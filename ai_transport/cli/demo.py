@@ -175,10 +175,13 @@ async def _transport(args: argparse.Namespace, channel_name: str, printer: LiveP
             await emulator.stop()
 
 
-def _pending_approvals(view: Any) -> list[tuple[str, str, dict[str, Any]]]:
-    """``(codec_message_id, call_id, state)`` of calls awaiting approval in the client's view."""
+def _pending_approvals(view: Any, run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
+    """``(codec_message_id, call_id, state)`` of calls of run ``run_id`` awaiting approval."""
     out = []
     for m in view.get_messages():
+        info = view.run_of(m.codec_message_id)
+        if info is None or info.run_id != run_id:
+            continue
         for call_id, state in m.message.tool_call_states.items():
             if state.get("approval") == "pending":
                 out.append((m.codec_message_id, call_id, state))
@@ -272,13 +275,15 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
         run = await view.send([create_user_message(message)])
         left = await wake(run.to_invocation().to_json())
         run_id = await asyncio.wait_for(asyncio.shield(run.started), 15)
-        if left != "suspended":
+        if left in ("error", "cancelled"):
             printer.close()
             with contextlib.suppress(asyncio.TimeoutError):
                 await view.wait_for(lambda: _run_status(view, run_id) == left, 5)
             info = view.run(run_id)
             why = f": {info.error.message} (code {info.error.code})" if info is not None and info.error else ""
             raise CliError(f"the run ended {left!r} instead of waiting for approval{why}")
+        if left == "complete":  # a real model may answer without calling the tool
+            printer.note("-- the model answered without calling a gated tool: nothing to approve")
 
         # 2. The client sees the pending call once the suspension reaches it, and answers; the agent
         #    is woken again, resumes the run, runs (or skips) the tool and answers. A real model may
@@ -289,10 +294,10 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
             if rounds > MAX_ROUNDS:
                 raise CliError(f"the model kept asking for approvals ({MAX_ROUNDS} rounds); giving up")
             await view.wait_for(
-                lambda: _run_status(view, run_id) == "suspended" and bool(_pending_approvals(view)), 20
+                lambda: _run_status(view, run_id) == "suspended" and bool(_pending_approvals(view, run_id)), 20
             )
             answers = []
-            for cmid, call_id, state in _pending_approvals(view):
+            for cmid, call_id, state in _pending_approvals(view, run_id):
                 answers.append(create_tool_approval_response(cmid, await _decide(args, printer, call_id, state)))
             answer_run = await view.send(answers, run_id=run_id)
             left = await wake(answer_run.to_invocation().to_json())
