@@ -181,3 +181,114 @@ def test_pickled_state_round_trips_mid_stream():
         )
     assert _dicts(copy_) == _dicts(state)
     assert _dicts(state)[0]["message"]["items"][0]["content"][2]["text"] == "abc"
+
+
+# ---------------------------------------------------------------------------------------------
+# Loosely-shaped events vs the reference (where the reference does not throw)
+
+_IDS = st.sampled_from(["a", "b", 1, None])
+_INDEX = st.sampled_from([0, 1, 2, "0", "1", -1, 1.5, None, True, "x"])
+_TEXTISH = st.one_of(st.sampled_from(["", "x", "yz"]), st.integers(0, 3), st.none())
+_PART = st.fixed_dictionaries(
+    {"type": st.sampled_from(["output_text", "refusal", "reasoning_text", "summary_text", "other"])},
+    optional={"text": _TEXTISH, "refusal": _TEXTISH},
+)
+_ITEM = st.fixed_dictionaries(
+    {
+        "type": st.sampled_from(
+            ["message", "reasoning", "function_call", "function_call_output", "web_search_call"]
+        )
+    },
+    optional={
+        "id": _IDS,
+        "content": st.one_of(st.just([]), st.lists(_PART, max_size=2), st.none()),
+        "summary": st.one_of(st.just([]), st.lists(_PART, max_size=2)),
+        "arguments": _TEXTISH,
+        "status": st.sampled_from(["in_progress", "completed"]),
+        "call_id": st.sampled_from(["c1", "c2"]),
+        "encrypted_content": st.one_of(st.just("blob"), st.none()),
+    },
+)
+_OUTPUT_TYPES = [
+    "response.output_item.added",
+    "response.output_item.done",
+    "response.content_part.added",
+    "response.output_text.delta",
+    "response.output_text.done",
+    "response.refusal.delta",
+    "response.refusal.done",
+    "response.reasoning_text.delta",
+    "response.reasoning_text.done",
+    "response.reasoning_summary_part.added",
+    "response.reasoning_summary_text.delta",
+    "response.reasoning_summary_text.done",
+    "response.function_call_arguments.delta",
+    "response.function_call_arguments.done",
+    "function_call_output",
+    "tool-approval-request",
+]
+
+
+@st.composite
+def loose_output(draw):
+    ev = {"type": draw(st.sampled_from(_OUTPUT_TYPES))}
+    for key, strat in (
+        ("item", _ITEM),
+        ("item_id", _IDS),
+        ("content_index", _INDEX),
+        ("summary_index", _INDEX),
+        ("part", _PART),
+        ("delta", _TEXTISH),
+        ("text", _TEXTISH),
+        ("refusal", _TEXTISH),
+        ("arguments", _TEXTISH),
+        ("call_id", st.sampled_from(["c1", "c2"])),
+        ("name", st.just("tool")),
+    ):
+        if draw(st.booleans()):
+            ev[key] = draw(strat)
+    return {"direction": "output", "event": ev, "messageId": draw(st.sampled_from(["m1", "m2"]))}
+
+
+@st.composite
+def loose_input(draw):
+    kind = draw(
+        st.sampled_from(
+            ["user-message", "tool-result", "tool-result-error", "tool-approval-response", "regenerate"]
+        )
+    )
+    ev: dict = {"kind": kind}
+    if kind == "user-message":
+        ev["message"] = {
+            "role": draw(st.sampled_from(["user", "assistant"])),
+            "items": draw(
+                st.lists(
+                    st.fixed_dictionaries(
+                        {"type": st.just("message"), "content": st.lists(_PART, max_size=2)}
+                    ),
+                    max_size=2,
+                )
+            ),
+        }
+    else:
+        payload = {"call_id": draw(st.sampled_from(["c1", "c2"]))}
+        for key, strat in (
+            ("output", _TEXTISH),
+            ("message", _TEXTISH),
+            ("approved", st.sampled_from([True, False, 0, 1, "", "x"])),
+            ("reason", _TEXTISH),
+        ):
+            if draw(st.booleans()):
+                payload[key] = draw(strat)
+        ev["payload"] = payload
+    return {"direction": "input", "event": ev, "messageId": draw(st.sampled_from(["m1", "m2"]))}
+
+
+@given(st.lists(st.one_of(loose_output(), loose_input()), max_size=14))
+def test_loose_events_fold_like_reference(node, steps):
+    from support_codec_decoder import fold_events
+
+    js = node.call("codec_decoder", "foldEvents", events=steps)
+    ours = fold_events(steps)  # never raises
+    if "error" not in js:
+        assert ours == js["messages"]
