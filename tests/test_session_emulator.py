@@ -699,6 +699,35 @@ async def test_history_paging_matches_the_js_view(emulator_thread, node) -> None
             assert late.view.has_older() == theirs["hasOlder"]
         assert as_dicts(late.view.get_messages()) == as_dicts(client.view.get_messages())
         await late.close()
+
+        # load_until: page back to a message, show only what is newer than it
+        def has_text(text: str):
+            def match(m) -> bool:
+                return any(
+                    p.get("text") == text
+                    for it in m.message.items
+                    if it.get("type") == "message"
+                    for p in it.get("content", [])
+                )
+
+            return match
+
+        for text in ("answer 2", "question 1", "nowhere"):
+            fresh = ClientSession(
+                await open_channel(emulator_thread, name, f"dan-{text}"), history_page_size=2
+            )
+            await fresh.connect()
+            other = await js(
+                node, "clientOpen", options=connect_info(emulator_thread, client_id="erin"), channel=name
+            )
+            shown = await fresh.view.load_until(has_text(text))
+            theirs = await js(node, "clientLoadUntil", id=other["id"], text=text)
+            assert as_dicts(shown) == theirs["shown"], text
+            assert as_dicts(fresh.view.get_messages()) == theirs["messages"]
+            assert fresh.view.has_older() == theirs["hasOlder"]
+            await js(node, "clientClose", id=other["id"])
+            await fresh.close()
+            await fresh.channel.close()
     finally:
         if jsc is not None:
             await js(node, "clientClose", id=jsc["id"])

@@ -388,6 +388,31 @@ class View:
         self._emitter.emit("update")
         return revealed
 
+    async def load_until(self, predicate: Callable[[Any], bool]) -> list[Any]:
+        """Page older messages until one matches ``predicate`` (``loadUntil`` of 0.8.0).
+
+        The view then shows only the messages strictly newer than the first (oldest) match among
+        those visible when it was found; returns them. History exhausted without a match: returns
+        every message.
+        """
+
+        def seam(page: list[Any]) -> list[Any] | None:
+            for i, message in enumerate(page):
+                if predicate(message):
+                    self._hidden += i + 1
+                    self._emitter.emit("update")
+                    return self.get_messages()
+            return None
+
+        found = seam(self.get_messages())
+        if found is not None:
+            return found
+        while self.has_older() and not self._closed:
+            found = seam(await self.load_older(1))
+            if found is not None:
+                return found
+        return self.get_messages()
+
     async def load_all(self) -> list[Any]:
         """Load every older message (``while has_older(): load_older(100)``); returns all messages."""
         while self.has_older():

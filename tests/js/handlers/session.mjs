@@ -248,3 +248,11 @@ export async function clientLoadOlder({ id, limit }) {
   const revealed = await session.view.loadOlder(limit);
   return { revealed: plain(revealed), messages: plain(session.view.getMessages()), hasOlder: session.view.hasOlder() };
 }
+
+export async function clientLoadUntil({ id, text }) {
+  const { session } = clients.get(id);
+  const matches = (m) =>
+    m.message.items.some((it) => it.type === 'message' && (it.content ?? []).some((p) => p.text === text));
+  const shown = await session.view.loadUntil(matches);
+  return { shown: plain(shown), messages: plain(session.view.getMessages()), hasOlder: session.view.hasOlder() };
+}
