@@ -141,7 +141,10 @@ def _json_field(headers: Mapping[str, Any], key: str) -> Any:
     v = headers.get(key, _ABSENT)
     if v is _ABSENT:
         return _ABSENT
-    if type(v) is not str:
+    if type(v) is str:
+        if v.isdigit() and len(v) < 16 and v.isascii() and (v[0] != "0" or len(v) == 1):
+            return int(v)  # the common case: an index
+    else:
         if v is None or isinstance(v, (bool, int, float)):
             return v  # JSON.parse(String(v)) round-trips JSON scalars
         v = _js_to_string(v)
@@ -720,10 +723,15 @@ class Decoder:
             return []
         codec = tracker.codec
         out: list[dict[str, Any]] = []
-        # Mid-stream-join repair: the opening output_item.added of the part's container.
+        kind = _nullish(codec.get("kind"), "")
+        group = _GROUPS.get(kind) if type(kind) is str else None
         item_id = _str_field(codec, "item_id")
+        output_index = _json_field(codec, "output_index")  # each header parsed once
+        part: Any = _ABSENT
+        # Mid-stream-join repair: the opening output_item.added of the part's container.
         if item_id is not _ABSENT:
-            part_type = _prop(_json_field(codec, "part"), "type")
+            part = _json_field(codec, "part")
+            part_type = _prop(part, "type")
             container: dict[str, Any] | None = None
             if part_type in _MESSAGE_PARTS and type(part_type) is str:
                 container = {
@@ -736,30 +744,25 @@ class Decoder:
             elif part_type in _REASONING_PARTS and type(part_type) is str:
                 container = {"id": item_id, "type": "reasoning", "summary": []}
             if container is not None:
-                out.append(
-                    {
-                        "type": _ITEM_ADDED,
-                        "item": container,
-                        "output_index": _nullish(_json_field(codec, "output_index"), 0),
-                    }
-                )
-        kind = _nullish(codec.get("kind"), "")
-        group = _GROUPS.get(kind) if type(kind) is str else None
+                index = _nullish(output_index, 0)
+                if isinstance(index, (dict, list)):  # never share a mutable value between events
+                    index = _json_field(codec, "output_index")
+                out.append({"type": _ITEM_ADDED, "item": container, "output_index": index})
+        elif group is not None:
+            part = _json_field(codec, "part")
         if group is not None:
             bag = _strip(
                 {
                     "item_id": item_id,
-                    "output_index": _json_field(codec, "output_index"),
+                    "output_index": output_index,
                     group.index_key: _json_field(codec, group.index_key),
-                    "part": _json_field(codec, "part"),
+                    "part": part,
                 }
             )
             bag["type"] = group.start_type
             out.append(bag)
         elif kind == _FN_ARGS:
-            bag = _strip(
-                {"item": _json_field(codec, "item"), "output_index": _json_field(codec, "output_index")}
-            )
+            bag = _strip({"item": _json_field(codec, "item"), "output_index": output_index})
             bag["type"] = _ITEM_ADDED
             out.append(bag)
         return out
