@@ -24,7 +24,12 @@ Every stream start whose codec headers have ``item_id`` and a ``part`` is preced
 The decoder never raises on a malformed message: it logs a warning on the
 ``ai_transport.codec.decoder`` logger and returns an empty :class:`DecodeResult`.
 Inbound messages may be plain dicts in Ably's JSON shape (``action`` as the ably-js string or the
-Ably integer) or ``ably.types.message.Message`` objects from ably-python.
+Ably integer) or ``ably.types.message.Message`` objects from ably-python. As ably-js reads the
+wire, a missing action is a create (Ably omits the zero action) and a missing ``version.serial``
+is the message ``serial``.
+
+Where 0.8.0 itself throws (an item event whose ``data`` is null or absent) the message is skipped
+with a warning. Closed streams are kept as tombstones (the version only) for the decoder's life.
 """
 
 from __future__ import annotations
