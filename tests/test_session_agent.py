@@ -178,3 +178,49 @@ async def test_session_end_ends_open_runs_cancelled() -> None:
         await agent.connect()
     assert err.value.code == 104004
     await client.close()
+
+
+async def test_explicit_step_holds_several_messages() -> None:
+    hub, client, agent = await setup()
+    sent = await client.view.send(user_message("Two tools please"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    step = run.create_step()
+    with pytest.raises(AITransportError):
+        await step.send({"type": "x"})  # not started
+    await step.start()
+    with pytest.raises(AITransportError) as err:
+        await run.pipe([])  # one step at a time
+    assert err.value.code == 40003
+    outputs = [
+        {
+            "type": "function_call_output",
+            "item": {"type": "function_call_output", "call_id": f"c{i}", "output": str(i)},
+        }
+        for i in range(2)
+    ]
+    ids = [await step.send(o) for o in outputs]
+    result = await step.pipe(build_response_events([ScriptedText("Both done.")], seed=1))
+    assert result.reason == "complete" and len(set(ids)) == 2
+    with pytest.raises(AITransportError):
+        await step.end("done")
+    await step.end()
+    await step.end()  # idempotent
+    # a second explicit step left open is closed by run.end
+    other = run.create_step()
+    await other.start()
+    await run.end("complete")
+    await wait_status(client.view, run.run_id, "complete")
+    info = client.view.run(run.run_id)
+    assert [s.status for s in info.steps] == ["complete", "complete"]
+    messages = client.view.get_messages()
+    assert [m.codec_message_id for m in messages[1:3]] == ids
+    assert len(messages) == 4
+    history = await hub.client("x").channel("chat").history(limit=100, direction="forwards")
+    names = [m.get("name") for m in history.items]
+    assert names.count("ai-step-start") == 2 and names.count("ai-step-end") == 2
+    first_step = [m for m in history.items if m.get("name") == "ai-output"]
+    step_ids = {m["extras"]["ai"]["transport"]["step-id"] for m in first_step}
+    assert step_ids == {step.step_id}
+    await client.close()
+    await agent.end()

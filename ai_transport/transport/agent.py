@@ -93,7 +93,7 @@ from .run import TERMINAL_STATUSES, PipeResult, RunInfo
 from .tree import Emitter, RunNode, Tree, WireApplier
 from .view import DEFAULT_HISTORY_PAGE_SIZE, HistoryHydrator, LeafBranch, View
 
-__all__ = ["AgentRun", "AgentSession", "function_call_output", "gate_calls"]
+__all__ = ["AgentRun", "AgentSession", "RunStep", "function_call_output", "gate_calls"]
 
 logger = logging.getLogger("ai_transport.transport.agent")
 
@@ -516,6 +516,7 @@ class AgentRun:
         self._run_parent: str | None = None
         self._step_index = 0
         self._active_step = False
+        self._current_step: RunStep | None = None
         self._last_serial = ""
 
     def _note(self, serial: Any) -> None:
@@ -722,6 +723,11 @@ class AgentRun:
         if self.ended:
             return
         self.ended = True
+        if self._current_step is not None:
+            try:
+                await self._current_step.end(step_end_reason_for(reason))
+            except Exception:
+                logger.exception("failed to close the active step of run %s", self.run_id)
         try:
             if self.status not in TERMINAL_STATUSES:
                 code = msg = None
@@ -791,7 +797,9 @@ class AgentRun:
 
     # -- output --------------------------------------------------------------------------------
 
-    def _encoder(self, step_id: str, step_start_serial: str | None) -> tuple[Any, str]:
+    def _encoder(
+        self, step_id: str, step_start_serial: str | None, step_client_id: str | None = None
+    ) -> tuple[Any, str]:
         cmid = str(uuid.uuid4())
         headers = build_transport_headers(
             role="assistant",
@@ -805,7 +813,7 @@ class AgentRun:
             input_client_id=self.input_client_id,
             input_codec_message_id=self.input_codec_message_id,
             step_id=step_id,
-            step_client_id=self._step_client_id(),
+            step_client_id=step_client_id if step_client_id is not None else self._step_client_id(),
         )
 
         def stamp(message: dict[str, Any]) -> None:
@@ -823,7 +831,7 @@ class AgentRun:
     def _step_client_id(self) -> str:
         return self.input_client_id or ""
 
-    async def _open_step(self) -> tuple[str, str | None]:
+    async def _open_step(self, step_client_id: str | None = None) -> tuple[str, str | None]:
         step_id = f"{self.invocation_id}-step-{self._step_index}"
         self._step_index += 1
         headers = build_step_headers(
@@ -832,13 +840,15 @@ class AgentRun:
             invocation_id=self.invocation_id,
             run_client_id=self.run_client_id or "",
             invocation_client_id=self.input_client_id,
-            step_client_id=self._step_client_id(),
+            step_client_id=step_client_id if step_client_id is not None else self._step_client_id(),
         )
         serials = await self._publish(build_lifecycle_message(EVENT_STEP_START, headers), EVENT_STEP_START)
         self._active_step = True
         return step_id, (serials[0] if serials else None)
 
-    async def _close_step(self, step_id: str, step_start_serial: str | None, reason: str) -> None:
+    async def _close_step(
+        self, step_id: str, step_start_serial: str | None, reason: str, step_client_id: str | None = None
+    ) -> None:
         self._active_step = False
         if step_start_serial is None:
             logger.warning("no step-start-serial for step %s; step-end skipped", step_id)
@@ -850,33 +860,27 @@ class AgentRun:
             invocation_id=self.invocation_id,
             run_client_id=self.run_client_id or "",
             invocation_client_id=self.input_client_id,
-            step_client_id=self._step_client_id(),
+            step_client_id=step_client_id if step_client_id is not None else self._step_client_id(),
             reason=reason,
         )
         await self._publish(build_lifecycle_message(EVENT_STEP_END, headers), EVENT_STEP_END)
 
-    async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
-        """Publish a stream of Responses events as one message (one implicit step).
-
-        Returns :class:`PipeResult` with ``reason`` ``complete`` (source exhausted), ``cancelled``
-        (abort signal; ``on_cancelled(write)`` hook may publish a last output) or ``error`` (the
-        source or the encoder raised; the error is in ``result.error``). Open streams are cancelled
-        on error and cancel. Does not end the run.
-        """
-        self._assert_open("pipe stream")
-        if self._active_step:
-            raise InvalidArgumentError("unable to pipe; a step is already active on this run (end it first)")
-        self._active_step = True
+    async def _pipe_events(
+        self,
+        events: AsyncIterable[Any] | Iterable[Any],
+        step: Callable[[], Awaitable[tuple[str, str | None]]],
+    ) -> PipeResult:
+        """The pipe loop: ``step()`` gives the step (id, start serial) at the first event."""
         iterator = _aiter(events).__aiter__()
-        abort = asyncio.ensure_future(self.abort_signal.wait())
+        abort: asyncio.Future[Any] = asyncio.ensure_future(self.abort_signal.wait())
         encoder: Any = None
-        step: tuple[str, str | None] | None = None
         reason = "complete"
         error: BaseException | None = None
         try:
             while True:
-                nxt = asyncio.ensure_future(iterator.__anext__())
-                done, _ = await asyncio.wait({nxt, abort}, return_when=asyncio.FIRST_COMPLETED)
+                nxt: asyncio.Future[Any] = asyncio.ensure_future(iterator.__anext__())
+                waitables: set[asyncio.Future[Any]] = {nxt, abort}
+                done, _ = await asyncio.wait(waitables, return_when=asyncio.FIRST_COMPLETED)
                 if nxt not in done:
                     nxt.cancel()
                     reason = "cancelled"
@@ -897,8 +901,7 @@ class AgentRun:
                         await encoder.close()
                     break
                 if encoder is None:
-                    step = await self._open_step()
-                    encoder, _ = self._encoder(*step)
+                    encoder, _ = self._encoder(*(await step()))
                 await encoder.publish_output(value)
         except Exception as exc:  # noqa: BLE001 - any source/encoder failure ends the pipe with "error"
             reason, error = "error", exc
@@ -928,14 +931,39 @@ class AgentRun:
                     await aclose()
                 except Exception:
                     logger.debug("closing the source failed", exc_info=True)
-            if step is not None:
+        return PipeResult(reason, error)  # type: ignore[arg-type]
+
+    async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
+        """Publish a stream of Responses events as one message (one implicit step).
+
+        Returns :class:`PipeResult` with ``reason`` ``complete`` (source exhausted), ``cancelled``
+        (abort signal; ``on_cancelled(write)`` hook may publish a last output) or ``error`` (the
+        source or the encoder raised; the error is in ``result.error``). Open streams are cancelled
+        on error and cancel. The step opens at the first event (none for an empty source) and
+        closes with the pipe. Does not end the run.
+        """
+        self._assert_open("pipe stream")
+        if self._active_step:
+            raise InvalidArgumentError("unable to pipe; a step is already active on this run (end it first)")
+        self._active_step = True
+        opened: list[tuple[str, str | None]] = []
+
+        async def open_step() -> tuple[str, str | None]:
+            opened.append(await self._open_step())
+            return opened[0]
+
+        result = PipeResult("error")
+        try:
+            result = await self._pipe_events(events, open_step)
+        finally:
+            if opened:
                 try:
-                    await self._close_step(step[0], step[1], step_end_reason_for(reason))
+                    await self._close_step(opened[0][0], opened[0][1], step_end_reason_for(result.reason))
                 except Exception:
-                    logger.exception("failed to close step %s", step[0])
+                    logger.exception("failed to close step %s", opened[0][0])
             self._active_step = False
         await self.drain()
-        return PipeResult(reason, error)  # type: ignore[arg-type]
+        return result
 
     async def send(self, output: Any) -> str:
         """Publish one discrete output (e.g. a ``function_call_output``) as its own message, in its
@@ -943,21 +971,18 @@ class AgentRun:
         self._assert_open("send output")
         if self._active_step:
             raise InvalidArgumentError("unable to send; a step is already active on this run (end it first)")
-        step = await self._open_step()
-        reason = "complete"
+        step = self.create_step()
+        await step.start()
         try:
-            encoder, cmid = self._encoder(*step)
-            try:
-                await encoder.publish_output(output)
-            finally:
-                await encoder.close()
-        except BaseException:
-            reason = "failed"
-            raise
+            cmid = await step.send(output)
         finally:
-            await self._close_step(step[0], step[1], reason)
-        await self.drain()
+            await step.end()
         return cmid
+
+    def create_step(self, step_client_id: str | None = None) -> RunStep:
+        """An explicit step (``createStep`` of 0.8.0): ``start()``, then any number of ``pipe`` /
+        ``send`` (each its own message), then ``end(reason=None)``."""
+        return RunStep(self, step_client_id)
 
     # -- conversation helpers ------------------------------------------------------------------
 
@@ -998,3 +1023,103 @@ class AgentRun:
                 result = await result
             await self.send(function_call_output(call, result))
         return owed
+
+
+class RunStep:
+    """An explicit step of a run (``RunStep`` of 0.8.0), from :meth:`AgentRun.create_step`.
+
+    ``await start()`` publishes ``ai-step-start``; ``pipe(events)`` / ``send(output)`` publish
+    messages in the step (each its own codec message); ``await end(reason=None)`` publishes
+    ``ai-step-end`` — by default ``cancelled`` if the run was cancelled, ``failed`` if a pipe or send
+    of the step failed, else ``complete``. ``AgentRun.end`` closes a step left open.
+    """
+
+    def __init__(self, run: AgentRun, step_client_id: str | None = None) -> None:
+        self.run = run
+        self.step_id: str | None = None
+        self.step_client_id = step_client_id
+        self._serial: str | None = None
+        self._state = "initialized"
+        self._failed = False
+        self._cancelled = False
+
+    @property
+    def abort_signal(self) -> asyncio.Event:
+        """The run's abort signal."""
+        return self.run.abort_signal
+
+    async def start(self) -> None:
+        """Publish ``ai-step-start`` (idempotent)."""
+        if self._state != "initialized":
+            return
+        run = self.run
+        run._assert_open("start step")
+        if run._active_step:
+            raise InvalidArgumentError("unable to start step; another step is already active on this run")
+        run._active_step = True
+        try:
+            self.step_id, self._serial = await run._open_step(self.step_client_id)
+        except BaseException:
+            run._active_step = False
+            raise
+        self._state = "active"
+        run._current_step = self
+
+    def _check_active(self, what: str) -> None:
+        if self._state != "active":
+            raise InvalidArgumentError(
+                f"unable to {what}; the step is not active — call start() first and do not use it after end()"
+            )
+
+    async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
+        """Pipe a stream of events as one message of this step (see :meth:`AgentRun.pipe`)."""
+        self._check_active("pipe step")
+        assert self.step_id is not None
+        step = (self.step_id, self._serial)
+
+        async def opened() -> tuple[str, str | None]:
+            return step
+
+        result = await self.run._pipe_events(events, opened)
+        self._failed |= result.reason == "error"
+        self._cancelled |= result.reason == "cancelled"
+        await self.run.drain()
+        return result
+
+    async def send(self, output: Any) -> str:
+        """Publish one discrete output as its own message in this step; returns its codec-message-id."""
+        self._check_active("send step")
+        assert self.step_id is not None
+        encoder, cmid = self.run._encoder(self.step_id, self._serial, self.step_client_id)
+        try:
+            await encoder.publish_output(output)
+        except BaseException:
+            self._failed = True
+            raise
+        finally:
+            await encoder.close()
+        await self.run.drain()
+        return cmid
+
+    async def end(self, reason: str | None = None) -> None:
+        """Publish ``ai-step-end`` (idempotent); ``reason`` complete | failed | cancelled."""
+        if reason is not None and reason not in ("complete", "failed", "cancelled"):
+            raise InvalidArgumentError(
+                f"unable to end step; reason must be complete, failed or cancelled, got {reason!r}"
+            )
+        if self._state != "active":
+            self._state = "settled"
+            return
+        self._state = "settled"
+        if reason is None:
+            cancelled = self._cancelled or self.run.abort_signal.is_set()
+            reason = "cancelled" if cancelled else "failed" if self._failed else "complete"
+        run = self.run
+        try:
+            assert self.step_id is not None
+            await run._close_step(self.step_id, self._serial, reason, self.step_client_id)
+        finally:
+            run._active_step = False
+            if run._current_step is self:
+                run._current_step = None
+        await run.drain()
