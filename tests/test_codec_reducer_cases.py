@@ -381,6 +381,12 @@ CASES: dict[str, list] = {
         part_added(1.5, OUTPUT_TEXT),
         text_delta(-1, "x"),
     ],
+    "huge content index (sparse in JS, dropped here: never visible either way)": [
+        item_added(MSG),
+        part_added(10**9, OUTPUT_TEXT),
+        text_delta(10**9, "x"),
+        part_added(0, OUTPUT_TEXT),
+    ],
     "reasoning null content becomes an array": [
         item_added({**RS, "content": None}),
         part_added("x", {"type": "reasoning_text", "text": ""}, "rs_1"),
