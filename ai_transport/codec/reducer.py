@@ -352,9 +352,6 @@ class ReducerState:
         new._by_id = copy.deepcopy(self._by_id, memo)
         return new
 
-    def _find(self, codec_message_id: Any) -> _Entry | None:
-        return self._by_id.get(_key(codec_message_id))
-
     def _ensure(self, role: Any, codec_message_id: Any) -> _Entry:
         k = codec_message_id if type(codec_message_id) is str else _key(codec_message_id)
         entry = self._by_id.get(k)
