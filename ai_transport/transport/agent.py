@@ -26,11 +26,12 @@ folds is filtered by publisher identity (Ably ``clientId``, set by the server fr
   its ``version.clientId`` (the mutator) is a trusted agent identity too, and name-less appends only
   for a stream whose create was accepted. Anything else is ignored, logged
   (``ai_transport.transport.agent``) and kept in :attr:`AgentSession.rejected`.
-* Approvals, tool results (``tool-approval-response``, ``tool-result``, ``tool-result-error``) and
-  cancels count only when ``accept_input(client_id, run)`` says so. Default: the publisher is the client
+* Approvals, tool results (``tool-approval-response``, ``tool-result``, ``tool-result-error``),
+  any other input into an existing run (an ``ai-input`` carrying ``run-id``) and cancels count only
+  when ``accept_input(client_id, run)`` says so. Default: the publisher is the client
   that started the run (the ``input-client-id`` the agent stamped on the run's ``ai-run-start``) or
   is listed in ``trusted_client_ids``. A run whose start is not folded yet holds its inputs until it
-  is. User prompts are accepted from anyone who may publish.
+  is. New user prompts (no ``run-id``) are accepted from anyone who may publish.
 * The agent runs only ``function_call`` items of its own (trusted) outputs: an approval carries no
   arguments, and the arguments executed are those of the model's item (``approved_unexecuted_calls``
   returns the folded item itself).
@@ -351,8 +352,8 @@ class AgentSession:
             return True
         if name == EVENT_AI_INPUT:
             kind = codec_headers(message.get("extras")).get("kind")
-            if kind in _ANSWER_KINDS:
-                h = transport_headers(message.get("extras"))
+            h = transport_headers(message.get("extras"))
+            if kind in _ANSWER_KINDS or h.get(H_RUN_ID) is not None:
                 run_id = h.get(H_RUN_ID)
                 run: RunNode | None = None
                 if isinstance(run_id, str):
