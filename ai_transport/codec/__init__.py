@@ -1,6 +1,7 @@
 """The OpenAI Responses codec (sans-I/O): header tiers, encoder, decoder and reducer."""
 
 from .codec import ResponsesCodec
+from .decoder import DecodeResult, Decoder
 from .encoder import Encoder, EncoderCore, Operation, wire_item
 from .events import ItemIdNormaliser, event_to_dict
 from .inputs import (
@@ -10,16 +11,20 @@ from .inputs import (
     create_tool_result_error,
     create_user_message,
 )
+from .reducer import ReducerState
 from .types import CodecMessage, OpenAIItem, OpenAIMessage, ToolCallState
 
 __all__ = [
     "CodecMessage",
+    "DecodeResult",
+    "Decoder",
     "Encoder",
     "EncoderCore",
     "ItemIdNormaliser",
     "OpenAIItem",
     "OpenAIMessage",
     "Operation",
+    "ReducerState",
     "ResponsesCodec",
     "ToolCallState",
     "create_regenerate",
