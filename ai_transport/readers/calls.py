@@ -78,6 +78,8 @@ class CallIdSet(set):  # type: ignore[type-arg]
 
 def _message_parts(message: Any, index: int) -> tuple[list[OpenAIItem], Mapping[str, Any]]:
     """``(items, tool_call_states)`` of a message, validating the message-level shape."""
+    items: Any
+    states: Any
     if isinstance(message, OpenAIMessage):
         items, states = message.items, message.tool_call_states
     elif isinstance(message, Mapping):
