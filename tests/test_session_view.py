@@ -207,3 +207,42 @@ async def test_view_events_and_run_lookup() -> None:
     assert await sent.started == run.run_id and sent.run_id == run.run_id and sent.status == "complete"
     await client.close()
     await agent.end()
+
+
+class FlakyHistory:
+    """A real in-process channel whose first ``failures`` history reads fail (a network fault)."""
+
+    def __init__(self, channel, failures: int) -> None:
+        self._channel = channel
+        self.failures = failures
+        self.calls = 0
+
+    def __getattr__(self, name):
+        return getattr(self._channel, name)
+
+    async def history(self, **kwargs):
+        self.calls += 1
+        if self.calls <= self.failures:
+            raise ConnectionError("history endpoint unreachable")
+        return await self._channel.history(**kwargs)
+
+
+async def test_history_reads_are_retried_then_fail_with_104011() -> None:
+    hub, client, agent = await setup()
+    sent = await client.view.send(user_message("hi"))
+    await answer(agent, sent, "hello")
+    flaky = FlakyHistory(hub.client("bob").channel("chat"), failures=2)
+    late = ClientSession(flaky, history_backoff=0.001)
+    await late.connect()
+    await late.view.load_all()
+    assert texts(late.view.get_messages()) == ["hi", "hello"] and flaky.calls == 3
+    broken = FlakyHistory(hub.client("carol").channel("chat"), failures=10)
+    dead = ClientSession(broken, history_backoff=0.001)
+    await dead.connect()
+    with pytest.raises(AITransportError) as err:
+        await dead.view.load_older(5)
+    assert err.value.code == 104011 and "history endpoint unreachable" in err.value.message
+    assert broken.calls == 4  # one try + 3 retries
+    for s in (late, dead, client):
+        await s.close()
+    await agent.end()

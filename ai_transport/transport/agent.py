@@ -211,6 +211,8 @@ class AgentSession:
         trusted_client_ids: client ids always accepted for approvals / tool results.
         accept_input: ``(client_id, run_node) -> bool`` replacing the default input trust rule.
         history_page_size: history page size (default 100).
+        history_retries: retries of a failed history read (then 104011), with
+            ``history_backoff * 2**attempt`` seconds between them.
     """
 
     def __init__(
@@ -222,6 +224,8 @@ class AgentSession:
         trusted_client_ids: Iterable[str] | None = None,
         accept_input: AcceptInput | None = None,
         history_page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
+        history_retries: int = 3,
+        history_backoff: float = 0.1,
     ) -> None:
         self.channel = channel
         self.codec = codec if codec is not None else _default_codec()
@@ -232,7 +236,9 @@ class AgentSession:
         self._accept_input = accept_input
         self.tree = Tree(self.codec)
         self._applier = WireApplier(self.tree, self.codec.create_decoder())
-        self.hydrator = HistoryHydrator(channel, self._applier, self._on_wire, history_page_size)
+        self.hydrator = HistoryHydrator(
+            channel, self._applier, self._on_wire, history_page_size, history_retries, history_backoff
+        )
         self._runs: dict[str, AgentRun] = {}
         self._run_by_input_cmid: dict[str, str] = {}
         self._deferred_cancels: dict[str, Mapping[str, Any]] = {}

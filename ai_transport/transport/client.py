@@ -215,6 +215,8 @@ class ClientSession:
         codec: the codec (default :class:`~ai_transport.codec.codec.ResponsesCodec`).
         trusted_agent_ids: when given, only these publishers' outputs/lifecycle are folded.
         history_page_size: history page size (default 100).
+        history_retries: retries of a failed history read (then 104011), with
+            ``history_backoff * 2**attempt`` seconds between them.
     """
 
     def __init__(
@@ -224,6 +226,8 @@ class ClientSession:
         *,
         trusted_agent_ids: Iterable[str | None] | None = None,
         history_page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
+        history_retries: int = 3,
+        history_backoff: float = 0.1,
     ) -> None:
         if codec is None:
             from ..codec.codec import ResponsesCodec
@@ -234,7 +238,9 @@ class ClientSession:
         self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else None
         self.tree = Tree(codec)
         self._applier = WireApplier(self.tree, codec.create_decoder())
-        self.hydrator = HistoryHydrator(channel, self._applier, self._on_wire, history_page_size)
+        self.hydrator = HistoryHydrator(
+            channel, self._applier, self._on_wire, history_page_size, history_retries, history_backoff
+        )
         self._encoder = codec.create_encoder(channel)
         self._pending: dict[str, ClientRun] = {}
         self._accepted: set[str] = set()
