@@ -36,7 +36,10 @@ folds is filtered by publisher identity (Ably ``clientId``, set by the server fr
   arguments, and the arguments executed are those of the model's item (``approved_unexecuted_calls``
   returns the folded item itself).
 * Identities come from the Ably token. With anonymous clients (no ``clientId``) publishers cannot
-  be told apart: give the agent and the users identities, or pass ``accept_input``.
+  be told apart: give the agent and the users identities, or pass ``accept_input``. The mutation
+  rule relies on Ably stamping ``version.clientId`` with the identity that updated/appended (as
+  the emulator and the in-process channel do); an agent without a ``clientId`` trusts anonymous
+  mutations.
 
 The trigger of a run (the input named by the invocation) is located only among accepted wires, so a
 forged or untrusted input cannot wake a run (``start()`` raises 104010 after its timeout).

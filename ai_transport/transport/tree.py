@@ -19,7 +19,11 @@ linear conversation, regenerates and edits need:
 Nodes sort by serial (start serial for runs); :meth:`Tree.visible_nodes` walks them, keeping a
 node only when its parent is on the current path and, among siblings (same parent: regenerates
 of a reply, edits via ``fork-of``), the selected one — the latest unless a selection says
-otherwise. Not ported: the reorder-window log sweep (logs are kept for the session's life), step
+otherwise. Improvements over 0.8.0 that keep its live behaviour: a lifecycle event older than the
+one that set a run's status does not override it, a step-end or run-end may create the run node, and
+the earliest serial seen orders a run (all for history, which arrives newest page first); a run
+whose prompt was never seen (mid-run join without history) is shown as a root instead of hidden.
+Not ported: the reorder-window log sweep (logs are kept for the session's life), step
 retry gating (superseded attempts of one step id are folded, not hidden), steering, and the
 client branch-selection UI state (see :mod:`ai_transport.transport.view`).
 """
