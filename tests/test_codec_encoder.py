@@ -601,3 +601,42 @@ async def test_cancelled_append_counts_as_failed_and_flush_does_not_hang():
         await asyncio.wait_for(enc.publish_output(e), 5)
     await asyncio.wait_for(enc.close(), 5)
     assert [x["op"] for x in writer.log].count("update") == 1
+
+
+async def test_cancel_streams_works_awaited_or_not():
+    """``cancel_streams()`` cancels whether or not the caller awaits it (the issue lists it un-awaited)."""
+    import asyncio
+
+    from ai_transport.codec import ResponsesCodec
+
+    class Log:
+        def __init__(self):
+            self.ops = []
+
+        async def publish(self, msg):
+            self.ops.append(("publish", msg))
+            return [f"s{len(self.ops)}"]
+
+        async def append_message(self, msg):
+            self.ops.append(("append", msg))
+
+        async def update_message(self, msg):
+            self.ops.append(("update", msg))
+
+    start = {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0,
+             "content_index": 0, "part": {"type": "output_text", "text": "", "annotations": []}}
+    delta = {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0,
+             "content_index": 0, "delta": "Hi"}
+    for awaited in (True, False):
+        log = Log()
+        enc = ResponsesCodec.create_encoder(log)
+        await enc.publish_output(start, message_id="m1")
+        await enc.publish_output(delta, message_id="m1")
+        if awaited:
+            await enc.cancel_streams()
+        else:
+            enc.cancel_streams()
+            await asyncio.sleep(0.01)
+        statuses = [op[1]["extras"]["ai"]["transport"]["status"] for op in log.ops if op[0] == "append"]
+        assert statuses == ["streaming", "cancelled"], (awaited, statuses)
+        await enc.close()

@@ -636,9 +636,20 @@ class Encoder:
         """Encode and publish one input (``publishInput``) on ``ai-input``."""
         await self._run(self.core.encode_input(input, message_id=message_id, extras=extras))
 
-    async def cancel_streams(self) -> None:
-        """Append ``status: cancelled`` to every open stream, then flush (idempotent; async as in 0.8.0)."""
-        await self._run(self.core.cancel())
+    def cancel_streams(self) -> asyncio.Future[None]:
+        """Append ``status: cancelled`` to every open stream, then flush (idempotent).
+
+        The streams are marked cancelled at once and the writes are scheduled immediately, so a
+        plain ``encoder.cancel_streams()`` cancels them; ``await encoder.cancel_streams()`` also
+        waits for the flush (and raises its error), like 0.8.0's ``await cancelStreams()``.
+        """
+        try:
+            ops = self.core.cancel()
+        except Exception as exc:  # e.g. 104004 on a closed encoder: raised when awaited, as in JS
+            failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            failed.set_exception(exc)
+            return failed
+        return self._start(self._run(ops))
 
     async def close(self) -> None:
         """Flush pending appends (recovering failures) and release the trackers. Idempotent."""
