@@ -389,3 +389,19 @@ def test_to_chat_completions_messages_developer_content_is_text():
     chat = to_chat_completions_messages([{"role": "user", "items": [dev, user("q")]}])
     assert chat == [{"role": "developer", "content": "Be brief.\nUse metric units."}, {"role": "user", "content": "q"}]
     assert_valid_chat(chat)
+
+
+def test_trim_turns_accepts_pre_split_turns():
+    from ai_transport.readers.chat import trim_turns
+
+    t1 = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    t2 = [{"role": "user", "content": "c"},
+          {"role": "assistant", "content": None,
+           "tool_calls": [{"id": "x", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+          {"role": "tool", "tool_call_id": "x", "content": "1"}]
+    kept, dropped = trim_turns([t1, t2], 1)
+    assert kept == [t2] and dropped == 1
+    assert trim_turns([t1, t2], 5) == ([t1, t2], 0)
+    assert trim_turns([t1, t2], 0) == ([], 2)
+    # the flat form of the same conversation gives the same cut, flattened
+    assert trim_turns(t1 + t2, 1) == (t2, 1)

@@ -211,16 +211,24 @@ class TrimResult(NamedTuple):
     dropped: int
 
 
-def trim_turns(turns: Sequence[Mapping[str, Any]], max: int) -> TrimResult:
-    """Keep the newest ``max`` whole turns of a message list; return them and the dropped count.
+def trim_turns(turns: Sequence[Any], max: int) -> TrimResult:
+    """Keep the newest ``max`` whole turns; return them and how many turns were dropped.
 
-    ``turns`` is a flat Chat Completions message list (without the system prompt); it is cut with
-    :func:`split_turns`, so a tool call always stays with its answers. ``max=0`` keeps nothing.
+    ``turns`` is either a flat Chat Completions message list (without the system prompt), cut with
+    :func:`split_turns` so a tool call always stays with its answers — the kept ``messages`` are
+    then flat too — or a list of turns already split (each a list of messages), returned as a list
+    of the kept turns. ``max=0`` keeps nothing. ``kept, dropped = trim_turns(...)`` unpacks.
     """
     if not isinstance(max, int) or isinstance(max, bool):
         raise InvalidTypeError(f"max must be an integer, got {type_name(max)}")
     if max < 0:
         raise InvalidArgumentError(f"max must be >= 0, got {max}")
+    if isinstance(turns, Sequence) and turns and all(
+        isinstance(t, Sequence) and not isinstance(t, (str, bytes, Mapping)) for t in turns
+    ):
+        pre_split = list(turns)
+        keep = pre_split[len(pre_split) - max :] if max < len(pre_split) else pre_split
+        return TrimResult(keep, len(pre_split) - len(keep))  # type: ignore[arg-type]
     split = split_turns(turns)
     start = len(split) - max if max < len(split) else 0
     kept = split[start:]
