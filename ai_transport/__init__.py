@@ -2,11 +2,28 @@
 
 Wire-compatible with the npm package ``@ably/ai-transport@0.8.0`` (``openai`` entry), so a browser
 running that SDK and a Python agent built on this library share one channel.
+
+The most used names are importable from here; the channel, session and Responses-client names
+load lazily (``import ai_transport`` alone does not import the ``ably`` SDK):
+
+- codec: :class:`ResponsesCodec`, :class:`OpenAIMessage`, :class:`CodecMessage` and the input
+  factories (``create_user_message`` …);
+- readers: ``to_responses_input``, ``resolved_call_ids``, ``unanswered_calls``,
+  ``approved_unexecuted_calls``, ``sanitize_input``, ``preflight``, ``repair``;
+- transport: :class:`AgentSession`, :class:`ClientSession`, :class:`InProcessHub`,
+  :class:`AblyChannel`, :class:`Invocation`;
+- model side: :class:`ResponsesClient`;
+- errors: :class:`AITransportError` and its subclasses, :class:`ErrorCode`.
 """
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .codec.types import CodecMessage, OpenAIMessage, ToolCallState
 from .errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError
-from .readers import (
+from .readers.calls import (
     approved_unexecuted_calls,
     resolved_call_ids,
     to_responses_input,
@@ -15,17 +32,83 @@ from .readers import (
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    # codec
+    "ResponsesCodec": "ai_transport.codec",
+    "create_user_message": "ai_transport.codec",
+    "create_tool_result": "ai_transport.codec",
+    "create_tool_result_error": "ai_transport.codec",
+    "create_tool_approval_response": "ai_transport.codec",
+    "create_regenerate": "ai_transport.codec",
+    # readers (hygiene / preflight)
+    "sanitize_input": "ai_transport.readers",
+    "preflight": "ai_transport.readers",
+    "repair": "ai_transport.readers",
+    # transport
+    "AgentSession": "ai_transport.transport",
+    "ClientSession": "ai_transport.transport",
+    "InProcessHub": "ai_transport.transport",
+    "AblyChannel": "ai_transport.transport",
+    "Invocation": "ai_transport.transport",
+    "View": "ai_transport.transport",
+    # model side
+    "ResponsesClient": "ai_transport.responses",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .codec import (
+        ResponsesCodec,
+        create_regenerate,
+        create_tool_approval_response,
+        create_tool_result,
+        create_tool_result_error,
+        create_user_message,
+    )
+    from .readers import preflight, repair, sanitize_input
+    from .responses import ResponsesClient
+    from .transport import AblyChannel, AgentSession, ClientSession, InProcessHub, Invocation, View
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ai_transport' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
+
+
 __all__ = [
     "AITransportError",
+    "AblyChannel",
+    "AgentSession",
+    "ClientSession",
     "CodecMessage",
     "ErrorCode",
+    "InProcessHub",
     "InvalidArgumentError",
     "InvalidTypeError",
+    "Invocation",
     "OpenAIMessage",
+    "ResponsesClient",
+    "ResponsesCodec",
     "ToolCallState",
+    "View",
     "__version__",
     "approved_unexecuted_calls",
+    "create_regenerate",
+    "create_tool_approval_response",
+    "create_tool_result",
+    "create_tool_result_error",
+    "create_user_message",
+    "preflight",
+    "repair",
     "resolved_call_ids",
+    "sanitize_input",
     "to_responses_input",
     "unanswered_calls",
 ]

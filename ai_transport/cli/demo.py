@@ -51,6 +51,7 @@ class DemoStats:
     updates: int = 0
 
     def on_message(self, message: Any) -> None:
+        """Count one channel delivery (publishes, appends) for the closing summary line."""
         action = message.get("action")
         if action == "message.create":
             self.published += 1

@@ -155,10 +155,12 @@ class HttpRequest:
 
     @property
     def path(self) -> str:
+        """The request target's path, without the query string."""
         return urllib.parse.urlsplit(self.target).path
 
     @property
     def query(self) -> dict[str, str]:
+        """The request target's query parameters (blank values kept)."""
         return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.target).query, keep_blank_values=True))
 
 

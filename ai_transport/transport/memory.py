@@ -187,6 +187,7 @@ class InProcessClient:
         return ch
 
     def next_msg_serial(self) -> int:
+        """The next connection-level message serial (Ably's ``msgSerial``), for message ids."""
         return next(self._msg_serial)
 
     async def close(self) -> None:
