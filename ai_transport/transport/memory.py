@@ -606,10 +606,12 @@ class InProcessChannel:
             frag = b"" if isinstance(old, bytes) else ""
         if old is None:
             old = b"" if isinstance(frag, bytes) else ""
-        if not (
-            (isinstance(old, str) and isinstance(frag, str))
-            or (isinstance(old, bytes) and isinstance(frag, bytes))
-        ):
+        joined: str | bytes
+        if isinstance(old, str) and isinstance(frag, str):
+            joined = old + frag
+        elif isinstance(old, bytes) and isinstance(frag, bytes):
+            joined = old + frag
+        else:
             raise AITransportError(
                 f"unable to append message; message.data is {type_name(frag)} but the message at serial "
                 f"'{message['serial']}' holds {type_name(old)} (append needs string+string or bytes+bytes)",
@@ -617,7 +619,7 @@ class InProcessChannel:
                 400,
             )
         version = self._new_version()
-        agg["data"] = old + frag
+        agg["data"] = joined
         if message.get("name") is not None:
             agg["name"] = message["name"]
         if message.get("extras") is not None:
