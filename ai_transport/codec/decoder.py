@@ -40,7 +40,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from .headers import NAME_INPUT, NAME_OUTPUT, js_number
+from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string
 
 __all__ = ["DecodeResult", "Decoder"]
 
@@ -56,19 +56,8 @@ _ACTION_BY_INT: Final = {0: _CREATE, 1: _UPDATE, 2: _DELETE, 5: _APPEND}
 _ACTION_NAMES: Final = frozenset((_CREATE, _UPDATE, _DELETE, _APPEND, "meta", "message.summary"))
 
 
-class _Absent:
-    """Marks a header / property that is absent (JavaScript ``undefined``, distinct from ``null``)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-_ABSENT: Final = _Absent()
+#: A header / property that is absent (JavaScript ``undefined``, distinct from ``null``).
+_ABSENT: Final = MISSING
 
 
 class DecodeResult:
@@ -112,23 +101,6 @@ class DecodeResult:
 # JavaScript value semantics at the wire boundary (headers are untrusted JSON)
 
 
-def _js_to_string(v: Any) -> str:
-    """``String(v)`` for JSON-shaped values (enough for header coercions)."""
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, str):
-        return v
-    if isinstance(v, (int, float)):
-        return js_number(v)
-    if isinstance(v, list):
-        return ",".join("" if x is None else _js_to_string(x) for x in v)
-    return "[object Object]"
-
-
 def _reject_constant(name: str) -> Any:
     raise ValueError(name)
 
@@ -152,7 +124,7 @@ def _json_field(headers: Mapping[str, Any], key: str) -> Any:
     else:
         if v is None or isinstance(v, (bool, int, float)):
             return v  # JSON.parse(String(v)) round-trips JSON scalars
-        v = _js_to_string(v)
+        v = js_to_string(v)
     try:
         return _json_parse(v)
     except (ValueError, RecursionError):
@@ -454,7 +426,7 @@ def _wire_action(action: Any) -> str | None:
             return _CREATE
         return _ACTION_BY_INT.get(int(action)) if action.is_integer() else None
     if isinstance(action, list):
-        return _ACTIONS_BY_KEY.get(_js_to_string(action))
+        return _ACTIONS_BY_KEY.get(js_to_string(action))
     return None
 
 

@@ -38,6 +38,7 @@ __all__ = [
     "has_ai_envelope",
     "js_json_dumps",
     "js_number",
+    "js_to_string",
     "read_bool",
     "read_json",
     "read_str",
@@ -56,8 +57,13 @@ NAME_OUTPUT: Final = "ai-output"
 
 
 class _Missing:
-    """Sentinel for an absent header value (distinct from a JSON ``null``)."""
+    """Sentinel for an absent value: JavaScript ``undefined``, distinct from ``None`` (JSON ``null``).
 
+    One instance; copies, deep copies and pickles are that instance (the codec's decoder and
+    reducer keep it inside their state).
+    """
+
+    __slots__ = ()
     _instance: _Missing | None = None
 
     def __new__(cls) -> _Missing:
@@ -68,11 +74,21 @@ class _Missing:
     def __repr__(self) -> str:
         return "MISSING"
 
+    def __copy__(self) -> _Missing:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Missing:
+        return self
+
+    def __reduce__(self) -> str:
+        return "MISSING"
+
     def __bool__(self) -> bool:
         return False
 
 
-#: Returned by :func:`read_json` when the header is absent or not valid JSON.
+#: JavaScript ``undefined``: returned by :func:`read_json` when the header is absent or not valid
+#: JSON; the decoder and reducer use it for absent properties.
 MISSING: Final = _Missing()
 
 
@@ -194,6 +210,29 @@ def js_number(x: float | int) -> str:
         out = f"{m}e{'+' if exp > 0 else '-'}{abs(exp)}"
     return "-" + out if neg else out
 
+
+
+def js_to_string(v: Any) -> str:
+    """``String(v)`` for JSON-shaped values: :data:`MISSING` is ``"undefined"``, ``None`` ``"null"``,
+    numbers via :func:`js_number`, arrays joined with ``,`` (null / undefined elements empty),
+    objects ``"[object Object]"``."""
+    if type(v) is str:
+        return v
+    if v is MISSING:
+        return "undefined"
+    if v is None:
+        return "null"
+    if v is True:
+        return "true"
+    if v is False:
+        return "false"
+    if isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return js_number(v)
+    if isinstance(v, list):
+        return ",".join("" if (x is None or x is MISSING) else js_to_string(x) for x in v)
+    return "[object Object]"
 
 _MAX_INDEX = 2**32 - 2
 

@@ -31,7 +31,7 @@ import logging
 import math
 from typing import Any, Final
 
-from .headers import js_number
+from .headers import MISSING, js_to_string
 from .types import CodecMessage, OpenAIMessage
 
 __all__ = ["ReducerState", "fold", "get_messages", "init"]
@@ -49,62 +49,18 @@ _MAX_SLOT_GAP: Final = 65536
 _MAX_ARRAY_INDEX: Final = 4294967294
 
 
-class _Absent:
-    """A missing property (JavaScript ``undefined``), distinct from ``None`` (``null``)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __copy__(self) -> Any:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-        return self
-
-    def __reduce__(self) -> str:
-        return "_ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
+#: A missing property (JavaScript ``undefined``), distinct from ``None`` (``null``).
+_ABSENT: Final = MISSING
 
 
-_ABSENT: Final = _Absent()
+class _Token:
+    """A module-level singleton marker: copies, deep copies and pickles are the same object."""
 
+    __slots__ = ("name", "_global")
 
-class _Hole:
-    """An unset slot of a positional array (a hole of a sparse JS array). A singleton (copies too)."""
-
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        return "HOLE"
-
-    def __copy__(self) -> Any:
-        return self
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-        return self
-
-    def __reduce__(self) -> str:
-        return "_HOLE"
-
-
-_HOLE: Final = _Hole()
-
-
-# ---------------------------------------------------------------------------------------------
-# JavaScript value semantics used by the fold
-
-
-class _KeyTag:
-    """A tag in index keys (module singletons: copies are the same object)."""
-
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, global_name: str) -> None:
         self.name = name
+        self._global = global_name
 
     def __repr__(self) -> str:
         return self.name
@@ -116,19 +72,21 @@ class _KeyTag:
         return self
 
     def __reduce__(self) -> str:
-        return _TAG_NAMES[self.name]
+        return self._global
 
 
-_TAG_NAMES: Final = {
-    "null": "_NULL_KEY",
-    "undefined": "_UNDEF_KEY",
-    "bool": "_BOOL_TAG",
-    "number": "_NUM_TAG",
-}
-_NULL_KEY: Final = _KeyTag("null")
-_UNDEF_KEY: Final = _KeyTag("undefined")
-_BOOL_TAG: Final = _KeyTag("bool")
-_NUM_TAG: Final = _KeyTag("number")
+#: An unset slot of a positional array (a hole of a sparse JS array).
+_HOLE: Final = _Token("HOLE", "_HOLE")
+
+
+# ---------------------------------------------------------------------------------------------
+# JavaScript value semantics used by the fold
+
+# Tags in index keys.
+_NULL_KEY: Final = _Token("null", "_NULL_KEY")
+_UNDEF_KEY: Final = _Token("undefined", "_UNDEF_KEY")
+_BOOL_TAG: Final = _Token("bool", "_BOOL_TAG")
+_NUM_TAG: Final = _Token("number", "_NUM_TAG")
 
 
 def _key(v: Any) -> Any:
@@ -147,24 +105,6 @@ def _key(v: Any) -> Any:
     return object()  # an object / array: identity, never equal to another value
 
 
-def _js_to_string(v: Any) -> str:
-    if type(v) is str:
-        return v
-    if v is _ABSENT:
-        return "undefined"
-    if v is None:
-        return "null"
-    if v is True:
-        return "true"
-    if v is False:
-        return "false"
-    if isinstance(v, (int, float)):
-        return js_number(v)
-    if isinstance(v, list):
-        return ",".join("" if (x is None or x is _ABSENT) else _js_to_string(x) for x in v)
-    return "[object Object]"
-
-
 def _js_to_number(v: Any) -> float:
     if v is None or v is False:
         return 0.0
@@ -180,7 +120,7 @@ def _js_plus(a: Any, b: Any) -> Any:
     if type(a) is str and type(b) is str:
         return a + b
     if isinstance(a, (str, dict, list)) or isinstance(b, (str, dict, list)):
-        return _js_to_string(a) + _js_to_string(b)
+        return js_to_string(a) + js_to_string(b)
     if type(a) is int and type(b) is int:
         return a + b
     return _js_to_number(a) + _js_to_number(b)
@@ -796,7 +736,7 @@ def get_messages(state: ReducerState) -> list[CodecMessage]:
     for entry in state._messages:
         states: dict[str, Any] = {}
         for call_id, st in entry.tool_states.values():
-            states[call_id if type(call_id) is str else _js_to_string(call_id)] = dict(st)
+            states[call_id if type(call_id) is str else js_to_string(call_id)] = dict(st)
         role = None if entry.role is _ABSENT else entry.role  # a user-message without a role (JS: no key)
         message = OpenAIMessage(role, [_compact(item) for item in entry.items], states)  # type: ignore[arg-type]
         out.append(CodecMessage(entry.codec_message_id, message))
