@@ -94,35 +94,19 @@ from .lifecycle import (
     step_end_reason_for,
 )
 from .run import TERMINAL_STATUSES, PipeResult, RunInfo
-from .tree import Emitter, RunNode, Tree, WireApplier
-from .view import DEFAULT_HISTORY_PAGE_SIZE, HistoryHydrator, LeafBranch, View
+from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
+from .tree import RunNode
+from .view import DEFAULT_HISTORY_PAGE_SIZE, LeafBranch, View
 
 __all__ = ["AgentRun", "AgentSession", "RunStep", "function_call_output", "gate_calls"]
 
 logger = logging.getLogger("ai_transport.transport.agent")
 
-_AGENT_NAMES = frozenset(
-    {
-        EVENT_AI_OUTPUT,
-        EVENT_RUN_START,
-        EVENT_RUN_RESUME,
-        EVENT_RUN_SUSPEND,
-        EVENT_RUN_END,
-        EVENT_STEP_START,
-        EVENT_STEP_END,
-    }
-)
 _ANSWER_KINDS = frozenset({"tool-result", "tool-result-error", "tool-approval-response"})
 #: Answers held per unknown run (history folds newest first); older ones are dropped beyond this.
 _HELD_LIMIT = 1000
 
 AcceptInput = Callable[[Any, RunNode | None], bool]
-
-
-def _default_codec() -> Any:
-    from ..codec.codec import ResponsesCodec
-
-    return ResponsesCodec
 
 
 def function_call_output(call: Mapping[str, Any], output: Any) -> dict[str, Any]:
@@ -203,7 +187,7 @@ class _RecordingWriter:
         return version
 
 
-class AgentSession:
+class AgentSession(SessionCore):
     """The agent's end of one session (channel): folds the channel, opens runs, honours cancels.
 
     Args:
@@ -218,6 +202,8 @@ class AgentSession:
             ``history_backoff * 2**attempt`` seconds between them.
     """
 
+    _log = logger
+
     def __init__(
         self,
         channel: Any,
@@ -230,28 +216,19 @@ class AgentSession:
         history_retries: int = 3,
         history_backoff: float = 0.1,
     ) -> None:
-        self.channel = channel
-        self.codec = codec if codec is not None else _default_codec()
+        super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
         self.trusted_agent_ids = (
             set(trusted_agent_ids) if trusted_agent_ids is not None else {channel.client_id}
         )
         self.trusted_client_ids = set(trusted_client_ids or ())
         self._accept_input = accept_input
-        self.tree = Tree(self.codec)
-        self._applier = WireApplier(self.tree, self.codec.create_decoder())
-        self.hydrator = HistoryHydrator(
-            channel, self._applier, self._on_wire, history_page_size, history_retries, history_backoff
-        )
         self._runs: dict[str, AgentRun] = {}
         self._run_by_input_cmid: dict[str, str] = {}
         self._deferred_cancels: dict[str, Mapping[str, Any]] = {}
         self._accepted_streams: set[str] = set()
         self._held: dict[str, list[Mapping[str, Any]]] = {}
-        self._connected = False
-        self._closed = False
         self._high_water = ""
         self._seen_waiters: list[tuple[str, asyncio.Future[None]]] = []
-        self._emitter = Emitter()
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
 
@@ -260,16 +237,6 @@ class AgentSession:
         return self._emitter.on(event, handler)
 
     # -- connection ----------------------------------------------------------------------------
-
-    async def connect(self) -> None:
-        """Subscribe to every message (unfiltered) and attach."""
-        if self._closed:
-            raise AITransportError("unable to connect; session is closed", ErrorCode.SESSION_CLOSED, 400)
-        if self._connected:
-            return
-        await self.channel.subscribe(self._on_live)
-        await self.channel.attach()
-        self._connected = True
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
         if self._closed:
@@ -335,16 +302,12 @@ class AgentSession:
         client_id = message.get("clientId")
         serial = message.get("serial")
         action = action_name(message.get("action"))
-        version = message.get("version")
-        mutator = version.get("clientId") if isinstance(version, Mapping) else None
-        if (
-            action in ("message.update", "message.append", "message.delete")
-            and (mutator if isinstance(mutator, str) else None) not in self.trusted_agent_ids
-            and (not name or name in _AGENT_NAMES)
-        ):
-            self._reject(message, f"agent message mutated by {mutator!r}, not a trusted agent identity")
+        if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
+            self._reject(
+                message, f"agent message mutated by {mutator_of(message)!r}, not a trusted agent identity"
+            )
             return False
-        if name in _AGENT_NAMES:
+        if name in AGENT_NAMES:
             if client_id not in self.trusted_agent_ids:
                 self._reject(message, "not a trusted agent identity")
                 return False
@@ -352,7 +315,7 @@ class AgentSession:
                 self._accepted_streams.add(serial)
             return True
         if not name:
-            if action in ("message.append", "message.update", "message.delete"):
+            if action in MUTATIONS:
                 if serial in self._accepted_streams:
                     return True
                 if message.get("extras") is not None:
@@ -478,17 +441,11 @@ class AgentSession:
         if self._closed:
             return
         self._closed = True
-        try:
-            self.channel.unsubscribe(self._on_live)
-        except Exception:
-            logger.debug("unsubscribe failed", exc_info=True)
+        self._unsubscribe_quietly()
         for run in self._runs.values():
             run.abort_signal.set()
         self._runs.clear()
-        try:
-            await self.channel.detach()
-        except Exception:
-            logger.debug("detach failed", exc_info=True)
+        await self._detach_quietly()
 
 
 class AgentRun:

@@ -29,12 +29,6 @@ from .channel import action_name
 from .invocation import Invocation
 from .lifecycle import (
     EVENT_AI_OUTPUT,
-    EVENT_RUN_END,
-    EVENT_RUN_RESUME,
-    EVENT_RUN_START,
-    EVENT_RUN_SUSPEND,
-    EVENT_STEP_END,
-    EVENT_STEP_START,
     H_INPUT_CODEC_MESSAGE_ID,
     CancelTarget,
     RunLifecycleEvent,
@@ -42,24 +36,13 @@ from .lifecycle import (
     build_transport_headers,
 )
 from .run import RunInfo
-from .tree import Emitter, Tree, WireApplier
-from .view import DEFAULT_HISTORY_PAGE_SIZE, HistoryHydrator, TreeBranch, View
+from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
+from .view import DEFAULT_HISTORY_PAGE_SIZE, TreeBranch, View
 
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
 
 logger = logging.getLogger("ai_transport.transport.client")
 
-_AGENT_NAMES = frozenset(
-    {
-        EVENT_AI_OUTPUT,
-        EVENT_RUN_START,
-        EVENT_RUN_RESUME,
-        EVENT_RUN_SUSPEND,
-        EVENT_RUN_END,
-        EVENT_STEP_START,
-        EVENT_STEP_END,
-    }
-)
 
 
 def _is_wire_only(inp: Mapping[str, Any]) -> bool:
@@ -207,7 +190,7 @@ class ClientView(View):
         self._emitter.emit("update")
 
 
-class ClientSession:
+class ClientSession(SessionCore):
     """The client's end of one session (channel).
 
     Args:
@@ -219,6 +202,8 @@ class ClientSession:
             ``history_backoff * 2**attempt`` seconds between them.
     """
 
+    _log = logger
+
     def __init__(
         self,
         channel: Any,
@@ -229,24 +214,11 @@ class ClientSession:
         history_retries: int = 3,
         history_backoff: float = 0.1,
     ) -> None:
-        if codec is None:
-            from ..codec.codec import ResponsesCodec
-
-            codec = ResponsesCodec
-        self.channel = channel
-        self.codec = codec
+        super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
         self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else None
-        self.tree = Tree(codec)
-        self._applier = WireApplier(self.tree, codec.create_decoder())
-        self.hydrator = HistoryHydrator(
-            channel, self._applier, self._on_wire, history_page_size, history_retries, history_backoff
-        )
-        self._encoder = codec.create_encoder(channel)
+        self._encoder = self.codec.create_encoder(channel)
         self._pending: dict[str, ClientRun] = {}
         self._accepted: set[str] = set()
-        self._connected = False
-        self._closed = False
-        self._emitter = Emitter()
         #: The default view (selected branch).
         self.view = ClientView(self)
 
@@ -255,42 +227,22 @@ class ClientSession:
         ``ai-run-end``). Returns an unsubscribe function."""
         return self._emitter.on(event, handler)
 
-    async def connect(self) -> None:
-        """Subscribe to every message and attach."""
-        if self._closed:
-            raise AITransportError("unable to connect; session is closed", ErrorCode.SESSION_CLOSED, 400)
-        if self._connected:
-            return
-        await self.channel.subscribe(self._on_live)
-        await self.channel.attach()
-        self._connected = True
-
     def _trusted(self, message: Mapping[str, Any]) -> bool:
         if self.trusted_agent_ids is None:
             return True
         name = message.get("name")
         serial = message.get("serial")
-        version = message.get("version")
-        mutator = version.get("clientId") if isinstance(version, Mapping) else None
-        if (
-            action_name(message.get("action")) in ("message.update", "message.append", "message.delete")
-            and (mutator if isinstance(mutator, str) else None) not in self.trusted_agent_ids
-            and (not name or name in _AGENT_NAMES)
-        ):
-            logger.warning("ignored agent message %s mutated by untrusted %r", serial, mutator)
+        if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
+            logger.warning("ignored agent message %s mutated by untrusted %r", serial, mutator_of(message))
             return False
-        if name in _AGENT_NAMES:
+        if name in AGENT_NAMES:
             if message.get("clientId") not in self.trusted_agent_ids:
                 logger.warning("ignored %s from untrusted publisher %r", name, message.get("clientId"))
                 return False
             if name == EVENT_AI_OUTPUT and isinstance(serial, str):
                 self._accepted.add(serial)
             return True
-        if not name and action_name(message.get("action")) in (
-            "message.append",
-            "message.update",
-            "message.delete",
-        ):
+        if not name and action_name(message.get("action")) in MUTATIONS:
             return serial in self._accepted
         return True
 
@@ -403,10 +355,7 @@ class ClientSession:
         if self._closed:
             return
         self._closed = True
-        try:
-            self.channel.unsubscribe(self._on_live)
-        except Exception:
-            logger.debug("unsubscribe failed", exc_info=True)
+        self._unsubscribe_quietly()
         for pending in self._pending.values():
             if not pending.started.done():
                 pending.started.set_exception(
@@ -421,7 +370,4 @@ class ClientSession:
             await self._encoder.close()
         except Exception:
             logger.debug("encoder close failed", exc_info=True)
-        try:
-            await self.channel.detach()
-        except Exception:
-            logger.debug("detach failed", exc_info=True)
+        await self._detach_quietly()

@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..codec.headers import build_extras, transport_headers
+from ..codec.headers import NAME_INPUT, NAME_OUTPUT, build_extras, transport_headers
 from ..errors import AITransportError, ErrorCode
 
 __all__ = [
@@ -57,8 +57,8 @@ __all__ = [
 ]
 
 # Message names
-EVENT_AI_INPUT: Final = "ai-input"
-EVENT_AI_OUTPUT: Final = "ai-output"
+EVENT_AI_INPUT: Final = NAME_INPUT
+EVENT_AI_OUTPUT: Final = NAME_OUTPUT
 EVENT_CANCEL: Final = "ai-cancel"
 EVENT_RUN_START: Final = "ai-run-start"
 EVENT_RUN_SUSPEND: Final = "ai-run-suspend"

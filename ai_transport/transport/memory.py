@@ -607,7 +607,7 @@ class InProcessChannel:
         if old is None:
             old = b"" if isinstance(frag, bytes) else ""
         joined: str | bytes
-        if isinstance(old, str) and isinstance(frag, str):
+        if isinstance(old, str) and isinstance(frag, str):  # noqa: SIM114 - two branches narrow for mypy
             joined = old + frag
         elif isinstance(old, bytes) and isinstance(frag, bytes):
             joined = old + frag
