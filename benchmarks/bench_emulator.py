@@ -1,28 +1,143 @@
 """Throughput of the emulator with the unmodified ably-python SDK: concurrent streams of appends.
 
-``python benchmarks/bench_emulator.py [--streams 20] [--appends 500] [--json] [--no-js]``
+``python benchmarks/bench_emulator.py [--streams 20] [--appends 500] [--json] [--no-js] [--frames]``
 
 Each stream is one publisher connection that publishes a message and pipelines ``--appends``
 ``append_message`` calls (the AI Transport pattern); one subscriber connection attached to every
 stream's channel checks that nothing is lost or reordered within a message, and that history
 returns each final aggregate. Prints elapsed time and appends per second, then runs the same
 workload with ably-js 2.x clients in node (``tests/js/handlers/ably_js.mjs``, through the test
-node bridge) and prints the Python/JS throughput ratio. Not a test.
+node bridge) and prints the Python/JS throughput ratio.
+
+``--frames`` only runs the frame codec micro-benchmark: the emulator's msgspec-based
+``encode_frame`` / ``decode_frame`` against the stdlib ``json`` and ``msgpack`` calls they replaced,
+on typical ProtocolMessages (an inbound append, a fan-out MESSAGE, an ACK), printing the speed-up.
+Not a test.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import time
+import timeit
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import msgpack  # type: ignore[import-untyped]
 from ably.types.message import Message
 
 from ai_transport.emulator import EmulatorThread, ably_realtime
+from ai_transport.emulator.protocol import decode_frame, encode_frame, render_message
+
+_HEADERS = {
+    "ai": {
+        "transport": {
+            "stream": "true",
+            "status": "streaming",
+            "stream-id": "run_1:msg_1",
+            "role": "assistant",
+        },
+        "codec": {"kind": "output_text", "item_id": "msg_0123456789abcdef", "output_index": "0"},
+    }
+}
+
+
+def sample_frames() -> dict[str, dict[str, object]]:
+    """Typical ProtocolMessages of the append workload (as the emulator sees and sends them)."""
+    inbound = {
+        "action": 15,
+        "channel": "ai:session-1",
+        "msgSerial": 42,
+        "messages": [
+            {"action": 5, "serial": "01700000000000-001@abc:0", "data": "tok0042 ", "extras": _HEADERS}
+        ],
+    }
+    stored = {
+        "id": "conn-1:42:0",
+        "clientId": "agent-0",
+        "connectionId": "conn-1",
+        "timestamp": 1_700_000_000_123,
+        "name": "ai-output",
+        "action": 5,
+        "serial": "01700000000000-001@abc:0",
+        "data": "tok0042 ",
+        "extras": _HEADERS,
+        "version": {
+            "serial": "01700000000000-043@abc:0",
+            "timestamp": 1_700_000_000_456,
+            "clientId": "agent-0",
+        },
+    }
+    fan_out = {
+        "action": 15,
+        "channel": "ai:session-1",
+        "channelSerial": "01700000000000-043@abc:0",
+        "timestamp": 1_700_000_000_456,
+        "id": "conn-1:42",
+        "connectionId": "conn-1",
+        "messages": [render_message(stored, "json")],
+    }
+    binary = dict(fan_out, messages=[dict(stored, data=bytes(range(64)))])
+    ack = {"action": 1, "msgSerial": 42, "count": 1, "res": [{"serials": ["01700000000000-043@abc:0"]}]}
+    return {
+        "inbound append": inbound,
+        "fan-out MESSAGE": fan_out,
+        "fan-out MESSAGE (64 B bin)": binary,
+        "ACK": ack,
+    }
+
+
+def _per_op(fn: object, number: int) -> float:
+    return min(timeit.repeat(fn, number=number, repeat=5)) / number  # type: ignore[arg-type]
+
+
+def _old_json(frame: object) -> bytes:
+    return json.dumps(frame, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+
+
+def _frame_cases(frame: dict[str, object]) -> list[tuple[str, object, object]]:
+    """(name, stdlib call, msgspec call) for one frame; checks both give the same result first."""
+    messages = frame.get("messages", [])
+    json_frame = dict(frame, messages=[render_message(m, "json") for m in messages])  # type: ignore[union-attr]
+    text = _old_json(json_frame).decode("utf-8")
+    packed = msgpack.packb(frame, use_bin_type=True)
+    assert encode_frame(frame, "msgpack") == packed  # byte-identical msgpack
+    assert json.loads(encode_frame(json_frame, "json")) == json.loads(text)
+    assert decode_frame(text) == json.loads(text)
+    assert decode_frame(packed) == msgpack.unpackb(packed, raw=False, strict_map_key=False)
+    return [
+        ("json encode", lambda: _old_json(json_frame), lambda: encode_frame(json_frame, "json")),
+        ("json decode", lambda: json.loads(text), lambda: decode_frame(text)),
+        (
+            "msgpack encode",
+            lambda: msgpack.packb(frame, use_bin_type=True),
+            lambda: encode_frame(frame, "msgpack"),
+        ),
+        (
+            "msgpack decode",
+            lambda: msgpack.unpackb(packed, raw=False, strict_map_key=False),
+            lambda: decode_frame(packed),
+        ),
+    ]
+
+
+def bench_frames(number: int = 20_000) -> None:
+    """Print encode/decode time per frame: stdlib json/msgpack vs the emulator's msgspec codec."""
+    totals = {"old": 0.0, "new": 0.0}
+    print(f"frame codec, µs per frame (best of 5 x {number}); stdlib -> msgspec (speed-up)")
+    for label, frame in sample_frames().items():
+        rows = []
+        for name, old, new in _frame_cases(frame):
+            t_old, t_new = _per_op(old, number), _per_op(new, number)
+            totals["old"] += t_old
+            totals["new"] += t_new
+            rows.append(f"{name} {t_old * 1e6:.2f} -> {t_new * 1e6:.2f} ({t_old / t_new:.2f}x)")
+        print(f"  {label}: " + "; ".join(rows))
+    print(f"  all cases: {totals['old'] / totals['new']:.2f}x faster with msgspec (ratio stdlib / msgspec)")
 
 
 async def wait_connected(client: object) -> None:
@@ -90,7 +205,11 @@ def main() -> None:
     parser.add_argument("--appends", type=int, default=500)
     parser.add_argument("--json", action="store_true", help="JSON wire format instead of msgpack")
     parser.add_argument("--no-js", action="store_true", help="skip the ably-js comparison")
+    parser.add_argument("--frames", action="store_true", help="only the frame codec micro-benchmark")
     args = parser.parse_args()
+    if args.frames:
+        bench_frames()
+        return
     with EmulatorThread(port=0) as emu:
         result = asyncio.run(run(emu.port, args.streams, args.appends, not args.json))
         fmt = "json" if args.json else "msgpack"

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import secrets
 import threading
@@ -21,7 +20,6 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack  # type: ignore[import-untyped]
 from typing_extensions import Self
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request
@@ -37,9 +35,12 @@ from .protocol import (
     Flag,
     MessageAction,
     decode_frame,
-    dumps_json,
     encode_frame,
+    encode_json,
+    encode_msgpack,
     ingest_data,
+    loads_json,
+    loads_msgpack,
     message_size,
     render_message,
 )
@@ -124,14 +125,14 @@ class WsSession:
             return
         self.send_raw(encode_frame(frame, self.fmt))
 
-    def send_raw(self, payload: str | bytes) -> None:
-        """Send an encoded frame."""
+    def send_raw(self, payload: bytes) -> None:
+        """Send a frame encoded by :func:`encode_frame` for this session's format."""
         if self.closed or self.proto.state is not State.OPEN:
             return
-        if isinstance(payload, str):
-            self.proto.send_text(payload.encode("utf-8"))
-        else:
+        if self.fmt == "msgpack":
             self.proto.send_binary(payload)
+        else:
+            self.proto.send_text(payload)
         self.flush()
 
     def close(self, code: int = 1000, reason: str = "") -> None:
@@ -199,12 +200,12 @@ def _wants_msgpack(req: HttpRequest) -> bool:
 
 def _encode_body(value: Any, msgpack_out: bool) -> tuple[bytes, str]:
     if msgpack_out:
-        return msgpack.packb(value, use_bin_type=True), MSGPACK
-    return dumps_json(value).encode("utf-8"), "application/json"
+        return encode_msgpack(value), MSGPACK
+    return encode_json(value), "application/json"
 
 
 def _error_response(err: EmulatorError) -> HttpResponse:
-    body = dumps_json({"error": err.to_dict()}).encode("utf-8")
+    body = encode_json({"error": err.to_dict()})
     return HttpResponse(
         err.status_code,
         body,
@@ -472,8 +473,8 @@ class Emulator:
         ctype = req.headers.get("content-type", "").lower()
         try:
             if ctype.startswith(MSGPACK):
-                return msgpack.unpackb(req.body, raw=False, strict_map_key=False)
-            return json.loads(req.body)
+                return loads_msgpack(req.body)
+            return loads_json(req.body)
         except Exception:  # noqa: BLE001
             raise EmulatorError("request body could not be decoded", 40000, 400) from None
 
@@ -699,7 +700,7 @@ class Emulator:
         subs = self._subs.get(channel)
         if not subs:
             return
-        cache: dict[tuple[str, tuple[bool, ...]], str | bytes] = {}
+        cache: dict[tuple[str, tuple[bool, ...]], bytes] = {}
         ts = now_ms()
         for conn_id, att in list(subs.items()):
             conn = self.connections.get(conn_id)
