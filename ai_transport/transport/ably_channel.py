@@ -22,7 +22,6 @@ REST calls (history) use the realtime client's own HTTP unless a separate ``rest
 from __future__ import annotations
 
 import asyncio
-import inspect
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -30,6 +29,7 @@ from urllib.parse import quote_plus, urlencode
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import InboundMessage, Listener, OutboundMessage, action_name
+from .delivery import ListenerDelivery
 
 __all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
 
@@ -161,7 +161,7 @@ class AblyHistoryPage:
         return AblyHistoryPage(result) if result is not None else None
 
 
-class AblyChannel:
+class AblyChannel(ListenerDelivery):
     """A :class:`~ai_transport.transport.channel.Channel` on a real ``ably.AblyRealtime`` channel.
 
     Args:
@@ -171,6 +171,8 @@ class AblyChannel:
         owns_client: close ``realtime`` (and ``rest``) in :meth:`close`.
         channel_options: keyword arguments for ``realtime.channels.get`` (e.g. ``params``).
     """
+
+    _log = logger
 
     def __init__(
         self,
@@ -294,30 +296,11 @@ class AblyChannel:
             except Exception:  # noqa: BLE001
                 logger.exception("skipping an undecodable message on channel %r", self.name)
                 continue
-            for listener in listeners:
-                if not any(x is listener for x in self._listeners):
-                    continue
-                try:
-                    result = listener(dict(inbound))  # type: ignore[arg-type]
-                    if inspect.isawaitable(result):
-                        await result
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # noqa: BLE001
-                    logger.exception("listener raised on channel %r", self.name)
+            await self._call_listeners(listeners, lambda: dict(inbound))
 
     async def subscribe(self, listener: Listener) -> None:
         """Attach if needed and deliver every message, in order, to ``listener``."""
-        if not callable(listener):
-            raise InvalidTypeError(
-                f"unable to subscribe; listener must be callable, got {type_name(listener)}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
-        self._check_open("subscribe")
-        if self._task is None:
-            self._queue = asyncio.Queue()
-            self._task = asyncio.get_running_loop().create_task(self._deliver_loop())
-        self._listeners.append(listener)
+        self._add_listener(listener)
         if not self._sdk_subscribed:
             self._sdk_subscribed = True
             try:
@@ -327,13 +310,6 @@ class AblyChannel:
                 raise _wrap_error(exc, "subscribe") from exc
         else:
             await self.attach()
-
-    def unsubscribe(self, listener: Listener | None = None) -> None:
-        """Remove one listener, or all."""
-        if listener is None:
-            self._listeners.clear()
-        else:
-            self._listeners = [x for x in self._listeners if x is not listener]
 
     # -- operations -------------------------------------------------------------------------
 
@@ -449,13 +425,7 @@ class AblyChannel:
                 self.raw.unsubscribe(self._on_sdk_message)
             except Exception:  # noqa: BLE001
                 logger.debug("unsubscribe failed", exc_info=True)
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
+        await self._stop_delivery()
         if self._owns_client:
             await self.realtime.close()
             if self.rest is not None:

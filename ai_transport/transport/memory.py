@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import asyncio
 import copy
-import inspect
 import itertools
 import logging
 import time
@@ -48,6 +47,7 @@ from typing import Any
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import InboundMessage, Listener, OutboundMessage
+from .delivery import ListenerDelivery
 
 __all__ = [
     "InProcessChannel",
@@ -294,11 +294,13 @@ class _Attachment:
     held: dict[str, _Held] = field(default_factory=dict)
 
 
-class InProcessChannel:
+class InProcessChannel(ListenerDelivery):
     """A :class:`~ai_transport.transport.channel.Channel` on an :class:`InProcessHub`.
 
     Get one with ``hub.channel(name, client_id=...)`` or ``hub.client(client_id).channel(name)``.
     """
+
+    _log = logger
 
     def __init__(self, client: InProcessClient, state: _ChannelState) -> None:
         self.name = state.name
@@ -370,36 +372,14 @@ class InProcessChannel:
         await self.detach()
         self._listeners.clear()
         self._closed = True
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass
+        await self._stop_delivery()
 
     # -- subscribe --------------------------------------------------------------------------
 
     async def subscribe(self, listener: Listener) -> None:
         """Attach if needed and deliver every later message, in channel order, to ``listener``."""
-        if not callable(listener):
-            raise InvalidTypeError(
-                f"unable to subscribe; listener must be callable, got {type_name(listener)}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
-        self._check_open("subscribe")
-        if self._task is None:
-            self._queue = asyncio.Queue()
-            self._task = asyncio.get_running_loop().create_task(self._deliver_loop())
-        self._listeners.append(listener)
+        self._add_listener(listener)
         await self.attach()
-
-    def unsubscribe(self, listener: Listener | None = None) -> None:
-        """Remove one listener (every registration of it), or all listeners."""
-        if listener is None:
-            self._listeners.clear()
-        else:
-            self._listeners = [x for x in self._listeners if x is not listener]
 
     async def _deliver_loop(self) -> None:
         assert self._queue is not None
@@ -409,17 +389,7 @@ class InProcessChannel:
             if item is None:
                 return
             msg, listeners = item
-            for listener in listeners:
-                if not any(x is listener for x in self._listeners):
-                    continue
-                try:
-                    result = listener(_copy_message(msg))  # type: ignore[arg-type]
-                    if inspect.isawaitable(result):
-                        await result
-                except asyncio.CancelledError:
-                    raise
-                except Exception:  # noqa: BLE001 - a listener error must not stop delivery
-                    logger.exception("listener raised on channel %r", self.name)
+            await self._call_listeners(listeners, lambda: _copy_message(msg))  # type: ignore[arg-type]
 
     # Called by the publishing side (synchronously, inside the publisher's operation).
 

@@ -1,0 +1,85 @@
+"""Listener delivery shared by the channel implementations (:mod:`.memory`, :mod:`.ably_channel`).
+
+One asyncio task per channel takes ``(message, listeners)`` from a queue and calls the listeners in
+order, awaiting each one that returns an awaitable; a listener error is logged, never stops delivery.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Callable, Iterable
+from typing import Any, ClassVar
+
+from ..errors import ErrorCode, InvalidTypeError, type_name
+from .channel import Listener
+
+__all__ = ["ListenerDelivery"]
+
+
+class ListenerDelivery:
+    """Mixin: the listener list, the delivery queue and task of a channel.
+
+    The channel sets ``name``, ``_listeners = []``, ``_queue = None``, ``_task = None`` and ``_log``
+    (its module's logger), and provides ``_check_open(op)`` and ``_deliver_loop()`` (which drains
+    ``_queue`` and hands each entry to :meth:`_call_listeners`).
+    """
+
+    _log: ClassVar[logging.Logger]
+    name: str
+    _listeners: list[Listener]
+    _queue: asyncio.Queue[Any] | None
+    _task: asyncio.Task[None] | None
+
+    def _check_open(self, op: str) -> None:
+        raise NotImplementedError
+
+    async def _deliver_loop(self) -> None:
+        raise NotImplementedError
+
+    def _add_listener(self, listener: Listener) -> None:
+        """Validate ``listener``, start the delivery task if needed and register the listener."""
+        if not callable(listener):
+            raise InvalidTypeError(
+                f"unable to subscribe; listener must be callable, got {type_name(listener)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        self._check_open("subscribe")
+        if self._task is None:
+            self._queue = asyncio.Queue()
+            self._task = asyncio.get_running_loop().create_task(self._deliver_loop())
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Listener | None = None) -> None:
+        """Remove one listener (every registration of it), or all listeners."""
+        if listener is None:
+            self._listeners.clear()
+        else:
+            self._listeners = [x for x in self._listeners if x is not listener]
+
+    async def _call_listeners(
+        self, listeners: Iterable[Listener], make_message: Callable[[], Any]
+    ) -> None:
+        """Call each of ``listeners`` still registered with a fresh ``make_message()``, in order."""
+        for listener in listeners:
+            if not any(x is listener for x in self._listeners):
+                continue
+            try:
+                result = listener(make_message())
+                if inspect.isawaitable(result):
+                    await result
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a listener error must not stop delivery
+                self._log.exception("listener raised on channel %r", self.name)
+
+    async def _stop_delivery(self) -> None:
+        """Cancel the delivery task and wait for it to finish."""
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):  # noqa: BLE001
+                pass
