@@ -23,8 +23,11 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any, Final
+
+import msgspec
 
 __all__ = [
     "AI",
@@ -167,14 +170,54 @@ def read_bool(headers: Mapping[str, Any], key: str, default: Any = None) -> Any:
     return value == "true"
 
 
+_JSON_DECODER = msgspec.json.Decoder()
+_DIGIT_RUNS = bytes(0x30 if 0x30 <= i <= 0x39 else 0x20 for i in range(256))  # digit -> "0", else " "
+_SIXTEEN_DIGITS = b"0" * 16
+_NEGATIVE_ZERO = re.compile(rb"-0(?![.0-9eE])")
+
+
+def _js_int(literal: str) -> int | float:
+    # JSON.parse yields a double: -0 stays negative, beyond 2**53 integers round (as float() does).
+    if literal == "-0":
+        return -0.0
+    if len(literal) <= 17:
+        n = int(literal)
+        return n if -(2**53) <= n <= 2**53 else float(n)
+    return float(literal)
+
+
+def _js_constant(literal: str) -> Any:
+    raise ValueError(f"{literal} is not JSON")  # JSON.parse rejects NaN / Infinity
+
+
 def read_json(headers: Mapping[str, Any], key: str) -> Any:
-    """``JSON.parse`` of the value at ``key``; :data:`MISSING` when absent or not valid JSON."""
+    """``JSON.parse`` of the value at ``key``; :data:`MISSING` when absent, not a string or not valid JSON.
+
+    As in JavaScript: ``NaN`` / ``Infinity`` are invalid, numbers are doubles (``-0`` is ``-0.0``,
+    integers beyond 2**53 become the nearest float, ``1e400`` is ``inf``), lone-surrogate escapes are
+    kept, the last of duplicate keys wins.
+    """
     value = headers.get(key)
     if not isinstance(value, str):
         return MISSING
     try:
-        return json.loads(value)
-    except ValueError:
+        raw = value.encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogate characters: only the stdlib parser takes them
+        raw = None
+    # msgspec (fast) unless an integer literal may need JS rounding; where msgspec is stricter than
+    # JSON.parse (lone-surrogate escapes, out-of-range exponents) the stdlib parser decides.
+    if (
+        raw is not None
+        and _SIXTEEN_DIGITS not in raw.translate(_DIGIT_RUNS)
+        and not _NEGATIVE_ZERO.search(raw)
+    ):
+        try:
+            return _JSON_DECODER.decode(raw)
+        except (ValueError, RecursionError):
+            pass
+    try:
+        return json.loads(value, parse_int=_js_int, parse_constant=_js_constant)
+    except (ValueError, RecursionError):
         return MISSING
 
 
