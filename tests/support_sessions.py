@@ -56,6 +56,67 @@ async def model_stream(items: list[dict[str, Any]], delay: float = 0.0) -> Async
         yield _with_encrypted_reasoning(event)
 
 
+async def open_session(
+    agent_id: str = "agent", client_id: str = "alice", **agent_options: Any
+) -> tuple[InProcessHub, ClientSession, AgentSession]:
+    """A fresh in-process hub with a connected client and agent on channel ``chat``
+    (``agent_options`` go to :class:`AgentSession`)."""
+    hub = InProcessHub()
+    client = ClientSession(hub.client(client_id).channel("chat"))
+    await client.connect()
+    agent = AgentSession(hub.client(agent_id).channel("chat"), **agent_options)
+    await agent.connect()
+    return hub, client, agent
+
+
+def text_opening(item_id: str = "msg_1") -> list[dict[str, Any]]:
+    """The first events of an assistant text answer: its ``message`` item and ``output_text`` part."""
+    return [
+        {
+            "type": "response.output_item.added",
+            "output_index": 0,
+            "item": {
+                "id": item_id,
+                "type": "message",
+                "status": "in_progress",
+                "content": [],
+                "role": "assistant",
+            },
+        },
+        {
+            "type": "response.content_part.added",
+            "item_id": item_id,
+            "output_index": 0,
+            "content_index": 0,
+            "part": {"type": "output_text", "annotations": [], "text": ""},
+        },
+    ]
+
+
+def text_delta(delta: str, item_id: str = "msg_1") -> dict[str, Any]:
+    """One ``response.output_text.delta`` of the text opened by :func:`text_opening`."""
+    return {
+        "type": "response.output_text.delta",
+        "item_id": item_id,
+        "output_index": 0,
+        "content_index": 0,
+        "delta": delta,
+    }
+
+
+async def approve_call(
+    view: Any, run_id: str, approved: bool = True, **response: Any
+) -> tuple[Any, dict[str, Any]]:
+    """Answer the last ``function_call`` in ``view`` with an approval response on ``run_id``
+    (``response``: more fields, e.g. ``reason``); returns (the send's run, the call item)."""
+    cmid, call = assistant_with_call(view.get_messages())
+    sent = await view.send(
+        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": approved, **response}),
+        run_id=run_id,
+    )
+    return sent, call
+
+
 class Worker:
     """A standard agent worker: what an HTTP handler does with one invocation body.
 
@@ -149,20 +210,12 @@ async def record_conversation() -> dict[str, Any]:
 
     A gated call approved and answered, a second question, then a regenerate of its answer.
     """
-    hub = InProcessHub()
-    client = ClientSession(hub.client("alice").channel("chat"))
-    await client.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
+    hub, client, agent = await open_session()
     worker = Worker()
     sent = await client.view.send(user_message("Weather in Paris?"))
     run = await worker.handle(agent, sent.invocation.to_json())
     await wait_status(client.view, run.run_id, "suspended")
-    cmid, call = assistant_with_call(client.view.get_messages())
-    answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    answer, _call = await approve_call(client.view, run.run_id)
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(client.view, run.run_id, "complete")
     second = await client.view.send(user_message("Thanks! And tomorrow?"))

@@ -5,59 +5,25 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from support_sessions import eventually, user_message, wait_status
+from support_sessions import eventually, open_session, text_delta, text_opening, user_message, wait_status
 
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
-from ai_transport.transport.agent import AgentSession
-from ai_transport.transport.client import ClientSession
 from ai_transport.transport.invocation import Invocation
-from ai_transport.transport.memory import InProcessHub
 
 pytestmark = pytest.mark.asyncio
 
 
-async def setup():
-    hub = InProcessHub()
-    client = ClientSession(hub.client("alice").channel("chat"))
-    await client.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
-    return hub, client, agent
-
-
 async def slow_text(n: int = 1000):
-    yield {
-        "type": "response.output_item.added",
-        "output_index": 0,
-        "item": {
-            "id": "msg_1",
-            "type": "message",
-            "status": "in_progress",
-            "content": [],
-            "role": "assistant",
-        },
-    }
-    yield {
-        "type": "response.content_part.added",
-        "item_id": "msg_1",
-        "output_index": 0,
-        "content_index": 0,
-        "part": {"type": "output_text", "annotations": [], "text": ""},
-    }
+    for event in text_opening():
+        yield event
     for _ in range(n):
-        yield {
-            "type": "response.output_text.delta",
-            "item_id": "msg_1",
-            "output_index": 0,
-            "content_index": 0,
-            "delta": "x",
-        }
+        yield text_delta("x")
         await asyncio.sleep(0.002)
 
 
 async def test_misuse_raises_40003() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     sent = await client.view.send(user_message("hi"))
     with pytest.raises(AITransportError) as err:
         await agent.create_run(sent.invocation.to_json(), run_id="")
@@ -88,7 +54,7 @@ async def test_misuse_raises_40003() -> None:
 
 
 async def test_unsupported_event_makes_the_pipe_fail_with_the_codec_error() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     agent_errors, client_errors = [], []
     agent.on("error", agent_errors.append)
     client.on("error", client_errors.append)
@@ -107,7 +73,7 @@ async def test_unsupported_event_makes_the_pipe_fail_with_the_codec_error() -> N
 
 
 async def test_cancel_before_the_run_starts_is_honoured_at_start() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     sent = await client.view.send(user_message("hi"))
     await sent.cancel()  # the agent has not even been invoked: cancel by input codec-message-id
     run = await agent.create_run(sent.invocation.to_json())
@@ -122,7 +88,7 @@ async def test_cancel_before_the_run_starts_is_honoured_at_start() -> None:
 
 
 async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     sent = await client.view.send(user_message("hi"))
     asked = []
 
@@ -167,7 +133,7 @@ async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
 
 
 async def test_session_end_ends_open_runs_cancelled() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     sent = await client.view.send(user_message("hi"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
@@ -181,7 +147,7 @@ async def test_session_end_ends_open_runs_cancelled() -> None:
 
 
 async def test_explicit_step_holds_several_messages() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
     sent = await client.view.send(user_message("Two tools please"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()

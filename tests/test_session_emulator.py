@@ -21,7 +21,18 @@ pytest.importorskip("ai_transport.transport.ably_channel")
 pytest.importorskip("ai_transport.emulator")
 
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
-from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, user_message, wait_status
+from support_sessions import (
+    C,
+    Worker,
+    approve_call,
+    as_dicts,
+    assistant_with_call,
+    shapes,
+    text_delta,
+    text_opening,
+    user_message,
+    wait_status,
+)
 
 from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.emulator.client import client_options, connect_info
@@ -57,11 +68,7 @@ async def test_python_agent_and_client_over_ably_sdk(emulator_thread) -> None:
         sent = await client.view.send(user_message("Weather in Paris?"))
         run = await worker.handle(agent, sent.invocation.to_json())
         await wait_status(client.view, run.run_id, "suspended")
-        cmid, call = assistant_with_call(client.view.get_messages())
-        answer = await client.view.send(
-            C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-            run_id=run.run_id,
-        )
+        answer, call = await approve_call(client.view, run.run_id)
         # the resume lands on a fresh worker process: it rebuilds the run from history (REST, until_attach)
         await agent.close()
         await ach.close()
@@ -310,34 +317,12 @@ async def test_js_client_cancels_and_sees_errors_of_python_agent(emulator_thread
     started = asyncio.Event()
 
     async def endless(items):
-        yield {
-            "type": "response.output_item.added",
-            "output_index": 0,
-            "item": {
-                "id": "msg_1",
-                "type": "message",
-                "status": "in_progress",
-                "content": [],
-                "role": "assistant",
-            },
-        }
-        yield {
-            "type": "response.content_part.added",
-            "item_id": "msg_1",
-            "output_index": 0,
-            "content_index": 0,
-            "part": {"type": "output_text", "annotations": [], "text": ""},
-        }
+        for event in text_opening():
+            yield event
         for i in range(10_000):
             if i == 5:
                 started.set()
-            yield {
-                "type": "response.output_text.delta",
-                "item_id": "msg_1",
-                "output_index": 0,
-                "content_index": 0,
-                "delta": "la ",
-            }
+            yield text_delta("la ")
             await asyncio.sleep(0.005)
 
     try:

@@ -13,13 +13,24 @@ import asyncio
 import json
 
 import pytest
-from support_sessions import C, Worker, as_dicts, assistant_with_call, shapes, user_message, wait_status
+from support_sessions import (
+    C,
+    Worker,
+    approve_call,
+    as_dicts,
+    assistant_with_call,
+    open_session,
+    shapes,
+    text_delta,
+    text_opening,
+    user_message,
+    wait_status,
+)
 
 from ai_transport.readers.calls import to_responses_input, unanswered_calls
 from ai_transport.readers.preflight import preflight
 from ai_transport.transport.agent import AgentSession
 from ai_transport.transport.client import ClientSession
-from ai_transport.transport.memory import InProcessHub
 
 pytestmark = pytest.mark.asyncio
 
@@ -27,15 +38,6 @@ pytestmark = pytest.mark.asyncio
 def check_preflight(items: list[dict]) -> None:
     """to_responses_input of the final view is a replay input the Responses API accepts."""
     assert preflight(items) == []
-
-
-async def setup(agent_id: str = "agent", client_id: str = "alice"):
-    hub = InProcessHub()
-    client = ClientSession(hub.client(client_id).channel("chat"))
-    await client.connect()
-    agent = AgentSession(hub.client(agent_id).channel("chat"))
-    await agent.connect()
-    return hub, client, agent
 
 
 async def first_turn(
@@ -50,7 +52,7 @@ async def first_turn(
 
 
 async def test_approve_flow_resumes_runs_tool_and_completes() -> None:
-    _, client, agent = await setup()
+    _, client, agent = await open_session()
     worker = Worker()
     _sent, run = await first_turn(client, agent, worker)
 
@@ -110,16 +112,10 @@ async def test_approve_flow_resumes_runs_tool_and_completes() -> None:
 
 
 async def test_deny_with_reason_answers_without_running_the_tool() -> None:
-    _, client, agent = await setup()
+    _, client, agent = await open_session()
     worker = Worker()
     _, run = await first_turn(client, agent, worker)
-    cmid, call = assistant_with_call(client.view.get_messages())
-    answer = await client.view.send(
-        C.create_tool_approval_response(
-            cmid, {"call_id": call["call_id"], "approved": False, "reason": "not now"}
-        ),
-        run_id=run.run_id,
-    )
+    answer, call = await approve_call(client.view, run.run_id, False, reason="not now")
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(client.view, run.run_id, "complete")
     assert worker.executed == []
@@ -143,7 +139,7 @@ async def test_deny_with_reason_answers_without_running_the_tool() -> None:
 
 
 async def test_client_executed_tool_result() -> None:
-    _, client, agent = await setup()
+    _, client, agent = await open_session()
     worker = Worker(gated=(), client_tools=("get_weather",))
     _, run = await first_turn(client, agent, worker)
     msgs = client.view.get_messages()
@@ -181,16 +177,12 @@ async def test_client_executed_tool_result() -> None:
 
 
 async def test_agent_restart_between_suspend_and_resume_rebuilds_from_history() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
     worker = Worker()
     _, run = await first_turn(client, agent, worker)
     await agent.close()  # the worker process goes away
 
-    cmid, call = assistant_with_call(client.view.get_messages())
-    answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    answer, call = await approve_call(client.view, run.run_id)
     fresh = AgentSession(hub.client("agent").channel("chat"))  # a new process: empty tree
     await fresh.connect()
     resumed = await worker.handle(fresh, answer.invocation.to_json())
@@ -204,14 +196,10 @@ async def test_agent_restart_between_suspend_and_resume_rebuilds_from_history() 
 
 
 async def test_client_joining_later_sees_the_same_conversation() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
     worker = Worker()
     _, run = await first_turn(client, agent, worker)
-    cmid, call = assistant_with_call(client.view.get_messages())
-    answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    answer, call = await approve_call(client.view, run.run_id)
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(client.view, run.run_id, "complete")
 
@@ -230,7 +218,7 @@ async def test_client_joining_later_sees_the_same_conversation() -> None:
 
 
 async def test_client_joins_mid_stream_and_converges() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
     gate = asyncio.Event()
     joined = asyncio.Event()
 
@@ -270,40 +258,18 @@ async def test_client_joins_mid_stream_and_converges() -> None:
 
 
 async def test_cancel_stops_the_pipe_and_ends_the_run_cancelled() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     started = asyncio.Event()
 
     async def endless(items):
         i = 0
-        yield {
-            "type": "response.output_item.added",
-            "output_index": 0,
-            "item": {
-                "id": "msg_1",
-                "type": "message",
-                "status": "in_progress",
-                "content": [],
-                "role": "assistant",
-            },
-        }
-        yield {
-            "type": "response.content_part.added",
-            "item_id": "msg_1",
-            "output_index": 0,
-            "content_index": 0,
-            "part": {"type": "output_text", "annotations": [], "text": ""},
-        }
+        for event in text_opening():
+            yield event
         while True:
             i += 1
             if i == 3:
                 started.set()
-            yield {
-                "type": "response.output_text.delta",
-                "item_id": "msg_1",
-                "output_index": 0,
-                "content_index": 0,
-                "delta": "word ",
-            }
+            yield text_delta("word ")
             await asyncio.sleep(0.001)
 
     worker = Worker(model=endless)
@@ -325,34 +291,12 @@ async def test_cancel_stops_the_pipe_and_ends_the_run_cancelled() -> None:
 
 
 async def test_pipe_error_ends_run_with_error_and_cancels_open_streams() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
 
     async def broken(items):
-        yield {
-            "type": "response.output_item.added",
-            "output_index": 0,
-            "item": {
-                "id": "msg_1",
-                "type": "message",
-                "status": "in_progress",
-                "content": [],
-                "role": "assistant",
-            },
-        }
-        yield {
-            "type": "response.content_part.added",
-            "item_id": "msg_1",
-            "output_index": 0,
-            "content_index": 0,
-            "part": {"type": "output_text", "annotations": [], "text": ""},
-        }
-        yield {
-            "type": "response.output_text.delta",
-            "item_id": "msg_1",
-            "output_index": 0,
-            "content_index": 0,
-            "delta": "partial",
-        }
+        for event in text_opening():
+            yield event
+        yield text_delta("partial")
         raise RuntimeError("upstream reset")
 
     worker = Worker(model=broken)

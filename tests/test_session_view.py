@@ -7,25 +7,15 @@ import asyncio
 import json
 
 import pytest
-from support_sessions import C, user_message, wait_status
+from support_sessions import C, open_session, user_message, wait_status
 
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import unanswered_calls
 from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
 from ai_transport.transport.agent import AgentSession, gate_calls
 from ai_transport.transport.client import ClientSession
-from ai_transport.transport.memory import InProcessHub
 
 pytestmark = pytest.mark.asyncio
-
-
-async def setup():
-    hub = InProcessHub()
-    client = ClientSession(hub.client("alice").channel("chat"))
-    await client.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
-    return hub, client, agent
 
 
 async def answer(agent: AgentSession, sent, text: str, *, end: str = "complete"):
@@ -50,7 +40,7 @@ def texts(messages) -> list[str]:
 
 
 async def test_user_message_folds_optimistically_and_send_rules() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     updates = []
     client.view.on("update", lambda: updates.append(1))
     msg = user_message("hello")
@@ -79,7 +69,7 @@ async def test_user_message_folds_optimistically_and_send_rules() -> None:
 
 
 async def test_load_older_reveals_exactly_limit_oldest_first() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
     for i in range(3):
         sent = await client.view.send(user_message(f"q{i}"))
         await answer(agent, sent, f"a{i}")
@@ -108,7 +98,7 @@ async def test_load_older_reveals_exactly_limit_oldest_first() -> None:
 
 
 async def test_agent_view_leaves_out_failed_runs_and_the_input_they_answered() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     first = await client.view.send(user_message("Weather in Rome?"))
     run1 = await agent.create_run(first.invocation.to_json())
     await run1.start()
@@ -146,7 +136,7 @@ async def test_agent_view_leaves_out_failed_runs_and_the_input_they_answered() -
 
 
 async def test_regenerate_makes_a_sibling_run_and_the_view_follows_it() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
     sent = await client.view.send(user_message("Name a colour"))
     run1, _ = await answer(agent, sent, "Blue.")
     await wait_status(client.view, run1.run_id, "complete")
@@ -175,7 +165,7 @@ async def test_regenerate_makes_a_sibling_run_and_the_view_follows_it() -> None:
 
 
 async def test_edit_forks_the_prompt() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     sent = await client.view.send(user_message("Capital of Frnace?"))
     run1, _ = await answer(agent, sent, "Did you mean France?")
     await wait_status(client.view, run1.run_id, "complete")
@@ -192,7 +182,7 @@ async def test_edit_forks_the_prompt() -> None:
 
 
 async def test_view_events_and_run_lookup() -> None:
-    _hub, client, agent = await setup()
+    _hub, client, agent = await open_session()
     seen_runs = []
     client.view.on("run", lambda event: seen_runs.append((event.type, event.run_id)))
     sent = await client.view.send(user_message("hi"))
@@ -228,7 +218,7 @@ class FlakyHistory:
 
 
 async def test_history_reads_are_retried_then_fail_with_104011() -> None:
-    hub, client, agent = await setup()
+    hub, client, agent = await open_session()
     sent = await client.view.send(user_message("hi"))
     await answer(agent, sent, "hello")
     flaky = FlakyHistory(hub.client("bob").channel("chat"), failures=2)
