@@ -30,12 +30,12 @@ from urllib.parse import quote_plus, urlencode
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import InboundMessage, Listener, OutboundMessage, action_name
 from .delivery import ListenerDelivery
+from .history import check_history_args
 
 __all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
 
 logger = logging.getLogger("ai_transport.transport.ably_channel")
 
-_MAX_HISTORY_LIMIT = 1000
 
 
 def _import_ably() -> Any:
@@ -383,16 +383,7 @@ class AblyChannel(ListenerDelivery):
         from ably.http.paginatedresult import PaginatedResult  # noqa: PLC0415
         from ably.types.message import make_message_response_handler  # noqa: PLC0415
 
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_HISTORY_LIMIT:
-            raise InvalidArgumentError(
-                f"unable to get history; limit must be an integer in 1..{_MAX_HISTORY_LIMIT}, got {limit!r}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
-        if direction not in ("backwards", "forwards"):
-            raise InvalidArgumentError(
-                f"unable to get history; direction must be 'backwards' or 'forwards', got {direction!r}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
+        check_history_args(limit, direction)
         params: dict[str, str] = {"direction": direction, "limit": str(limit)}
         if until_attach:
             serial = self.attach_serial

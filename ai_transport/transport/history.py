@@ -3,11 +3,31 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Final
 
+from ..errors import ErrorCode, InvalidArgumentError
 from .channel import InboundMessage
 
-__all__ = ["collect_history", "iter_history"]
+__all__ = ["MAX_HISTORY_LIMIT", "check_history_args", "collect_history", "iter_history"]
+
+#: The largest ``limit`` of one history request (as Ably).
+MAX_HISTORY_LIMIT: Final = 1000
+
+
+def check_history_args(limit: Any, direction: Any) -> None:
+    """Raise :class:`~ai_transport.errors.InvalidArgumentError` (40003) unless ``limit`` is an
+    integer in 1..:data:`MAX_HISTORY_LIMIT` and ``direction`` is ``"backwards"`` or ``"forwards"``
+    (the argument checks of every channel's ``history``)."""
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_HISTORY_LIMIT:
+        raise InvalidArgumentError(
+            f"unable to get history; limit must be an integer in 1..{MAX_HISTORY_LIMIT}, got {limit!r}",
+            ErrorCode.INVALID_ARGUMENT,
+        )
+    if direction not in ("backwards", "forwards"):
+        raise InvalidArgumentError(
+            f"unable to get history; direction must be 'backwards' or 'forwards', got {direction!r}",
+            ErrorCode.INVALID_ARGUMENT,
+        )
 
 
 async def iter_history(

@@ -48,6 +48,7 @@ from typing import Any
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import InboundMessage, Listener, OutboundMessage
 from .delivery import ListenerDelivery
+from .history import check_history_args
 
 __all__ = [
     "InProcessChannel",
@@ -71,7 +72,6 @@ MISMATCHED_CLIENT_ID_CODE = 40012
 #: Ably's "channel operation failed: invalid channel state" (until_attach without attach).
 INVALID_STATE_CODE = 90001
 
-_MAX_HISTORY_LIMIT = 1000
 
 
 def _now_ms() -> int:
@@ -653,16 +653,7 @@ class InProcessChannel(ListenerDelivery):
         With ``until_attach`` only messages at or before the attach serial are returned (the
         channel must be attached).
         """
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= _MAX_HISTORY_LIMIT:
-            raise InvalidArgumentError(
-                f"unable to get history; limit must be an integer in 1..{_MAX_HISTORY_LIMIT}, got {limit!r}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
-        if direction not in ("backwards", "forwards"):
-            raise InvalidArgumentError(
-                f"unable to get history; direction must be 'backwards' or 'forwards', got {direction!r}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
+        check_history_args(limit, direction)
         bound = None
         if until_attach:
             if not self._attached or self._attach_serial is None:
