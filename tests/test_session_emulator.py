@@ -50,6 +50,42 @@ async def open_channel(emu: Any, name: str, client_id: str) -> AblyChannel:
     return await asyncio.wait_for(AblyChannel.connect(name, **client_options(emu, client_id=client_id)), 15)
 
 
+async def open_sessions(emu: Any, name: str) -> tuple[AblyChannel, AblyChannel, ClientSession, AgentSession]:
+    """Channels and connected sessions of client ``alice`` and agent ``agent`` on ``name``."""
+    cch = await open_channel(emu, name, "alice")
+    ach = await open_channel(emu, name, "agent")
+    client = ClientSession(cch)
+    await client.connect()
+    agent = AgentSession(ach)
+    await agent.connect()
+    return cch, ach, client, agent
+
+
+async def close_sessions(client: ClientSession, agent: AgentSession, *channels: AblyChannel | None) -> None:
+    """Close the client, end the agent, close the channels (None: never opened)."""
+    await client.close()
+    await agent.end()
+    for ch in channels:
+        if ch is not None:
+            await ch.close()
+
+
+def paused_model(pause_at: int, paused: asyncio.Event, resume: asyncio.Event, delay: float | None = None):
+    """The scripted model that, before its event ``pause_at``, sets ``paused`` and waits for
+    ``resume`` (``delay``: a sleep after each event)."""
+
+    async def model(items):
+        for i, event in enumerate(scripted_turn({"input": items})):
+            if i == pause_at:
+                paused.set()
+                await resume.wait()
+            yield event
+            if delay is not None:
+                await asyncio.sleep(delay)
+
+    return model
+
+
 def strip_ids(messages: list[dict]) -> list[dict]:
     """Messages without their codec-message-ids (each side mints its own for optimistic keys)."""
     return [m["message"] for m in messages]
@@ -57,12 +93,7 @@ def strip_ids(messages: list[dict]) -> list[dict]:
 
 async def test_python_agent_and_client_over_ably_sdk(emulator_thread) -> None:
     name = unique_channel("sess")
-    cch = await open_channel(emulator_thread, name, "alice")
-    ach = await open_channel(emulator_thread, name, "agent")
-    client = ClientSession(cch)
-    await client.connect()
-    agent = AgentSession(ach)
-    await agent.connect()
+    cch, ach, client, agent = await open_sessions(emulator_thread, name)
     worker = Worker()
     try:
         sent = await client.view.send(user_message("Weather in Paris?"))
@@ -86,10 +117,7 @@ async def test_python_agent_and_client_over_ably_sdk(emulator_thread) -> None:
             ("assistant", ["reasoning", "message"]),
         ]
     finally:
-        await client.close()
-        await agent.end()
-        await cch.close()
-        await ach.close()
+        await close_sessions(client, agent, cch, ach)
 
 
 @pytest.mark.parametrize("forget", [False, True], ids=["resumed", "connection-state-lost"])
@@ -97,23 +125,11 @@ async def test_connection_drop_mid_stream_client_converges(emulator_thread, forg
     """Every transport is cut mid-stream. Resumed: the SDKs resume their connections. State lost:
     the resume fails (new connection id) and the channels re-attach from their last channelSerial."""
     name = unique_channel("drop")
-    cch = await open_channel(emulator_thread, name, "alice")
-    ach = await open_channel(emulator_thread, name, "agent")
-    client = ClientSession(cch)
-    await client.connect()
-    agent = AgentSession(ach)
-    await agent.connect()
+    cch, ach, client, agent = await open_sessions(emulator_thread, name)
     halfway = asyncio.Event()
     resume = asyncio.Event()
 
-    async def model(items):
-        for i, event in enumerate(scripted_turn({"input": items})):
-            if i == 10:
-                halfway.set()
-                await resume.wait()
-            yield event
-
-    worker = Worker(model=model)
+    worker = Worker(model=paused_model(10, halfway, resume))
     try:
         sent = await client.view.send(user_message("Weather in Lisbon?"))
         task = asyncio.ensure_future(worker.handle(agent, sent.invocation.to_json()))
@@ -147,10 +163,7 @@ async def test_connection_drop_mid_stream_client_converges(emulator_thread, forg
         await fresh.close()
         await fresh_ch.close()
     finally:
-        await client.close()
-        await agent.end()
-        await cch.close()
-        await ach.close()
+        await close_sessions(client, agent, cch, ach)
 
 
 async def test_clients_join_mid_stream_and_converge(emulator_thread, node) -> None:
@@ -158,24 +171,11 @@ async def test_clients_join_mid_stream_and_converge(emulator_thread, node) -> No
     the middle of streaming: each sees the in-flight stream's aggregate first, then its appends,
     and ends with the same conversation as the client that was there from the start."""
     name = unique_channel("midjoin")
-    cch = await open_channel(emulator_thread, name, "alice")
-    ach = await open_channel(emulator_thread, name, "agent")
-    client = ClientSession(cch)
-    await client.connect()
-    agent = AgentSession(ach)
-    await agent.connect()
+    cch, ach, client, agent = await open_sessions(emulator_thread, name)
     halfway = asyncio.Event()
     resume = asyncio.Event()
 
-    async def model(items):
-        for i, event in enumerate(scripted_turn({"input": items})):
-            if i == 12:  # inside the text stream
-                halfway.set()
-                await resume.wait()
-            yield event
-            await asyncio.sleep(0.002)
-
-    worker = Worker(model=model)
+    worker = Worker(model=paused_model(12, halfway, resume, delay=0.002))  # pauses inside the text stream
     jsc = None
     late_ch = None
     try:
@@ -209,11 +209,7 @@ async def test_clients_join_mid_stream_and_converge(emulator_thread, node) -> No
     finally:
         if jsc is not None:
             await js(node, "clientClose", id=jsc["id"])
-        await client.close()
-        await agent.end()
-        for ch in (cch, ach, late_ch):
-            if ch is not None:
-                await ch.close()
+        await close_sessions(client, agent, cch, ach, late_ch)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -654,12 +650,7 @@ async def test_history_paging_matches_the_js_view(emulator_thread, node) -> None
     """A late Python client and a late JS client page the same history: load_older(n) reveals the
     same messages, in the same order, with the same has_older()."""
     name = unique_channel("paging")
-    cch = await open_channel(emulator_thread, name, "alice")
-    ach = await open_channel(emulator_thread, name, "agent")
-    client = ClientSession(cch)
-    await client.connect()
-    agent = AgentSession(ach)
-    await agent.connect()
+    cch, ach, client, agent = await open_sessions(emulator_thread, name)
     late_ch = None
     jsc = None
     try:
@@ -716,23 +707,14 @@ async def test_history_paging_matches_the_js_view(emulator_thread, node) -> None
     finally:
         if jsc is not None:
             await js(node, "clientClose", id=jsc["id"])
-        await client.close()
-        await agent.end()
-        for ch in (cch, ach, late_ch):
-            if ch is not None:
-                await ch.close()
+        await close_sessions(client, agent, cch, ach, late_ch)
 
 
 async def test_failed_run_is_left_out_of_the_model_input_like_js(emulator_thread, node) -> None:
     """After a run ends in error with a dangling call, the next run's model input leaves that run and
     its prompt out — for the JS agent exactly as for ours."""
     name = unique_channel("failed-run")
-    cch = await open_channel(emulator_thread, name, "alice")
-    ach = await open_channel(emulator_thread, name, "agent")
-    client = ClientSession(cch)
-    await client.connect()
-    agent = AgentSession(ach)
-    await agent.connect()
+    cch, ach, client, agent = await open_sessions(emulator_thread, name)
     try:
         first = await client.view.send(user_message("Weather in Rome?"))
         run1 = await agent.create_run(first.invocation.to_json())
@@ -773,7 +755,4 @@ async def test_failed_run_is_left_out_of_the_model_input_like_js(emulator_thread
         assert "Rome" not in json.dumps(items) and "A joke." in json.dumps(items)
         await run3.end("complete")
     finally:
-        await client.close()
-        await agent.end()
-        await cch.close()
-        await ach.close()
+        await close_sessions(client, agent, cch, ach)
