@@ -104,16 +104,21 @@ def text_delta(delta: str, item_id: str = "msg_1") -> dict[str, Any]:
     }
 
 
+def approval(cmid: str, call: Mapping[str, Any], approved: bool = True, **response: Any) -> dict[str, Any]:
+    """The ``tool-approval-response`` input for ``call`` (in message ``cmid``); ``response``: more
+    fields, e.g. ``reason``."""
+    return C.create_tool_approval_response(
+        cmid, {"call_id": call["call_id"], "approved": approved, **response}
+    )
+
+
 async def approve_call(
     view: Any, run_id: str, approved: bool = True, **response: Any
 ) -> tuple[Any, dict[str, Any]]:
-    """Answer the last ``function_call`` in ``view`` with an approval response on ``run_id``
-    (``response``: more fields, e.g. ``reason``); returns (the send's run, the call item)."""
+    """Answer the last ``function_call`` in ``view`` with an :func:`approval` on ``run_id``;
+    returns (the send's run, the call item)."""
     cmid, call = assistant_with_call(view.get_messages())
-    sent = await view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": approved, **response}),
-        run_id=run_id,
-    )
+    sent = await view.send(approval(cmid, call, approved, **response), run_id=run_id)
     return sent, call
 
 

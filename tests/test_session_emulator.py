@@ -24,6 +24,7 @@ from support_emulator import emulator_thread, unique_channel  # noqa: F401
 from support_sessions import (
     C,
     Worker,
+    approval,
     approve_call,
     as_dicts,
     assistant_with_call,
@@ -404,11 +405,9 @@ async def flow_js_agent_python_client(emulator_thread: Any, node: Any, decision:
         assert py_call == call | {"status": "completed"} or py_call["call_id"] == call["call_id"]
         weather = run_tool("get_weather", call["arguments"])
         if decision == "approve":
-            inp = C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True})
+            inp = approval(cmid, call)
         elif decision == "deny":
-            inp = C.create_tool_approval_response(
-                cmid, {"call_id": call["call_id"], "approved": False, "reason": "no"}
-            )
+            inp = approval(cmid, call, False, reason="no")
         else:
             inp = C.create_tool_result(cmid, {"call_id": call["call_id"], "output": weather})
         answer = await client.view.send(inp, run_id=r1["runId"])

@@ -16,6 +16,7 @@ import pytest
 from support_sessions import (
     C,
     Worker,
+    approval,
     approve_call,
     as_dicts,
     assistant_with_call,
@@ -67,10 +68,7 @@ async def test_approve_flow_resumes_runs_tool_and_completes() -> None:
     # while suspended the call has no output: not yet a valid model input (the preflight says why)
     assert [p.kind for p in preflight(to_responses_input([m.message for m in msgs]))]
 
-    answer = await client.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    answer = await client.view.send(approval(cmid, call), run_id=run.run_id)
     resumed = await worker.handle(agent, answer.invocation.to_json())
     assert resumed.run_id == run.run_id and resumed.continuation
     await wait_status(client.view, run.run_id, "complete")

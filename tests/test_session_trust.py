@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from support_sessions import (
     C,
     Worker,
+    approval,
     approve_call,
     as_dicts,
     assistant_with_call,
@@ -112,10 +113,7 @@ async def test_forged_output_and_untrusted_approval_never_run_a_tool(
         C.create_tool_approval_response("forged-msg", {"call_id": "call_forged", "approved": True}),
         run_id=run.run_id,
     )
-    wake = await mallory.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    wake = await mallory.view.send(approval(cmid, call), run_id=run.run_id)
     rogue = await agent.create_run(wake.invocation.to_json())
     with pytest.raises(AITransportError) as err:
         await rogue.start(timeout=0.3)  # her input is not a trigger this agent accepts
@@ -123,12 +121,7 @@ async def test_forged_output_and_untrusted_approval_never_run_a_tool(
     assert worker.executed == []
 
     # Alice denies the real call and wakes the agent: it must answer without running anything
-    answer = await alice.view.send(
-        C.create_tool_approval_response(
-            cmid, {"call_id": call["call_id"], "approved": False, "reason": "no"}
-        ),
-        run_id=run.run_id,
-    )
+    answer = await alice.view.send(approval(cmid, call, False, reason="no"), run_id=run.run_id)
     resumed = await worker.handle(agent, answer.invocation.to_json())
     await wait_status(alice.view, run.run_id, "complete")
     assert worker.executed == []
@@ -168,10 +161,7 @@ async def test_rewritten_call_arguments_are_never_executed() -> None:
         and m["extras"]["ai"]["codec"].get("kind") == "function_call_arguments"
     )
     await mallory_ch.update_message({"serial": stream["serial"], "data": EVIL, "extras": stream["extras"]})
-    answer = await alice.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    answer = await alice.view.send(approval(cmid, call), run_id=run.run_id)
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(alice.view, run.run_id, "complete")
     assert worker.executed == [("get_weather", call["arguments"])]
@@ -186,10 +176,7 @@ async def test_trusted_client_ids_and_predicate() -> None:
     # a configured reviewer may approve on the owner's behalf
     _hub, alice, agent, mallory, _mallory_ch, worker, run = await setup(trusted_client_ids={"mallory"})
     cmid, call = assistant_with_call(alice.view.get_messages())
-    wake = await mallory.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    wake = await mallory.view.send(approval(cmid, call), run_id=run.run_id)
     await worker.handle(agent, wake.invocation.to_json())
     await wait_status(alice.view, run.run_id, "complete")
     assert worker.executed == [("get_weather", call["arguments"])]
@@ -216,10 +203,7 @@ async def test_fresh_agent_holds_answers_until_it_sees_the_run_start() -> None:
     # page size 1: every wire is its own history page, newest first
     fresh = AgentSession(hub.client("agent").channel("chat"), history_page_size=1)
     await fresh.connect()
-    answer = await alice.view.send(
-        C.create_tool_approval_response(cmid, {"call_id": call["call_id"], "approved": True}),
-        run_id=run.run_id,
-    )
+    answer = await alice.view.send(approval(cmid, call), run_id=run.run_id)
     await worker.handle(fresh, answer.invocation.to_json())
     await wait_status(alice.view, run.run_id, "complete")
     assert worker.executed == [("get_weather", call["arguments"])]
