@@ -604,24 +604,19 @@ def _in_user_message(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
             entry.push(_clone(incoming))
 
 
-def _in_tool_result(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
-    payload = _payload(ev)
-    if payload is None:
-        return
-    call_id = payload.get("call_id", _ABSENT)
-    entry = state._ensure("assistant", mid)
-    entry.upsert_output(_output_item(call_id, payload.get("output", _ABSENT)))
-    entry.merge_state(call_id, {"result": "ok"})
+def _tool_result_arm(output_key: str, result: str):
+    """``tool-result`` (output ``output``, result ``ok``) / ``tool-result-error`` (``message``, ``failed``)."""
 
+    def arm(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
+        payload = _payload(ev)
+        if payload is None:
+            return
+        call_id = payload.get("call_id", _ABSENT)
+        entry = state._ensure("assistant", mid)
+        entry.upsert_output(_output_item(call_id, payload.get(output_key, _ABSENT)))
+        entry.merge_state(call_id, {"result": result})
 
-def _in_tool_result_error(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
-    payload = _payload(ev)
-    if payload is None:
-        return
-    call_id = payload.get("call_id", _ABSENT)
-    entry = state._ensure("assistant", mid)
-    entry.upsert_output(_output_item(call_id, payload.get("message", _ABSENT)))
-    entry.merge_state(call_id, {"result": "failed"})
+    return arm
 
 
 def _in_tool_approval_response(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
@@ -654,8 +649,8 @@ def _output_item(call_id: Any, output: Any) -> dict[str, Any]:
 
 _INPUT_ARMS: Final = {
     "user-message": _in_user_message,
-    "tool-result": _in_tool_result,
-    "tool-result-error": _in_tool_result_error,
+    "tool-result": _tool_result_arm("output", "ok"),
+    "tool-result-error": _tool_result_arm("message", "failed"),
     "tool-approval-response": _in_tool_approval_response,
 }
 
