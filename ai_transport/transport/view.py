@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ..codec.headers import transport_headers
@@ -156,14 +156,18 @@ class TreeBranch:
 
     def selected_reply_run(self, input_cmid: str) -> RunNode | None:
         """The reply run of the input shown on this branch (else the latest)."""
-        replies = self.tree.reply_runs(input_cmid)
-        if len(replies) <= 1:
-            return replies[0] if replies else None
-        visible = {n.key for n in self.visible_nodes()}
-        for r in replies:
-            if r.run_id in visible:
-                return r
-        return replies[-1]
+        return _reply_shown(self.tree.reply_runs(input_cmid), self.visible_nodes)
+
+
+def _reply_shown(replies: list[RunNode], shown: Callable[[], Iterable[Any]]) -> RunNode | None:
+    """Of an input's reply runs, the one among the nodes a branch ``shown`` (else the latest)."""
+    if len(replies) <= 1:
+        return replies[0] if replies else None
+    keys = {n.key for n in shown()}
+    for r in replies:
+        if r.run_id in keys:
+            return r
+    return replies[-1]
 
 
 class LeafBranch:
@@ -243,14 +247,7 @@ class LeafBranch:
 
     def selected_reply_run(self, input_cmid: str) -> RunNode | None:
         """The reply run of ``input_cmid`` on this branch (else the latest)."""
-        replies = self._tree().reply_runs(input_cmid)
-        if len(replies) <= 1:
-            return replies[0] if replies else None
-        keys = {n.key for n in self._chain()}
-        for r in replies:
-            if r.run_id in keys:
-                return r
-        return replies[-1]
+        return _reply_shown(self._tree().reply_runs(input_cmid), self._chain)
 
 
 class View:
