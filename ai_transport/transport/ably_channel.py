@@ -29,13 +29,12 @@ from urllib.parse import quote_plus, urlencode
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import InboundMessage, Listener, OutboundMessage, action_name
-from .delivery import ListenerDelivery
+from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
 
 __all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
 
 logger = logging.getLogger("ai_transport.transport.ably_channel")
-
 
 
 def _import_ably() -> Any:
@@ -64,33 +63,17 @@ def to_ably_message(message: OutboundMessage, *, op: str = "publish", need_seria
     """Our outbound dict as an ``ably.types.message.Message``."""
     from ably.types.message import Message  # noqa: PLC0415
 
-    if not isinstance(message, dict):
-        raise InvalidTypeError(
-            f"unable to {op}; message must be a dict, got {type_name(message)}", ErrorCode.INVALID_ARGUMENT
-        )
-    name = message.get("name")
-    if name is not None and not isinstance(name, str):
-        raise InvalidTypeError(
-            f"unable to {op}; message.name must be a string, got {type_name(name)}", ErrorCode.INVALID_ARGUMENT
-        )
-    extras = message.get("extras")
-    if extras is not None and not isinstance(extras, dict):
-        raise InvalidTypeError(
-            f"unable to {op}; message.extras must be a dict, got {type_name(extras)}", ErrorCode.INVALID_ARGUMENT
-        )
-    serial = message.get("serial")
-    if need_serial and (not isinstance(serial, str) or not serial):
-        raise InvalidArgumentError(
-            f"unable to {op}; message.serial must be a non-empty string", ErrorCode.INVALID_ARGUMENT
-        )
+    check_message_fields(message, op)
+    if need_serial:
+        check_message_serial(message, op)
     data = message.get("data")
     if isinstance(data, bytes):
         data = bytearray(data)
     return Message(
-        name=name,
+        name=message.get("name"),
         data=data,
-        extras=extras,
-        serial=serial if need_serial else None,
+        extras=message.get("extras"),
+        serial=message.get("serial") if need_serial else None,
         client_id=message.get("clientId"),
         id=message.get("id"),
     )

@@ -44,7 +44,6 @@ __all__ = ["ClientRun", "ClientSession", "ClientView"]
 logger = logging.getLogger("ai_transport.transport.client")
 
 
-
 def _is_wire_only(inp: Mapping[str, Any]) -> bool:
     kind = inp.get("kind")
     return kind != "user-message" and (kind == "regenerate" or inp.get("codecMessageId") is not None)

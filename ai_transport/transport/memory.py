@@ -47,7 +47,7 @@ from typing import Any
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import InboundMessage, Listener, OutboundMessage
-from .delivery import ListenerDelivery
+from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
 
 __all__ = [
@@ -71,7 +71,6 @@ NOT_FOUND_CODE = 40400
 MISMATCHED_CLIENT_ID_CODE = 40012
 #: Ably's "channel operation failed: invalid channel state" (until_attach without attach).
 INVALID_STATE_CODE = 90001
-
 
 
 def _now_ms() -> int:
@@ -461,22 +460,7 @@ class InProcessChannel(ListenerDelivery):
             )
 
     def _check_outbound(self, msg: Any, op: str, *, need_serial: bool) -> dict[str, Any]:
-        if not isinstance(msg, dict):
-            raise InvalidTypeError(
-                f"unable to {op}; message must be a dict, got {type_name(msg)}", ErrorCode.INVALID_ARGUMENT
-            )
-        name = msg.get("name")
-        if name is not None and not isinstance(name, str):
-            raise InvalidTypeError(
-                f"unable to {op}; message.name must be a string, got {type_name(name)}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
-        extras = msg.get("extras")
-        if extras is not None and not isinstance(extras, dict):
-            raise InvalidTypeError(
-                f"unable to {op}; message.extras must be a dict, got {type_name(extras)}",
-                ErrorCode.INVALID_ARGUMENT,
-            )
+        check_message_fields(msg, op)
         data = msg.get("data")
         if data is not None and not isinstance(data, (str, bytes, bytearray, dict, list, int, float, bool)):
             raise InvalidTypeError(
@@ -492,11 +476,7 @@ class InProcessChannel(ListenerDelivery):
                 400,
             )
         if need_serial:
-            serial = msg.get("serial")
-            if not isinstance(serial, str) or not serial:
-                raise InvalidArgumentError(
-                    f"unable to {op}; message.serial must be a non-empty string", ErrorCode.INVALID_ARGUMENT
-                )
+            check_message_serial(msg, op)
         return msg
 
     @staticmethod

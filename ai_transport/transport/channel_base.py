@@ -1,7 +1,9 @@
-"""Listener delivery shared by the channel implementations (:mod:`.memory`, :mod:`.ably_channel`).
+"""What the channel implementations (:mod:`.memory`, :mod:`.ably_channel`) share.
 
-One asyncio task per channel takes ``(message, listeners)`` from a queue and calls the listeners in
-order, awaiting each one that returns an awaitable; a listener error is logged, never stops delivery.
+* :class:`ListenerDelivery`: one asyncio task per channel takes ``(message, listeners)`` from a
+  queue and calls the listeners in order, awaiting each one that returns an awaitable; a listener
+  error is logged, never stops delivery.
+* :func:`check_message_fields` / :func:`check_message_serial`: the outbound message checks both make.
 """
 
 from __future__ import annotations
@@ -9,13 +11,44 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, ClassVar
 
-from ..errors import ErrorCode, InvalidTypeError, type_name
+from ..errors import ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import Listener
 
-__all__ = ["ListenerDelivery"]
+__all__ = ["ListenerDelivery", "check_message_fields", "check_message_serial"]
+
+
+def check_message_fields(message: Any, op: str) -> None:
+    """Raise :class:`~ai_transport.errors.InvalidTypeError` (40003) unless ``message`` is a dict whose
+    ``name`` (if any) is a string and ``extras`` (if any) a dict."""
+    if not isinstance(message, dict):
+        raise InvalidTypeError(
+            f"unable to {op}; message must be a dict, got {type_name(message)}", ErrorCode.INVALID_ARGUMENT
+        )
+    name = message.get("name")
+    if name is not None and not isinstance(name, str):
+        raise InvalidTypeError(
+            f"unable to {op}; message.name must be a string, got {type_name(name)}",
+            ErrorCode.INVALID_ARGUMENT,
+        )
+    extras = message.get("extras")
+    if extras is not None and not isinstance(extras, dict):
+        raise InvalidTypeError(
+            f"unable to {op}; message.extras must be a dict, got {type_name(extras)}",
+            ErrorCode.INVALID_ARGUMENT,
+        )
+
+
+def check_message_serial(message: Mapping[str, Any], op: str) -> None:
+    """Raise :class:`~ai_transport.errors.InvalidArgumentError` (40003) unless ``message["serial"]``
+    is a non-empty string (the target of an update / append / delete)."""
+    serial = message.get("serial")
+    if not isinstance(serial, str) or not serial:
+        raise InvalidArgumentError(
+            f"unable to {op}; message.serial must be a non-empty string", ErrorCode.INVALID_ARGUMENT
+        )
 
 
 class ListenerDelivery:
@@ -58,9 +91,7 @@ class ListenerDelivery:
         else:
             self._listeners = [x for x in self._listeners if x is not listener]
 
-    async def _call_listeners(
-        self, listeners: Iterable[Listener], make_message: Callable[[], Any]
-    ) -> None:
+    async def _call_listeners(self, listeners: Iterable[Listener], make_message: Callable[[], Any]) -> None:
         """Call each of ``listeners`` still registered with a fresh ``make_message()``, in order."""
         for listener in listeners:
             if not any(x is listener for x in self._listeners):
