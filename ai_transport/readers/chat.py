@@ -28,6 +28,7 @@ from typing import Any, NamedTuple, Union
 
 from ..codec.types import OpenAIMessage
 from ..errors import InvalidArgumentError, InvalidTypeError, type_name
+from .hygiene import _object_array
 
 __all__ = [
     "CONTEXT_PREAMBLE",
@@ -59,13 +60,7 @@ DEFAULT_UNANSWERED_RESULT = {"error": "no_result", "message": "The tool call was
 
 
 def _check_messages(messages: Any, name: str = "messages") -> list[Mapping[str, Any]]:
-    if isinstance(messages, (str, bytes, Mapping)) or not isinstance(messages, Iterable):
-        raise InvalidTypeError(f"{name} must be an array of messages, got {type_name(messages)}")
-    listed = list(messages)
-    for i, m in enumerate(listed):
-        if not isinstance(m, Mapping):
-            raise InvalidTypeError(f"{name}[{i}] must be an object, got {type_name(m)}")
-    return listed
+    return _object_array(messages, name, "messages")
 
 
 def _tool_calls(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:

@@ -427,14 +427,20 @@ class SweepResult(NamedTuple):
     changes: list[Change]
 
 
-def _check_items(items: Any, name: str = "input") -> list[Any]:
-    if isinstance(items, (str, bytes, Mapping)) or not isinstance(items, Iterable):
-        raise InvalidTypeError(f"{name} must be an array of items, got {type_name(items)}")
-    listed = list(items)
+def _object_array(value: Any, name: str, what: str) -> list[Any]:
+    """``value`` as a list, checked: an array (not a string / bytes / object) of objects; the
+    :class:`InvalidTypeError` names ``name`` (and the index) and says an array of ``what``."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Iterable):
+        raise InvalidTypeError(f"{name} must be an array of {what}, got {type_name(value)}")
+    listed = list(value)
     for i, item in enumerate(listed):
         if not isinstance(item, Mapping):
             raise InvalidTypeError(f"{name}[{i}] must be an object, got {type_name(item)}")
     return listed
+
+
+def _check_items(items: Any, name: str = "input") -> list[Any]:
+    return _object_array(items, name, "items")
 
 
 def _strip_id(item: Mapping[str, Any]) -> dict[str, Any]:
