@@ -16,7 +16,8 @@ from typing import Any
 
 from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.codec.codec import ResponsesCodec
-from ai_transport.responses.local_server import ScriptedText, build_response_events
+from ai_transport.errors import AITransportError
+from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
 from ai_transport.transport.agent import AgentRun, AgentSession, gate_calls
 from ai_transport.transport.client import ClientSession
 from ai_transport.transport.memory import InProcessHub
@@ -120,6 +121,22 @@ async def approve_call(
     cmid, call = assistant_with_call(view.get_messages())
     sent = await view.send(approval(cmid, call, approved, **response), run_id=run_id)
     return sent, call
+
+
+async def failed_run(client: ClientSession, agent: AgentSession, seed: int) -> AgentRun:
+    """The user asks "Weather in Rome?"; the agent streams "Checking." and a gated ``get_weather``
+    call, then the run ends ``error`` (50000 "model crashed"), leaving the call dangling. Returns
+    once the client's view shows the run failed."""
+    first = await client.view.send(user_message("Weather in Rome?"))
+    run = await agent.create_run(first.invocation.to_json())
+    await run.start()
+    events = build_response_events(
+        [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Rome"})], seed=seed
+    )
+    await run.pipe(gate_calls(events, lambda item: True))
+    await run.end("error", AITransportError("model crashed", 50000))
+    await wait_status(client.view, run.run_id, "error")
+    return run
 
 
 class Worker:

@@ -28,6 +28,7 @@ from support_sessions import (
     approve_call,
     as_dicts,
     assistant_with_call,
+    failed_run,
     shapes,
     text_delta,
     text_opening,
@@ -39,9 +40,9 @@ from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.emulator.client import client_options, connect_info
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import to_responses_input
-from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
+from ai_transport.responses.local_server import ScriptedText, build_response_events
 from ai_transport.transport.ably_channel import AblyChannel
-from ai_transport.transport.agent import AgentSession, gate_calls
+from ai_transport.transport.agent import AgentSession
 from ai_transport.transport.client import ClientSession
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
@@ -715,15 +716,7 @@ async def test_failed_run_is_left_out_of_the_model_input_like_js(emulator_thread
     name = unique_channel("failed-run")
     cch, ach, client, agent = await open_sessions(emulator_thread, name)
     try:
-        first = await client.view.send(user_message("Weather in Rome?"))
-        run1 = await agent.create_run(first.invocation.to_json())
-        await run1.start()
-        events = build_response_events(
-            [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Rome"})], seed=7
-        )
-        await run1.pipe(gate_calls(events, lambda item: True))
-        await run1.end("error", AITransportError("model crashed", 50000))
-        await wait_status(client.view, run1.run_id, "error")
+        await failed_run(client, agent, seed=7)
 
         # the JS agent answers the next prompt
         second = await client.view.send(user_message("Never mind, tell me a joke"))

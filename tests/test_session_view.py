@@ -7,12 +7,12 @@ import asyncio
 import json
 
 import pytest
-from support_sessions import C, open_session, user_message, wait_status
+from support_sessions import C, failed_run, open_session, user_message, wait_status
 
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import unanswered_calls
-from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
-from ai_transport.transport.agent import AgentSession, gate_calls
+from ai_transport.responses.local_server import ScriptedText, build_response_events
+from ai_transport.transport.agent import AgentSession
 from ai_transport.transport.client import ClientSession
 
 pytestmark = pytest.mark.asyncio
@@ -99,15 +99,7 @@ async def test_load_older_reveals_exactly_limit_oldest_first() -> None:
 
 async def test_agent_view_leaves_out_failed_runs_and_the_input_they_answered() -> None:
     _hub, client, agent = await open_session()
-    first = await client.view.send(user_message("Weather in Rome?"))
-    run1 = await agent.create_run(first.invocation.to_json())
-    await run1.start()
-    events = build_response_events(
-        [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Rome"})], seed=2
-    )
-    await run1.pipe(gate_calls(events, lambda item: True))
-    await run1.end("error", AITransportError("model crashed", 50000))
-    await wait_status(client.view, run1.run_id, "error")
+    run1 = await failed_run(client, agent, seed=2)
     assert client.view.run(run1.run_id).error.code == 50000
     assert client.view.run(run1.run_id).error.message == "model crashed"
 
