@@ -35,6 +35,7 @@ from .hygiene import (
     STREAM_ONLY_FIELDS,
     Change,
     _call_ids,
+    _object_array,
     _output_call_ids,
     _run,
     is_output_item,
@@ -132,11 +133,7 @@ def _items(input: Any) -> list[Mapping[str, Any]] | None:
         return None
     if isinstance(input, (bytes, Mapping)) or not isinstance(input, Iterable):
         raise InvalidTypeError(f"input must be a string or an array of items, got {type_name(input)}")
-    items = list(input)
-    for i, item in enumerate(items):
-        if not isinstance(item, Mapping):
-            raise InvalidTypeError(f"input[{i}] must be an object, got {type_name(item)}")
-    return items
+    return _object_array(input, "input", "items")
 
 
 def _missing(i: int, field: str, kind: str) -> Problem:
