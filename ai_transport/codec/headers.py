@@ -190,6 +190,9 @@ def _js_constant(literal: str) -> Any:
     raise ValueError(f"{literal} is not JSON")  # JSON.parse rejects NaN / Infinity
 
 
+_JS_JSON_DECODER = json.JSONDecoder(parse_int=_js_int, parse_constant=_js_constant)
+
+
 def read_json(headers: Mapping[str, Any], key: str) -> Any:
     """``JSON.parse`` of the value at ``key``; :data:`MISSING` when absent, not a string or not valid JSON.
 
@@ -213,10 +216,13 @@ def read_json(headers: Mapping[str, Any], key: str) -> Any:
     ):
         try:
             return _JSON_DECODER.decode(raw)
-        except (ValueError, RecursionError):
+        except msgspec.ValidationError:  # a number out of double range: JSON.parse gives +-Infinity
             pass
+        except (msgspec.DecodeError, RecursionError):
+            if b"\\u" not in raw:  # else maybe a lone-surrogate escape, which JSON.parse accepts
+                return MISSING
     try:
-        return json.loads(value, parse_int=_js_int, parse_constant=_js_constant)
+        return _JS_JSON_DECODER.decode(value)
     except (ValueError, RecursionError):
         return MISSING
 

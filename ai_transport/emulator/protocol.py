@@ -8,7 +8,10 @@ Frames and bodies go through reused :mod:`msgspec` encoders/decoders (several ti
 than the stdlib decoder (``NaN``/``Infinity`` literals, lone-surrogate escapes, ``1e400``) or
 cannot encode a value (lone surrogates, ``None``/``bool`` map keys), the stdlib path runs instead,
 so what is accepted and how it decodes is unchanged. Non-finite floats encode as JSON ``null``
-(as ``JSON.stringify`` does).
+(as ``JSON.stringify`` does). MessagePack encodes byte for byte as ``msgpack.packb(use_bin_type=True)``
+and decodes as ``msgpack.unpackb(raw=False, strict_map_key=False)``, except for what no Ably SDK sends:
+the timestamp ext type decodes to ``datetime``, other ext types to ``msgspec.msgpack.Ext`` (reserved
+negative codes accepted), an array map key to a tuple.
 """
 
 from __future__ import annotations
