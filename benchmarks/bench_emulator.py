@@ -7,7 +7,8 @@ Each stream is one publisher connection that publishes a message and pipelines `
 stream's channel checks that nothing is lost or reordered within a message, and that history
 returns each final aggregate. Prints elapsed time and appends per second, then runs the same
 workload with ably-js 2.x clients in node (``tests/js/handlers/ably_js.mjs``, through the test
-node bridge) and prints the Python/JS throughput ratio.
+node bridge) and prints the Python/JS throughput ratio, and the emulator's CPU time in that run (the
+clients are in node, so it is the emulator's own cost and little affected by machine load).
 
 ``--frames`` only runs the frame codec micro-benchmark: the emulator's msgspec-based
 ``encode_frame`` / ``decode_frame`` against the stdlib ``json`` and ``msgpack`` calls they replaced,
@@ -229,6 +230,7 @@ def main() -> None:
             print("node not available: skipping the ably-js comparison")
             return
         bridge = NodeBridge()
+        cpu0 = time.process_time()  # the clients run in node: this process's CPU is the emulator's
         try:
             js = bridge.call(
                 "ably_js",
@@ -238,11 +240,13 @@ def main() -> None:
                 appends=args.appends,
             )
         finally:
+            emulator_cpu = time.process_time() - cpu0
             bridge.close()
         js_rate = result["appends"] / (js["deliveredMs"] / 1000)
         print(
             f"ably-js via emulator ({fmt}): all ACKed in {js['ackedMs'] / 1000:.2f}s, all delivered in "
-            f"{js['deliveredMs'] / 1000:.2f}s ({js_rate:.0f} appends/s); nothing lost or reordered"
+            f"{js['deliveredMs'] / 1000:.2f}s ({js_rate:.0f} appends/s); nothing lost or reordered; "
+            f"emulator CPU {emulator_cpu:.2f}s ({emulator_cpu / result['appends'] * 1e6:.0f} µs per append)"
         )
         print(f"ratio ably-python / ably-js throughput: {result['appends_per_s'] / js_rate:.2f}")
 
