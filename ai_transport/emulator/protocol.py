@@ -177,7 +177,7 @@ def loads_json(raw: str | bytes) -> Any:
     """
     try:
         return _JSON_DECODER.decode(raw)
-    except msgspec.MsgspecError:  # stricter than json: let the stdlib decide (and word the error)
+    except ValueError:  # msgspec is stricter (or a str holds lone surrogates): the stdlib decides
         return json.loads(raw)
 
 
