@@ -107,6 +107,25 @@ def test_round_trip_folds_to_the_final_output_items(encoded, stem):
         assert messages_of(late_join(wire, k)) == expected, k
 
 
+@pytest.mark.js
+@pytest.mark.parametrize("stem", STEMS)
+def test_our_wire_through_the_reference_decoder_folds_to_the_final_items(node, encoded, stem):
+    """Our encoder's wire, decoded and folded by the real @ably/ai-transport 0.8.0 in node, gives
+    the recorded final output items — live, from history, and for a late join half-way."""
+    runs, wire = encoded[stem]
+    expected = [
+        {"codecMessageId": run["messageId"], "message": {"role": "assistant", "items": _final_items(run["events"])}}
+        for run in runs
+        if _final_items(run["events"])
+    ]
+    views = [wire, history_view(wire), late_join(wire, len(wire) // 2)]
+    results = node.call("codec_decoder", "decodeFoldBatch", wires=views)
+    for view, js in zip(views, results):
+        assert js["foldError"] is None and js["getMessagesError"] is None
+        assert js["messages"] == expected
+        assert js["messages"] == messages_of(view)  # and ours agrees on the same view
+
+
 def test_round_trip_keeps_the_done_encrypted_content_and_summaries(encoded):
     runs, wire = encoded["openai-reasoning-encrypted-content.1"]
     events = runs[0]["events"]
