@@ -1,7 +1,7 @@
 """The OpenAI Responses codec (sans-I/O): header tiers, encoder, decoder and reducer."""
 
 from .codec import ResponsesCodec
-from .decoder import DecodeResult, Decoder
+from .decoder import Decoder, DecodeResult
 from .encoder import Encoder, EncoderCore, Operation, wire_item
 from .events import ItemIdNormaliser, event_to_dict
 from .inputs import (

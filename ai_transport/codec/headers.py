@@ -231,7 +231,7 @@ def read_json(headers: Mapping[str, Any], key: str) -> Any:
 # JSON.stringify-compatible serialisation
 
 
-def js_number(x: float | int) -> str:
+def js_number(x: float) -> str:
     """Render a number exactly as JavaScript's ``Number.prototype.toString`` / ``JSON.stringify``."""
     if isinstance(x, bool):
         return "true" if x else "false"
@@ -243,7 +243,7 @@ def js_number(x: float | int) -> str:
         return "0"
     r = repr(x)
     if "e" not in r and "E" not in r:
-        return r[:-2] if r.endswith(".0") else r
+        return r.removesuffix(".0")
     mantissa, exp_s = r.split("e")
     exp = int(exp_s)
     digits = mantissa.replace("-", "").replace(".", "")

@@ -56,7 +56,7 @@ _ABSENT: Final = MISSING
 class _Token:
     """A module-level singleton marker: copies, deep copies and pickles are the same object."""
 
-    __slots__ = ("name", "_global")
+    __slots__ = ("_global", "name")
 
     def __init__(self, name: str, global_name: str) -> None:
         self.name = name

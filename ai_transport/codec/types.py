@@ -144,7 +144,7 @@ class OpenAIMessage:
     readers such as :func:`ai_transport.readers.to_responses_input` hand back the very objects.
     """
 
-    __slots__ = ("role", "items", "tool_call_states")
+    __slots__ = ("items", "role", "tool_call_states")
 
     def __init__(
         self,

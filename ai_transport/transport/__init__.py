@@ -4,6 +4,8 @@ Agent side: :class:`AgentSession` → :class:`AgentRun`. Client side: :class:`Cl
 :class:`ClientView`. Both read the conversation through a :class:`View`.
 """
 
+from .ably_channel import AblyChannel
+from .agent import AgentRun, AgentSession, RunStep, function_call_output, gate_calls
 from .channel import (
     ACTIONS,
     Channel,
@@ -15,15 +17,13 @@ from .channel import (
     Writer,
     action_name,
 )
-from .ably_channel import AblyChannel
-from .agent import AgentRun, AgentSession, RunStep, function_call_output, gate_calls
 from .client import ClientRun, ClientSession, ClientView
+from .history import collect_history, iter_history
 from .invocation import Invocation
 from .lifecycle import CancelTarget
+from .memory import InProcessChannel, InProcessClient, InProcessHub
 from .run import PipeResult, RunInfo, StepInfo
 from .view import View
-from .history import collect_history, iter_history
-from .memory import InProcessChannel, InProcessClient, InProcessHub
 
 __all__ = [
     "ACTIONS",
@@ -31,28 +31,28 @@ __all__ = [
     "AgentRun",
     "AgentSession",
     "CancelTarget",
+    "Channel",
     "ClientRun",
     "ClientSession",
     "ClientView",
-    "Invocation",
-    "PipeResult",
-    "RunInfo",
-    "RunStep",
-    "StepInfo",
-    "View",
-    "function_call_output",
-    "gate_calls",
-    "Channel",
     "HistoryPage",
     "InProcessChannel",
     "InProcessClient",
     "InProcessHub",
     "InboundMessage",
+    "Invocation",
     "Listener",
     "MessageVersion",
     "OutboundMessage",
+    "PipeResult",
+    "RunInfo",
+    "RunStep",
+    "StepInfo",
+    "View",
     "Writer",
     "action_name",
     "collect_history",
+    "function_call_output",
+    "gate_calls",
     "iter_history",
 ]

@@ -39,7 +39,7 @@ logger = logging.getLogger("ai_transport.transport.ably_channel")
 
 def _import_ably() -> Any:
     try:
-        import ably  # noqa: PLC0415
+        import ably
     except ImportError as exc:  # pragma: no cover - ably is a hard dependency
         raise AITransportError("the 'ably' package is required for AblyChannel", ErrorCode.INTERNAL_ERROR) from exc
     return ably
@@ -61,7 +61,7 @@ def _wrap_error(exc: BaseException, op: str) -> AITransportError:
 
 def to_ably_message(message: OutboundMessage, *, op: str = "publish", need_serial: bool = False) -> Any:
     """Our outbound dict as an ``ably.types.message.Message``."""
-    from ably.types.message import Message  # noqa: PLC0415
+    from ably.types.message import Message
 
     check_message_fields(message, op)
     if need_serial:
@@ -139,7 +139,7 @@ class AblyHistoryPage:
             return None
         try:
             result = await self._result.next()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _wrap_error(exc, "get history") from exc
         return AblyHistoryPage(result) if result is not None else None
 
@@ -251,14 +251,14 @@ class AblyChannel(ListenerDelivery):
         self._check_open("attach")
         try:
             await self.raw.attach()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _wrap_error(exc, "attach") from exc
 
     async def detach(self) -> None:
         """Detach: the SDK stops delivering; queued deliveries are dropped."""
         try:
             await self.raw.detach()
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _wrap_error(exc, "detach") from exc
         if self._queue is not None:
             while not self._queue.empty():
@@ -276,7 +276,7 @@ class AblyChannel(ListenerDelivery):
             message, listeners = await queue.get()
             try:
                 inbound = from_ably_message(message)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 logger.exception("skipping an undecodable message on channel %r", self.name)
                 continue
             await self._call_listeners(listeners, lambda: dict(inbound))
@@ -288,7 +288,7 @@ class AblyChannel(ListenerDelivery):
             self._sdk_subscribed = True
             try:
                 await self.raw.subscribe(self._on_sdk_message)
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:
                 self._sdk_subscribed = False
                 raise _wrap_error(exc, "subscribe") from exc
         else:
@@ -315,7 +315,7 @@ class AblyChannel(ListenerDelivery):
         sdk_messages = [to_ably_message(m) for m in batch]
         try:
             result = await self.raw.publish(sdk_messages)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _wrap_error(exc, "publish") from exc
         serials = list(getattr(result, "serials", None) or [])
         return [s for s in serials]
@@ -325,7 +325,7 @@ class AblyChannel(ListenerDelivery):
         sdk_message = to_ably_message(message, op=op, need_serial=True)
         try:
             result = await getattr(self.raw, method)(sdk_message)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _wrap_error(exc, op) from exc
         version_serial = getattr(result, "version_serial", None)
         if not version_serial:
@@ -351,7 +351,7 @@ class AblyChannel(ListenerDelivery):
         """The aggregate (latest version) of the message at ``serial`` (REST)."""
         try:
             msg = await self.raw.get_message(serial)
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _wrap_error(exc, "get message") from exc
         return from_ably_message(msg)
 
@@ -363,8 +363,8 @@ class AblyChannel(ListenerDelivery):
         ``until_attach`` restricts to messages at or before the attach point (the channel must be
         attached), as ably-js ``history({untilAttach: true})`` does.
         """
-        from ably.http.paginatedresult import PaginatedResult  # noqa: PLC0415
-        from ably.types.message import make_message_response_handler  # noqa: PLC0415
+        from ably.http.paginatedresult import PaginatedResult
+        from ably.types.message import make_message_response_handler
 
         check_history_args(limit, direction)
         params: dict[str, str] = {"direction": direction, "limit": str(limit)}
@@ -384,7 +384,7 @@ class AblyChannel(ListenerDelivery):
             result = await PaginatedResult.paginated_query(
                 http, url=path, response_processor=make_message_response_handler(None)
             )
-        except Exception as exc:  # noqa: BLE001
+        except Exception as exc:
             raise _wrap_error(exc, "get history") from exc
         return AblyHistoryPage(result)
 
@@ -397,7 +397,7 @@ class AblyChannel(ListenerDelivery):
         if self._sdk_subscribed:
             try:
                 self.raw.unsubscribe(self._on_sdk_message)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 logger.debug("unsubscribe failed", exc_info=True)
         await self._stop_delivery()
         if self._owns_client:

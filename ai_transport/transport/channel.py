@@ -39,7 +39,7 @@ Implementations also offer ``get_message(serial)`` (the aggregate); it is not pa
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal, Protocol, TypedDict, Union, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 ActionName = Literal[
     "message.create", "message.update", "message.delete", "meta", "message.summary", "message.append"
@@ -103,7 +103,7 @@ class OutboundMessage(TypedDict, total=False):
     clientId: str
 
 
-Listener = Callable[[InboundMessage], Union[None, Awaitable[None]]]
+Listener = Callable[[InboundMessage], None | Awaitable[None]]
 
 
 @runtime_checkable

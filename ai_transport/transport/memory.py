@@ -51,11 +51,11 @@ from .channel_base import ListenerDelivery, check_message_fields, check_message_
 from .history import check_history_args
 
 __all__ = [
+    "SERIAL_WIDTH",
     "InProcessChannel",
     "InProcessClient",
     "InProcessHistoryPage",
     "InProcessHub",
-    "SERIAL_WIDTH",
 ]
 
 logger = logging.getLogger("ai_transport.transport.memory")
