@@ -168,3 +168,31 @@ def test_read_json_javascript_semantics() -> None:
     assert read_json({"h": '{"a":1,"a":2}'}, "h") == {"a": 2}
     assert read_json({"h": "[" * 100_000}, "h") is MISSING
     assert read_json({"h": 5}, "h") is MISSING and read_json({"h": None}, "h") is MISSING
+
+
+@pytest.mark.js
+def test_decoder_reads_json_headers_as_json_parse(node: Any) -> None:
+    """The decoder's JSON header fields (here a stream start's ``output_index``) go through the same
+    ``JSON.parse`` as ``read_json``: ``-0`` stays negative zero, integers beyond 2**53 become doubles,
+    invalid JSON reads as absent (so the rebuilt event omits the field)."""
+    from ai_transport.codec.decoder import Decoder
+
+    texts = ["-0", "12345678901234567890", "9007199254740993", "1e400", "NaN", "07", "3"]
+    expected = js_parse(node, texts)
+    for text, js in zip(texts, expected):
+        wire = {
+            "name": "ai-output",
+            "action": "message.create",
+            "serial": "s1",
+            "version": {"serial": "s1"},
+            "data": "",
+            "extras": {"ai": {
+                "transport": {"stream": "true", "status": "streaming", "stream-id": "m:0", "codec-message-id": "m"},
+                "codec": {"kind": "output_text", "item_id": "m", "output_index": text, "content_index": "0",
+                          "part": '{"type":"output_text","text":""}'},
+            }},
+        }
+        outputs = Decoder().decode(wire).outputs
+        added = next(e for e in outputs if e["type"] == "response.content_part.added")
+        got = added["output_index"] if "output_index" in added else MISSING
+        assert ("MISSING" if got is MISSING else js_tag(got)) == js, text

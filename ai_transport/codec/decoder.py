@@ -34,13 +34,12 @@ with a warning. Closed streams are kept as tombstones (the version only) for the
 
 from __future__ import annotations
 
-import json
 import logging
 import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
-from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string
+from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string, parse_json
 
 __all__ = ["DecodeResult", "Decoder"]
 
@@ -101,18 +100,6 @@ class DecodeResult:
 # JavaScript value semantics at the wire boundary (headers are untrusted JSON)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(name)
-
-
-_JSON: Final = json.JSONDecoder(parse_constant=_reject_constant)
-
-
-def _json_parse(text: str) -> Any:
-    """``JSON.parse``: raises ``ValueError`` where JS throws (``NaN``/``Infinity`` included)."""
-    return _JSON.decode(text)
-
-
 def _json_field(headers: Mapping[str, Any], key: str) -> Any:
     """0.8.0 ``jsonField(key).read``: ``JSON.parse(headers[key])``; absent or unparseable -> ``_ABSENT``."""
     v = headers.get(key, _ABSENT)
@@ -125,11 +112,10 @@ def _json_field(headers: Mapping[str, Any], key: str) -> Any:
         if v is None or isinstance(v, (bool, int, float)):
             return v  # JSON.parse(String(v)) round-trips JSON scalars
         v = js_to_string(v)
-    try:
-        return _json_parse(v)
-    except (ValueError, RecursionError):
+    value = parse_json(v)
+    if value is _ABSENT:
         logger.warning("decode(); header %r is not valid JSON (%.80r), reading it as absent", key, v)
-        return _ABSENT
+    return value
 
 
 def _str_field(headers: Mapping[str, Any], key: str, default: Any = _ABSENT) -> Any:

@@ -42,6 +42,7 @@ __all__ = [
     "js_json_dumps",
     "js_number",
     "js_to_string",
+    "parse_json",
     "read_bool",
     "read_json",
     "read_str",
@@ -193,18 +194,15 @@ def _js_constant(literal: str) -> Any:
 _JS_JSON_DECODER = json.JSONDecoder(parse_int=_js_int, parse_constant=_js_constant)
 
 
-def read_json(headers: Mapping[str, Any], key: str) -> Any:
-    """``JSON.parse`` of the value at ``key``; :data:`MISSING` when absent, not a string or not valid JSON.
+def parse_json(text: str) -> Any:
+    """``JSON.parse(text)``; :data:`MISSING` where JavaScript would throw.
 
     As in JavaScript: ``NaN`` / ``Infinity`` are invalid, numbers are doubles (``-0`` is ``-0.0``,
     integers beyond 2**53 become the nearest float, ``1e400`` is ``inf``), lone-surrogate escapes are
     kept, the last of duplicate keys wins.
     """
-    value = headers.get(key)
-    if not isinstance(value, str):
-        return MISSING
     try:
-        raw = value.encode("utf-8")
+        raw = text.encode("utf-8")
     except UnicodeEncodeError:  # lone surrogate characters: only the stdlib parser takes them
         raw = None
     # msgspec (fast) unless an integer literal may need JS rounding; where msgspec is stricter than
@@ -222,9 +220,18 @@ def read_json(headers: Mapping[str, Any], key: str) -> Any:
             if b"\\u" not in raw:  # else maybe a lone-surrogate escape, which JSON.parse accepts
                 return MISSING
     try:
-        return _JS_JSON_DECODER.decode(value)
+        return _JS_JSON_DECODER.decode(text)
     except (ValueError, RecursionError):
         return MISSING
+
+
+def read_json(headers: Mapping[str, Any], key: str) -> Any:
+    """``JSON.parse`` (:func:`parse_json`) of the value at ``key``; :data:`MISSING` when absent, not a
+    string or not valid JSON."""
+    value = headers.get(key)
+    if not isinstance(value, str):
+        return MISSING
+    return parse_json(value)
 
 
 # ---------------------------------------------------------------------------------------------
