@@ -40,8 +40,8 @@ from typing import Any, NamedTuple, Protocol
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .events import ItemIdNormaliser, event_to_dict
-from .headers import NAME_INPUT, NAME_OUTPUT, write_json, write_str
-from .inputs import ABSENT, WirePart, input_parts, js_string
+from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string, write_json, write_str
+from .inputs import WirePart, _get, input_parts
 
 __all__ = [
     "ChannelWriter",
@@ -159,9 +159,9 @@ def _pick(item: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 
 def _unsupported_item(item: Any) -> InvalidArgumentError:
-    itype = item.get("type", ABSENT) if isinstance(item, Mapping) else ABSENT
+    itype = item.get("type", MISSING) if isinstance(item, Mapping) else MISSING
     return InvalidArgumentError(
-        f"unable to publish; unsupported output item type '{js_string(itype)}'", status_code=400
+        f"unable to publish; unsupported output item type '{js_to_string(itype)}'", status_code=400
     )
 
 
@@ -248,18 +248,18 @@ def _group_headers(group: _Group, event: Mapping[str, Any]) -> dict[str, str]:
 def _stream_id(group: _Group, event: Mapping[str, Any], phase: str) -> str:
     if group.kind == "function_call_arguments":
         if phase != "start":
-            return js_string(event.get("item_id", ABSENT))
+            return js_to_string(event.get("item_id", MISSING))
         item = event.get("item")
         item_id = item.get("id") if isinstance(item, Mapping) else None
         if item_id is None:
             raise InvalidArgumentError(
                 "unable to stream function-call arguments; item has no id", status_code=400
             )
-        return js_string(item_id)
-    item_id = js_string(event.get("item_id", ABSENT))
+        return js_to_string(item_id)
+    item_id = js_to_string(event.get("item_id", MISSING))
     if group.kind == "reasoning_summary_text":
-        return f"{item_id}:summary:{js_string(event.get('summary_index', ABSENT))}"
-    return f"{item_id}:{js_string(event.get('content_index', ABSENT))}"
+        return f"{item_id}:summary:{js_to_string(event.get('summary_index', MISSING))}"
+    return f"{item_id}:{js_to_string(event.get('content_index', MISSING))}"
 
 
 def _start_group(event: Mapping[str, Any]) -> _Group | None:
@@ -317,7 +317,7 @@ class EncoderCore:
         ev = event_to_dict(event)
         if self._normaliser is not None:
             ev = self._normaliser.normalise(ev)
-        etype = ev.get("type", ABSENT)
+        etype = ev.get("type", MISSING)
 
         # Delta / end types are never start types, so testing them first changes nothing.
         phased = _DELTA_OR_END.get(etype) if type(etype) is str else None
@@ -325,7 +325,7 @@ class EncoderCore:
             group, phase = phased
             stream_id = _stream_id(group, ev, phase)
             if phase == "delta":
-                return [self._append(stream_id, ev.get("delta", ABSENT), etype)]
+                return [self._append(stream_id, ev.get("delta", MISSING), etype)]
             return self._close_stream(stream_id, _group_headers(group, ev))
         starts = _start_group(ev)
         if starts is not None:
@@ -351,7 +351,7 @@ class EncoderCore:
         if etype in DROPPED_TYPES:
             return []
         raise InvalidArgumentError(
-            f"unable to publish; unsupported event type '{js_string(etype)}'", status_code=400
+            f"unable to publish; unsupported event type '{js_to_string(etype)}'", status_code=400
         )
 
     def encode_input(
@@ -489,7 +489,7 @@ class EncoderCore:
         if batch:
             transport[H_DISCRETE] = "true"
         msg: dict[str, Any] = {"name": name}
-        if part.data is not ABSENT:
+        if part.data is not MISSING:
             msg["data"] = part.data
         msg["extras"] = {"ai": _ai_extras(transport, part.codec)}
         self._invoke_hook(msg)
@@ -526,7 +526,7 @@ class EncoderCore:
         if not isinstance(data, str):
             # 0.8.0 would append the text "undefined"; reject instead, naming the field.
             raise InvalidTypeError(
-                f"unable to append to stream; {etype}.delta must be a string, got {'undefined' if data is ABSENT else type_name(data)}"
+                f"unable to append to stream; {etype}.delta must be a string, got {'undefined' if data is MISSING else type_name(data)}"
             )
         state.chunks.append(data)
         msg = {
@@ -559,10 +559,6 @@ class EncoderCore:
         transport = {**state.transport, **_caller_headers(self._extras)}
         codec = {**state.codec, **(codec_overlay or {})}
         return transport, codec
-
-
-def _get(source: Mapping[str, Any], key: str) -> Any:
-    return source.get(key, ABSENT)
 
 
 def _first_serial(result: Any) -> str | None:
@@ -645,7 +641,7 @@ class Encoder:
         """
         try:
             ops = self.core.cancel()
-        except Exception as exc:  # e.g. 104004 on a closed encoder: raised when awaited, as in JS
+        except Exception as exc:  # noqa: BLE001 - e.g. 104004 on a closed encoder: raised when awaited, as in JS
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
             return failed

@@ -286,7 +286,7 @@ def js_to_string(v: Any) -> str:
         return v
     if isinstance(v, (int, float)):
         return js_number(v)
-    if isinstance(v, list):
+    if isinstance(v, (list, tuple)):
         return ",".join("" if (x is None or x is MISSING) else js_to_string(x) for x in v)
     return "[object Object]"
 

@@ -21,10 +21,9 @@ from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from ..errors import InvalidArgumentError, InvalidTypeError, type_name
-from .headers import js_number, write_bool, write_str
+from .headers import MISSING, js_to_string, write_bool, write_str
 
 __all__ = [
-    "ABSENT",
     "InputParts",
     "WirePart",
     "create_regenerate",
@@ -33,28 +32,13 @@ __all__ = [
     "create_tool_result_error",
     "create_user_message",
     "input_parts",
-    "js_string",
 ]
-
-
-class _Absent:
-    """Marks a value JS would leave ``undefined`` (the key is then omitted from the wire JSON)."""
-
-    def __repr__(self) -> str:
-        return "ABSENT"
-
-    def __bool__(self) -> bool:
-        return False
-
-
-#: ``undefined``: a ``data`` or header value that is not written at all.
-ABSENT: Any = _Absent()
 
 
 class WirePart(NamedTuple):
     """One wire message before the encoder adds its transport bookkeeping.
 
-    ``data`` may be :data:`ABSENT` (no ``data`` key on the message); ``transport`` holds payload
+    ``data`` may be :data:`MISSING` (no ``data`` key on the message); ``transport`` holds payload
     transport headers (e.g. ``role``), layered after the caller's headers.
     """
 
@@ -114,32 +98,8 @@ def create_tool_approval_response(codec_message_id: str, payload: Mapping[str, A
 # Encoding
 
 
-def js_string(value: Any) -> str:
-    """``String(value)`` as JavaScript renders it (for error messages and composite stream ids)."""
-    t = type(value)
-    if t is str:
-        return value  # type: ignore[no-any-return]
-    if t is int:
-        return str(value)
-    if value is ABSENT:
-        return "undefined"
-    if value is None:
-        return "null"
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (int, float)):
-        return js_number(value)
-    if isinstance(value, (list, tuple)):
-        return ",".join("" if v is None or v is ABSENT else js_string(v) for v in value)
-    if isinstance(value, Mapping):
-        return "[object Object]"
-    return str(value)
-
-
 def _get(source: Mapping[str, Any], key: str) -> Any:
-    return source.get(key, ABSENT)
+    return source.get(key, MISSING)
 
 
 def _kind_headers(kind: str) -> dict[str, str]:
@@ -181,10 +141,10 @@ def _user_message_parts(inp: Mapping[str, Any]) -> InputParts:
         )
     texts: list[Any] = []
     for part in content:
-        ptype = part.get("type", ABSENT) if isinstance(part, Mapping) else ABSENT
+        ptype = part.get("type", MISSING) if isinstance(part, Mapping) else MISSING
         if ptype != "input_text":
             raise InvalidArgumentError(
-                f"unable to publish; unsupported input content part type '{js_string(ptype)}'"
+                f"unable to publish; unsupported input content part type '{js_to_string(ptype)}'"
             )
         texts.append(_get(part, "text"))
     if not texts:
@@ -207,7 +167,7 @@ def input_parts(inp: Any) -> InputParts:
     """
     if not isinstance(inp, Mapping):
         raise InvalidTypeError(f"unable to publish; input must be an object with a 'kind', got {type_name(inp)}")
-    kind = inp.get("kind", ABSENT)
+    kind = inp.get("kind", MISSING)
     if kind == "user-message":
         return _user_message_parts(inp)
     if kind == "regenerate":
@@ -235,4 +195,4 @@ def input_parts(inp: Any) -> InputParts:
         write_bool(codec, "approved", payload.get("approved"))
         write_str(codec, "reason", payload.get("reason"))
         return InputParts([WirePart("", codec, {})], False)
-    raise InvalidArgumentError(f"unable to publish; unsupported input kind '{js_string(kind)}'")
+    raise InvalidArgumentError(f"unable to publish; unsupported input kind '{js_to_string(kind)}'")
