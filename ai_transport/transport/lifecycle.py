@@ -24,7 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
-from ..codec.headers import NAME_INPUT, NAME_OUTPUT, build_extras, transport_headers
+from ..codec.headers import NAME_INPUT, NAME_OUTPUT, build_extras, read_str, transport_headers
 from ..errors import AITransportError, ErrorCode
 
 __all__ = [
@@ -272,11 +272,7 @@ def build_cancel_message(target: CancelTarget, *, event_id: str | None = None) -
 def read_cancel_target(message: Mapping[str, Any]) -> CancelTarget:
     """The target of an inbound ``ai-cancel`` (``event-id`` is not read: cancels are idempotent)."""
     h = transport_headers(message.get("extras"))
-    run_id = h.get(H_RUN_ID)
-    icmid = h.get(H_INPUT_CODEC_MESSAGE_ID)
-    return CancelTarget(
-        run_id if isinstance(run_id, str) else None, icmid if isinstance(icmid, str) else None
-    )
+    return CancelTarget(read_str(h, H_RUN_ID), read_str(h, H_INPUT_CODEC_MESSAGE_ID))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -366,11 +362,6 @@ class StepLifecycleEvent:
     extra: dict[str, Any] = field(default_factory=dict)
 
 
-def _opt(h: Mapping[str, Any], key: str) -> str | None:
-    v = h.get(key)
-    return v if isinstance(v, str) else None
-
-
 def parse_run_lifecycle(
     name: str, headers: Mapping[str, Any], serial: str | None = None, timestamp: int | None = None
 ) -> RunLifecycleEvent | None:
@@ -379,24 +370,24 @@ def parse_run_lifecycle(
     ``input_client_id`` is carried too (0.8.0 does not parse it; our agent uses it for trust).
     A missing ``run-reason`` reads as ``complete``.
     """
-    run_id = _opt(headers, H_RUN_ID)
+    run_id = read_str(headers, H_RUN_ID)
     if not run_id:
         return None
     common: dict[str, Any] = {
         "run_id": run_id,
-        "client_id": _opt(headers, H_RUN_CLIENT_ID) or "",
+        "client_id": read_str(headers, H_RUN_CLIENT_ID) or "",
         "serial": serial,
-        "invocation_id": _opt(headers, H_INVOCATION_ID) or "",
+        "invocation_id": read_str(headers, H_INVOCATION_ID) or "",
         "timestamp": timestamp,
-        "input_client_id": _opt(headers, H_INPUT_CLIENT_ID),
-        "input_codec_message_id": _opt(headers, H_INPUT_CODEC_MESSAGE_ID),
+        "input_client_id": read_str(headers, H_INPUT_CLIENT_ID),
+        "input_codec_message_id": read_str(headers, H_INPUT_CODEC_MESSAGE_ID),
     }
     if name == EVENT_RUN_START:
         return RunLifecycleEvent(
             "start",
-            parent=_opt(headers, H_PARENT),
-            fork_of=_opt(headers, H_FORK_OF),
-            regenerates=_opt(headers, H_MSG_REGENERATE),
+            parent=read_str(headers, H_PARENT),
+            fork_of=read_str(headers, H_FORK_OF),
+            regenerates=read_str(headers, H_MSG_REGENERATE),
             **common,
         )
     if name == EVENT_RUN_SUSPEND:
@@ -404,7 +395,7 @@ def parse_run_lifecycle(
     if name == EVENT_RUN_RESUME:
         return RunLifecycleEvent("resume", **common)
     if name == EVENT_RUN_END:
-        reason = _opt(headers, H_RUN_REASON) or "complete"
+        reason = read_str(headers, H_RUN_REASON) or "complete"
         err = build_run_end_error(headers) if reason == "error" else None
         return RunLifecycleEvent("end", reason=reason, error=err, **common)
     return None
@@ -418,20 +409,20 @@ def parse_step_lifecycle(
     None without ``run-id``/``step-id``, or for a step-end without ``step-start-serial``; a missing
     ``step-reason`` reads as ``complete``.
     """
-    run_id = _opt(headers, H_RUN_ID)
-    step_id = _opt(headers, H_STEP_ID)
+    run_id = read_str(headers, H_RUN_ID)
+    step_id = read_str(headers, H_STEP_ID)
     if not run_id or not step_id:
         return None
     scopes: dict[str, Any] = {
-        "invocation_id": _opt(headers, H_INVOCATION_ID) or "",
-        "run_client_id": _opt(headers, H_RUN_CLIENT_ID) or "",
-        "invocation_client_id": _opt(headers, H_INPUT_CLIENT_ID) or "",
-        "step_client_id": _opt(headers, H_STEP_CLIENT_ID) or "",
+        "invocation_id": read_str(headers, H_INVOCATION_ID) or "",
+        "run_client_id": read_str(headers, H_RUN_CLIENT_ID) or "",
+        "invocation_client_id": read_str(headers, H_INPUT_CLIENT_ID) or "",
+        "step_client_id": read_str(headers, H_STEP_CLIENT_ID) or "",
     }
     if name == EVENT_STEP_START:
         return StepLifecycleEvent("step-start", run_id, step_id, serial=serial, timestamp=timestamp, **scopes)
     if name == EVENT_STEP_END:
-        sss = _opt(headers, H_STEP_START_SERIAL)
+        sss = read_str(headers, H_STEP_START_SERIAL)
         if not sss:
             return None
         return StepLifecycleEvent(
@@ -440,7 +431,7 @@ def parse_step_lifecycle(
             step_id,
             serial=serial,
             step_start_serial=sss,
-            reason=_opt(headers, H_STEP_REASON) or "complete",
+            reason=read_str(headers, H_STEP_REASON) or "complete",
             timestamp=timestamp,
             **scopes,
         )
