@@ -10,7 +10,7 @@ load lazily (``import ai_transport`` alone does not import the ``ably`` SDK):
   factories (``create_user_message`` …);
 - readers: ``to_responses_input``, ``resolved_call_ids``, ``unanswered_calls``,
   ``approved_unexecuted_calls``, ``sanitize_input``, ``preflight``, ``repair``;
-- transport: :class:`AgentSession`, :class:`ClientSession`, :class:`InProcessHub`,
+- channels and sessions: :class:`AgentSession`, :class:`ClientSession`, :class:`InProcessHub`,
   :class:`AblyChannel`, :class:`Invocation`;
 - model side: :class:`ResponsesClient`;
 - errors: :class:`AITransportError` and its subclasses, :class:`ErrorCode`.
@@ -44,18 +44,19 @@ _LAZY = {
     "sanitize_input": "ai_transport.readers",
     "preflight": "ai_transport.readers",
     "repair": "ai_transport.readers",
-    # transport
-    "AgentSession": "ai_transport.transport",
-    "ClientSession": "ai_transport.transport",
-    "InProcessHub": "ai_transport.transport",
-    "AblyChannel": "ai_transport.transport",
-    "Invocation": "ai_transport.transport",
-    "View": "ai_transport.transport",
+    # channels and sessions
+    "AgentSession": "ai_transport.sessions",
+    "ClientSession": "ai_transport.sessions",
+    "InProcessHub": "ai_transport.channels",
+    "AblyChannel": "ai_transport.channels",
+    "Invocation": "ai_transport.sessions",
+    "View": "ai_transport.sessions",
     # model side
     "ResponsesClient": "ai_transport.responses",
 }
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .channels import AblyChannel, InProcessHub
     from .codec import (
         ResponsesCodec,
         create_regenerate,
@@ -66,7 +67,7 @@ if TYPE_CHECKING:  # pragma: no cover
     )
     from .readers import preflight, repair, sanitize_input
     from .responses import ResponsesClient
-    from .transport import AblyChannel, AgentSession, ClientSession, InProcessHub, Invocation, View
+    from .sessions import AgentSession, ClientSession, Invocation, View
 
 
 def __getattr__(name: str) -> Any:

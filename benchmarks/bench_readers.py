@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from jsbridge import JS_DIR, ensure_node_modules  # noqa: E402
+from jsbridge import JS_DIR, ensure_node_modules
 
-from ai_transport.readers import (  # noqa: E402
+from ai_transport.readers import (
     approved_unexecuted_calls,
     resolved_call_ids,
     to_responses_input,

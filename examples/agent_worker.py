@@ -28,12 +28,12 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.cli.scenario import GATED_TOOLS, INSTRUCTIONS, WEATHER_TOOL, run_tool, scripted_turn
 from ai_transport.errors import AITransportError
 from ai_transport.readers.hygiene import sanitize_input
 from ai_transport.responses.client import ResponsesClient
-from ai_transport.transport.ably_channel import AblyChannel
-from ai_transport.transport.agent import AgentSession, function_call_output
+from ai_transport.sessions.agent import AgentSession, function_call_output
 
 
 async def with_approval_requests(stream: Any) -> AsyncIterator[dict[str, Any]]:

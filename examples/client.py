@@ -19,11 +19,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.cli.render import LivePrinter
 from ai_transport.codec.codec import ResponsesCodec
 from ai_transport.emulator.client import client_options
-from ai_transport.transport.ably_channel import AblyChannel
-from ai_transport.transport.client import ClientSession
+from ai_transport.sessions.client import ClientSession
 
 WORKER = Path(__file__).resolve().parent / "agent_worker.py"
 

@@ -225,7 +225,7 @@ def cases() -> dict[str, dict]:
                                                      "output_index": 0, "content_index": 0,
                                                      "part": {"type": "output_audio"}})]}
     c["no-type"] = {"steps": [out({"delta": "x"})]}
-    for i, ev in enumerate(DROPPED):
+    for _i, ev in enumerate(DROPPED):
         c[f"dropped-{ev['type']}"] = {"steps": [out(ev)]}
     for t in REJECTED_TYPES:
         c[f"rejected-{t or 'empty'}"] = {"steps": [out({"type": t, "item_id": "x", "output_index": 0})]}

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, settings
-
 from jsbridge import NodeBridge, node_available
 
 ROOT = Path(__file__).resolve().parent.parent

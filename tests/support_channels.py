@@ -2,10 +2,10 @@
 
 ``channel_kind`` is parametrised over every channel implementation the behavioural suite runs on.
 A *kind* opens channel objects (``await kind.open(channel_name, client_id=...)``) that all speak the
-:class:`ai_transport.transport.channel.Channel` surface and deliver inbound messages as plain dicts:
+:class:`ai_transport.channels.channel.Channel` surface and deliver inbound messages as plain dicts:
 
-* ``inprocess``: :class:`~ai_transport.transport.memory.InProcessHub` channels;
-* ``ably-emulator``: :class:`~ai_transport.transport.ably_channel.AblyChannel` over the unmodified
+* ``inprocess``: :class:`~ai_transport.channels.memory.InProcessHub` channels;
+* ``ably-emulator``: :class:`~ai_transport.channels.ably_channel.AblyChannel` over the unmodified
   ably-python SDK, against the loopback emulator (one per test);
 * ``sdk-emulator``: :class:`SdkDriver`, the same operations done with direct SDK calls (a
   reference for what the SDK itself gives), against the emulator.
@@ -16,12 +16,12 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator, Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
-
-from ai_transport.transport.memory import InProcessHub
 from support_emulator import wait_connected
+
+from ai_transport.channels.memory import InProcessHub
 
 KIND_NAMES = ["inprocess", "ably-emulator", "sdk-emulator"]
 
@@ -31,7 +31,7 @@ class InProcessKind:
 
     name = "inprocess"
     #: Error codes the kind may raise for an append whose data type differs from the message's.
-    append_type_error_codes = {40003}
+    append_type_error_codes: ClassVar[set[int]] = {40003}
 
     def __init__(self) -> None:
         self.hub = InProcessHub()
@@ -61,7 +61,7 @@ class AblyEmulatorKind:
     """
 
     name = "ably-emulator"
-    append_type_error_codes = {40003}
+    append_type_error_codes: ClassVar[set[int]] = {40003}
 
     def __init__(self, port: int) -> None:
         self.port = port
@@ -83,7 +83,7 @@ class AblyEmulatorKind:
         return conn
 
     async def open(self, channel_name: str, *, client_id: str | None = None) -> Any:
-        from ai_transport.transport.ably_channel import AblyChannel
+        from ai_transport.channels.ably_channel import AblyChannel
 
         conn = await self._connection(channel_name, client_id)
         ch = AblyChannel(channel_name, conn.realtime)

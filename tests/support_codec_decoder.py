@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from hypothesis import strategies as st
+
 from ai_transport.codec import reducer
 from ai_transport.codec.decoder import Decoder
 
@@ -289,8 +291,6 @@ def inp(event: dict[str, Any], mid: str | None = "m1") -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------
 # Hypothesis strategies: realistic live wires (what the 0.8.0 encoder publishes) and mutations
-
-from hypothesis import strategies as st
 
 MIDS = ("m1", "m2")
 CALL_IDS = ("c1", "c2")

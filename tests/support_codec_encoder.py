@@ -115,7 +115,7 @@ async def run_py(case: dict[str, Any], **encoder_kw: Any) -> dict[str, Any]:
             else:
                 raise ValueError(step["op"])
             results.append({"ok": True})
-        except Exception as exc:  # noqa: BLE001 - recorded like the JS runner
+        except Exception as exc:
             results.append({"ok": False, "error": _error_of(exc)})
     return {"log": writer.log, "results": results}
 

@@ -14,13 +14,13 @@ import json
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
+from ai_transport.channels.memory import InProcessHub
 from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.codec.codec import ResponsesCodec
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
-from ai_transport.transport.agent import AgentRun, AgentSession, gate_calls
-from ai_transport.transport.client import ClientSession
-from ai_transport.transport.memory import InProcessHub
+from ai_transport.sessions.agent import AgentRun, AgentSession, gate_calls
+from ai_transport.sessions.client import ClientSession
 
 C = ResponsesCodec
 

@@ -6,13 +6,13 @@ import asyncio
 from typing import Any
 
 import pytest
-
-from ai_transport.emulator import Emulator, ably_realtime, client_options, request_token
-from ai_transport.errors import AITransportError, InvalidArgumentError, InvalidTypeError
-from ai_transport.transport import AblyChannel, Channel, Writer
-from ai_transport.transport.ably_channel import from_ably_message, to_ably_message
 from support_channels import Recorder, all_history, subscribed, unique_name
 from support_emulator import emulator, wait_connected  # noqa: F401 - fixture
+
+from ai_transport.channels import AblyChannel, Channel, Writer
+from ai_transport.channels.ably_channel import from_ably_message, to_ably_message
+from ai_transport.emulator import Emulator, ably_realtime, client_options, request_token
+from ai_transport.errors import AITransportError, InvalidArgumentError, InvalidTypeError
 
 
 async def test_connect_owns_its_client(emulator: Emulator) -> None:
@@ -65,7 +65,7 @@ async def test_coroutine_listeners_run_one_at_a_time_in_order(emulator: Emulator
 
     await ch.subscribe(slow)
     rec = await subscribed(ch)
-    (s,) = await ch.publish({"data": "0"})
+    (_s,) = await ch.publish({"data": "0"})
     for i in range(1, 8):
         await ch.publish({"data": str(i)})
     await rec.wait_count(8)

@@ -6,10 +6,12 @@ Each case asserts an Ably mutable-message behaviour ai_transport relies on (ably
 from __future__ import annotations
 
 import asyncio
+import itertools
 from typing import Any
 
 import pytest
-
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from support_channels import (  # noqa: F401 - channel_kind is a fixture
     all_history,
     channel_kind,
@@ -252,7 +254,7 @@ async def test_until_attach_stops_at_the_attach_point(channel_kind: Any) -> None
         page = await page.next()
         items += page.items
     assert [m["serial"] for m in items] == list(reversed(before))
-    assert [m["serial"] for m in await all_history(sub)][0] == after
+    assert next(m["serial"] for m in await all_history(sub)) == after
 
 
 async def test_data_types_are_kept(channel_kind: Any) -> None:
@@ -276,8 +278,9 @@ async def test_data_types_are_kept(channel_kind: Any) -> None:
     with pytest.raises(Exception) as info:
         await pub.append_message({"serial": s_text, "data": b"\x01"})
     assert getattr(info.value, "code", None) in channel_kind.append_type_error_codes
-    with pytest.raises(Exception):
+    with pytest.raises(Exception) as info:
         await pub.append_message({"serial": s_bin, "data": "text"})
+    assert getattr(info.value, "code", None) in channel_kind.append_type_error_codes
     hist = {m["serial"]: m for m in await all_history(pub)}
     assert hist[s_text]["data"] == "text more"
 
@@ -321,8 +324,6 @@ async def test_fold_of_live_deliveries_equals_history(channel_kind: Any) -> None
 # Property: random interleavings from several clients; every subscriber's fold == history
 # ---------------------------------------------------------------------------------------------
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
 
 _text = st.text(alphabet="ab✓ \n\"{}", max_size=4)
 _op = st.one_of(
@@ -403,14 +404,14 @@ async def test_property_fold_of_live_equals_history(
 
     # Per publisher, serials and version serials strictly increase in operation order.
     for seq in returned:
-        assert all(a < b for a, b in zip(seq, seq[1:])), seq
+        assert all(a < b for a, b in itertools.pairwise(seq)), seq
     hist = await all_history(clients[0], limit=7)
     assert [m["serial"] for m in hist] == sorted((m["serial"] for m in hist), reverse=True)
     assert sorted(m["serial"] for m in hist) == sorted(s for o in own for s in o)
     by_serial = {m["serial"]: m for m in hist}
     for rec in all_recs:
         vs = [m["version"]["serial"] for m in rec.messages]
-        assert all(a < b for a, b in zip(vs, vs[1:])), vs
+        assert all(a < b for a, b in itertools.pairwise(vs)), vs
         folded = fold(rec.messages)
         if rec is late_rec:
             assert set(folded) <= set(by_serial)
@@ -421,7 +422,7 @@ async def test_property_fold_of_live_equals_history(
 
 
 async def test_history_helpers_follow_pages(channel_kind: Any) -> None:
-    from ai_transport.transport import collect_history, iter_history
+    from ai_transport.channels import collect_history, iter_history
 
     name = unique_name("helpers")
     ch = await channel_kind.open(name, client_id="agent")

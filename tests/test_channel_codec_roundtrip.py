@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from ai_transport.codec import ResponsesCodec
-from ai_transport.codec import reducer
-from ai_transport.codec.decoder import Decoder
 from support_channels import all_history, channel_kind, subscribed, unique_name  # noqa: F401
 from support_codec_decoder import decode_fold, fold_events, message_id_of, recorded_runs
+
+from ai_transport.codec import ResponsesCodec, reducer
+from ai_transport.codec.decoder import Decoder
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "openai-responses"
 STEMS = sorted(recorded_runs(FIXTURES)) if FIXTURES.exists() else []

@@ -7,10 +7,10 @@ import logging
 from typing import Any
 
 import pytest
-
-from ai_transport.errors import AITransportError, InvalidArgumentError, InvalidTypeError
-from ai_transport.transport import Channel, InProcessHub, Writer
 from support_channels import Recorder, all_history, essence, fold, subscribed
+
+from ai_transport.channels import Channel, InProcessHub, Writer
+from ai_transport.errors import AITransportError, InvalidArgumentError, InvalidTypeError
 
 
 async def test_is_a_channel_and_a_writer() -> None:
@@ -89,7 +89,7 @@ async def test_listener_errors_are_logged_and_delivery_continues(caplog: pytest.
 
     await ch.subscribe(boom)
     rec = await subscribed(ch)
-    with caplog.at_level(logging.ERROR, logger="ai_transport.transport.memory"):
+    with caplog.at_level(logging.ERROR, logger="ai_transport.channels.memory"):
         await ch.publish({"data": "1"})
         await ch.publish({"data": "2"})
         await rec.wait_count(2)

@@ -116,7 +116,8 @@ def test_tail_renders_a_run_made_entirely_by_the_js_package_like_the_js_view_hol
 
     channel = f"tail-js-{os.getpid()}"
     question = "What's the weather in Oslo?"
-    js = lambda op, **kw: node.call("session", op, **kw)
+    def js(op, **kw):
+        return node.call("session", op, **kw)
     jsc = js("clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=channel)
     agent_opts = connect_info(emulator_thread, client_id="agent")
     try:

@@ -7,16 +7,28 @@ here) and every decoded message, event by event, plus the final messages must be
 
 from __future__ import annotations
 
+import copy
 import json
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from support_codec_decoder import (
+    FOREIGN,
+    JUNK_MESSAGES,
+    TEXT,
     assert_matches_js,
     decode_fold,
     decode_fold_objects,
+    fold_sequences,
     history_view,
     late_join,
+    live_wires,
+    message_id_of,
     recorded_runs,
+)
+from support_codec_decoder import (
+    decode_fold as _decode_fold,
 )
 
 
@@ -68,22 +80,6 @@ def test_recorded_streams_fold_to_the_responses_final_items(recorded_wires):
 
 # ---------------------------------------------------------------------------------------------
 # Hypothesis: generated wires and fold sequences, compared with the reference
-
-import copy
-
-from hypothesis import given
-from hypothesis import strategies as st
-from support_codec_decoder import (
-    FOREIGN,
-    JUNK_MESSAGES,
-    TEXT,
-    fold_sequences,
-    live_wires,
-    message_id_of,
-)
-from support_codec_decoder import (
-    decode_fold as _decode_fold,
-)
 
 _ACTION_INT = {"message.create": 0, "message.update": 1, "message.delete": 2, "message.append": 5}
 

@@ -164,7 +164,7 @@ def test_round_trip_wire_equals_the_reference_encoders_wire(node, encoded):
 
 
 async def _through_hub(runs: list[dict[str, Any]], attach_at: int, rollup: float):
-    from ai_transport.transport.memory import InProcessHub
+    from ai_transport.channels.memory import InProcessHub
 
     hub = InProcessHub(append_rollup_window=rollup)
     publisher = hub.channel("conv", client_id="agent")

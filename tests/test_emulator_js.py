@@ -1,5 +1,5 @@
 """ably-js 2.x (in node) against the emulator, interoperating with the ably-python SDK."""
-# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
+
 
 from __future__ import annotations
 

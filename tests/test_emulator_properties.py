@@ -4,7 +4,7 @@ Whatever the interleaving of creates and appends and wherever a second client at
 what it receives (the aggregate on first sight, fragments afterwards) yields exactly the stored
 aggregates, in channel order, with increasing version serials per message.
 """
-# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
+
 
 from __future__ import annotations
 

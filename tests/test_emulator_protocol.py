@@ -1,5 +1,5 @@
 """The emulator's realtime protocol seen through a bare websocket: frame shapes and bad input."""
-# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
+
 
 from __future__ import annotations
 

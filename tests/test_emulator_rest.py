@@ -1,5 +1,5 @@
 """The emulator's REST side over plain HTTP (httpx): routes, auth, paging, bodies, errors."""
-# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
+
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The unmodified ably-python 3.1.4 SDK against the emulator, in JSON and msgpack modes."""
-# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
+
 
 from __future__ import annotations
 

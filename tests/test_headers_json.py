@@ -194,5 +194,5 @@ def test_decoder_reads_json_headers_as_json_parse(node: Any) -> None:
         }
         outputs = Decoder().decode(wire).outputs
         added = next(e for e in outputs if e["type"] == "response.content_part.added")
-        got = added["output_index"] if "output_index" in added else MISSING
+        got = added.get("output_index", MISSING)
         assert ("MISSING" if got is MISSING else js_tag(got)) == js, text

@@ -199,7 +199,7 @@ def test_fingerprint_round_trips_as_json():
     fp = replay_fingerprint(model="m", tools=TOOLS, prefix=[user()])
     again = ReplayFingerprint.from_dict(json.loads(json.dumps(fp.to_dict())))
     assert again == fp
-    with pytest.raises(InvalidTypeError, match="fingerprint.prefixLength"):
+    with pytest.raises(InvalidTypeError, match=r"fingerprint\.prefixLength"):
         ReplayFingerprint.from_dict({**fp.to_dict(), "prefixLength": -1})
     with pytest.raises(InvalidArgumentError, match="model"):
         replay_fingerprint(model="")

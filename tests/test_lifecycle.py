@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ai_transport.errors import AITransportError
-from ai_transport.transport.invocation import Invocation
-from ai_transport.transport.lifecycle import (
+from ai_transport.sessions.invocation import Invocation
+from ai_transport.sessions.lifecycle import (
     EVENT_CANCEL,
     EVENT_RUN_END,
     EVENT_RUN_RESUME,
@@ -53,7 +53,7 @@ _FIELDS = {
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
-        st.tuples(req, req, st.fixed_dictionaries({}, optional={k: ids for k in _FIELDS})),
+        st.tuples(req, req, st.fixed_dictionaries({}, optional=dict.fromkeys(_FIELDS, ids))),
         min_size=1,
         max_size=20,
     )

@@ -9,7 +9,7 @@ from support_sessions import eventually, open_session, text_delta, text_opening,
 
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
-from ai_transport.transport.invocation import Invocation
+from ai_transport.sessions.invocation import Invocation
 
 pytestmark = pytest.mark.asyncio
 

@@ -1,7 +1,7 @@
-# ruff: noqa: F811 - pytest fixtures imported from support_emulator are redefined as parameters
+
 """Sessions over real Ably SDKs on the local emulator.
 
-* Python agent + Python client through :class:`~ai_transport.transport.ably_channel.AblyChannel`
+* Python agent + Python client through :class:`~ai_transport.channels.ably_channel.AblyChannel`
   (ably-python 3.1.4): the approval flow, and a transport drop mid-stream that the client survives.
 * Interop with the reference implementation in node (``@ably/ai-transport@0.8.0`` + ably-js):
   a JS client (``createClientSession``) with our Python agent, and a JS agent
@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-pytest.importorskip("ai_transport.transport.ably_channel")
+pytest.importorskip("ai_transport.channels.ably_channel")
 pytest.importorskip("ai_transport.emulator")
 
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
@@ -36,14 +36,14 @@ from support_sessions import (
     wait_status,
 )
 
+from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.cli.scenario import run_tool, scripted_turn
 from ai_transport.emulator.client import client_options, connect_info
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import to_responses_input
 from ai_transport.responses.local_server import ScriptedText, build_response_events
-from ai_transport.transport.ably_channel import AblyChannel
-from ai_transport.transport.agent import AgentSession
-from ai_transport.transport.client import ClientSession
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
 

@@ -30,8 +30,8 @@ from support_sessions import (
 
 from ai_transport.readers.calls import to_responses_input, unanswered_calls
 from ai_transport.readers.preflight import preflight
-from ai_transport.transport.agent import AgentSession
-from ai_transport.transport.client import ClientSession
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
 
 pytestmark = pytest.mark.asyncio
 
@@ -197,7 +197,7 @@ async def test_client_joining_later_sees_the_same_conversation() -> None:
     hub, client, agent = await open_session()
     worker = Worker()
     _, run = await first_turn(client, agent, worker)
-    answer, call = await approve_call(client.view, run.run_id)
+    answer, _call = await approve_call(client.view, run.run_id)
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(client.view, run.run_id, "complete")
 

@@ -12,8 +12,8 @@ from support_sessions import C, failed_run, open_session, user_message, wait_sta
 from ai_transport.errors import AITransportError
 from ai_transport.readers.calls import unanswered_calls
 from ai_transport.responses.local_server import ScriptedText, build_response_events
-from ai_transport.transport.agent import AgentSession
-from ai_transport.transport.client import ClientSession
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
 
 pytestmark = pytest.mark.asyncio
 

@@ -1,7 +1,7 @@
 """The demo's agent: a worker woken once per invocation that runs the model/tool loop of one run.
 
 Each :meth:`ToolAgent.handle_invocation` is what one HTTP request to an agent endpoint would do: open
-an :class:`~ai_transport.transport.agent.AgentSession` on the channel, locate the triggering input,
+an :class:`~ai_transport.sessions.agent.AgentSession` on the channel, locate the triggering input,
 start (or resume) the run, fold the conversation from history, then
 
 1. execute the calls the client approved (``owed_calls``) and publish their outputs;
@@ -21,7 +21,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from ..readers.hygiene import sanitize_input
-from ..transport.agent import AgentSession, function_call_output
+from ..sessions.agent import AgentSession, function_call_output
 from .scenario import GATED_TOOLS, INSTRUCTIONS, WEATHER_TOOL, run_tool
 
 logger = logging.getLogger("ai_transport.cli.agent")
@@ -143,6 +143,6 @@ class ToolAgent:
     def _execute(self, call: Mapping[str, Any]) -> str:
         try:
             return self.execute(str(call.get("name", "")), str(call.get("arguments", "")))
-        except Exception as e:  # noqa: BLE001 - a failing tool is reported to the model, not a crashed run
+        except Exception as e:
             logger.warning("tool %s failed: %s", call.get("name"), e)
             return f"error: {e}"

@@ -2,7 +2,7 @@
 
 A user asks a question; the agent (:class:`~ai_transport.cli.agent.ToolAgent`) calls the model, which
 answers with reasoning, text and a call to the gated ``get_weather`` tool; the agent streams all of it
-over the channel and suspends the run; the client (a :class:`~ai_transport.transport.client.ClientSession`)
+over the channel and suspends the run; the client (a :class:`~ai_transport.sessions.client.ClientSession`)
 sees the pending call and approves it (or denies it with ``--deny``); the agent is woken again,
 resumes the run, executes the tool, calls the model again and streams the final answer.
 
@@ -28,7 +28,7 @@ from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from ..codec.inputs import create_tool_approval_response, create_user_message
-from ..transport.client import ClientSession
+from ..sessions.client import ClientSession
 from . import CliError
 from .agent import ToolAgent
 from .render import LivePrinter
@@ -128,7 +128,7 @@ async def _model(args: argparse.Namespace, printer: LivePrinter) -> Any:
 async def _transport(args: argparse.Namespace, channel_name: str, printer: LivePrinter) -> Any:
     """A factory ``client_id -> Channel`` on the in-process hub or on the emulator."""
     if not args.emulator:
-        from ..transport.memory import InProcessHub
+        from ..channels.memory import InProcessHub
 
         hub = InProcessHub()
 
@@ -139,8 +139,8 @@ async def _transport(args: argparse.Namespace, channel_name: str, printer: LiveP
         yield in_process
         return
 
+    from ..channels.ably_channel import AblyChannel
     from ..emulator.client import client_options
-    from ..transport.ably_channel import AblyChannel
 
     emulator: Any = None
     if args.emulator == "start":

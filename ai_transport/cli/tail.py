@@ -17,8 +17,8 @@ TAIL_CLIENT_ID = "ai-transport-tail"
 
 
 async def open_channel(args: argparse.Namespace) -> Any:
-    """An :class:`~ai_transport.transport.ably_channel.AblyChannel` on the emulator or on Ably."""
-    from ..transport.ably_channel import AblyChannel
+    """An :class:`~ai_transport.channels.ably_channel.AblyChannel` on the emulator or on Ably."""
+    from ..channels.ably_channel import AblyChannel
 
     emulator = args.emulator or (None if args.key else os.environ.get("AIT_EMULATOR_URL"))
     key = args.key or (None if emulator else os.environ.get("ABLY_KEY"))
@@ -103,7 +103,7 @@ def render_history(view: Any, printer: LivePrinter) -> None:
 
 async def run_tail(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Render the channel's history, then follow live runs until interrupted (or not, ``--no-follow``)."""
-    from ..transport.client import ClientSession
+    from ..sessions.client import ClientSession
 
     out = out or sys.stdout
     printer = LivePrinter(out, color=args.color, show_reasoning=not args.no_reasoning)

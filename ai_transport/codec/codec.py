@@ -80,7 +80,7 @@ class ResponsesCodec:
 
         Args:
             writer: ``async publish(msg | [msgs]) -> serials``, ``async append_message(msg)``,
-                ``async update_message(msg)`` (e.g. a :class:`~ai_transport.transport.channel.Channel`).
+                ``async update_message(msg)`` (e.g. a :class:`~ai_transport.channels.channel.Channel`).
             extras: ``{"headers": {...}}`` merged into every message's transport tier (0.8.0's
                 ``options.extras``).
             on_ably_message: hook called with each outgoing message (``options.onAblyMessage``).

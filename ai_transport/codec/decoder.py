@@ -259,7 +259,7 @@ class _Tracker:
         self.transport = transport
         self.version = version
         self.closed = False
-        self._delta: tuple[str, dict[str, Any]] | None | bool = False  # False = not computed yet
+        self._delta: tuple[str, dict[str, Any]] | bool | None = False  # False = not computed yet
 
     @property
     def accumulated(self) -> str:

@@ -578,7 +578,7 @@ def _first_serial(result: Any) -> str | None:
 
 
 class ChannelWriter(Protocol):
-    """What the encoder writes through (a subset of :class:`ai_transport.transport.channel.Channel`)."""
+    """What the encoder writes through (a subset of :class:`ai_transport.channels.channel.Channel`)."""
 
     async def publish(self, message: Any) -> Any:
         """Publish one message dict or a list (one batch); return the serials (``list[str]``)."""
@@ -641,7 +641,7 @@ class Encoder:
         """
         try:
             ops = self.core.cancel()
-        except Exception as exc:  # noqa: BLE001 - e.g. 104004 on a closed encoder: raised when awaited, as in JS
+        except Exception as exc:
             failed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             failed.set_exception(exc)
             return failed
@@ -673,7 +673,7 @@ class Encoder:
         batch.outstanding += 1
         try:
             result = self._writer.append_message(message)
-        except Exception as exc:  # noqa: BLE001 - a synchronous failure is a failed append
+        except Exception as exc:
             batch.settle(stream_id, exc)
             return
         if asyncio.isfuture(result):
@@ -743,7 +743,7 @@ class Encoder:
         for op in self.core.recover(failed):
             try:
                 await self._start(self._writer.update_message(op.message))
-            except Exception as exc:  # noqa: BLE001 - collected and raised as 104000
+            except Exception as exc:
                 errors.append((op.stream_id or "", exc))
         if errors:
             ids = [sid for sid, _ in errors]

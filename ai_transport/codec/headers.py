@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from typing import Any, Final
 
 import msgspec
+from typing_extensions import Self
 
 __all__ = [
     "AI",
@@ -68,9 +69,9 @@ class _Missing:
     """
 
     __slots__ = ()
-    _instance: _Missing | None = None
+    _instance: Self | None = None
 
-    def __new__(cls) -> _Missing:
+    def __new__(cls) -> Self:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance

@@ -486,10 +486,7 @@ def _delta_arm(
         if type(arr) is not list:
             return
         index = ev.get(index_key, _ABSENT)
-        if type(index) is int and 0 <= index < len(arr):
-            part = arr[index]
-        else:
-            part = _get_slot(arr, index)
+        part = arr[index] if type(index) is int and 0 <= index < len(arr) else _get_slot(arr, index)
         if type(part) is not dict or (part_type is not None and part.get("type") != part_type):
             return
         if replace:

@@ -9,7 +9,7 @@ JSON shape ``{role, items, toolCallStates?}``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal, TypedDict, Union
+from typing import Any, Literal, TypedDict
 
 from ..errors import InvalidArgumentError, InvalidTypeError, type_name
 
@@ -107,9 +107,9 @@ class ToolApprovalResponseInput(TypedDict, total=False):
     target: str
 
 
-Input = Union[
-    UserMessageInput, RegenerateInput, ToolResultInput, ToolResultErrorInput, ToolApprovalResponseInput
-]
+Input = (
+    UserMessageInput | RegenerateInput | ToolResultInput | ToolResultErrorInput | ToolApprovalResponseInput
+)
 
 # ---------------------------------------------------------------------------------------------
 # Outputs (agent -> client): Responses stream events (dicts with a "type") plus two codec events.

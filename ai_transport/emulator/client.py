@@ -138,7 +138,7 @@ def ably_realtime(
     options go to ``AblyRealtime`` unchanged. REST calls (history, get_message, versions) on
     the returned client reach the emulator too.
     """
-    from ably import AblyRealtime  # type: ignore[import-untyped]
+    from ably import AblyRealtime
 
     asyncio.get_running_loop()  # AblyRealtime needs one; fail clearly otherwise
     return AblyRealtime(
@@ -157,7 +157,7 @@ def ably_rest(
     **opts: Any,
 ) -> Any:
     """An ``ably.AblyRest`` talking to the emulator (same options as :func:`ably_realtime`)."""
-    from ably import AblyRest  # type: ignore[import-untyped]
+    from ably import AblyRest
 
     options = client_options(
         url_or_port, client_id=client_id, token=token, use_binary_protocol=use_binary_protocol, **opts

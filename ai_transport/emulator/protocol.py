@@ -201,7 +201,7 @@ def decode_frame(raw: str | bytes) -> dict[str, Any]:
     """
     try:
         frame = loads_json(raw) if isinstance(raw, str) else loads_msgpack(raw)
-    except Exception as exc:  # noqa: BLE001 - any decoder failure is a malformed frame
+    except Exception as exc:
         raise EmulatorError(f"malformed frame: {exc}", 40000, 400) from None
     if not isinstance(frame, dict):
         raise EmulatorError("malformed frame: a ProtocolMessage must be a map", 40000, 400)

@@ -475,7 +475,7 @@ class Emulator:
             if ctype.startswith(MSGPACK):
                 return loads_msgpack(req.body)
             return loads_json(req.body)
-        except Exception:  # noqa: BLE001
+        except Exception:
             raise EmulatorError("request body could not be decoded", 40000, 400) from None
 
     def _rest_auth(self, req: HttpRequest) -> Principal:
@@ -811,10 +811,8 @@ class Emulator:
                 session.proto.events_received()
                 session.flush()
 
-        try:
+        with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
             await asyncio.wait_for(wait_peer_close(), 2)
-        except (asyncio.TimeoutError, ConnectionError):
-            pass
 
     async def _heartbeat(self, session: WsSession) -> None:
         interval = self.max_idle_interval / 2000
@@ -1223,7 +1221,7 @@ class EmulatorThread:
         asyncio.set_event_loop(self.loop)
         try:
             self.loop.run_until_complete(self.emulator.start())
-        except BaseException as exc:  # noqa: BLE001
+        except BaseException as exc:
             self._error = exc
             self._ready.set()
             return

@@ -10,12 +10,12 @@ or dicts in the JS JSON shape ``{role, items, toolCallStates?}`` (mixed freely).
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import Any, Union
+from typing import Any
 
 from ..codec.types import OpenAIItem, OpenAIMessage
 from ..errors import InvalidTypeError, type_name
 
-MessageLike = Union[OpenAIMessage, Mapping[str, Any]]
+MessageLike = OpenAIMessage | Mapping[str, Any]
 
 __all__ = [
     "CallIdSet",
@@ -27,7 +27,7 @@ __all__ = [
 ]
 
 
-class CallIdSet(set):  # type: ignore[type-arg]
+class CallIdSet(set):
     """A ``set`` of call ids that iterates in insertion order (like the JS ``Set`` it mirrors).
 
     Equality, membership and every set operation are those of ``set``; only iteration order (and

@@ -223,7 +223,7 @@ def trim_turns(turns: Sequence[Any], max: int) -> TrimResult:
     ):
         pre_split = list(turns)
         keep = pre_split[len(pre_split) - max :] if max < len(pre_split) else pre_split
-        return TrimResult(keep, len(pre_split) - len(keep))  # type: ignore[arg-type]
+        return TrimResult(keep, len(pre_split) - len(keep))
     split = split_turns(turns)
     start = len(split) - max if max < len(split) else 0
     kept = split[start:]

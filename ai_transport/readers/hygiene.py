@@ -588,7 +588,7 @@ class _Pipeline:
 
     def __init__(self, items: Sequence[Mapping[str, Any]]) -> None:
         self.entries: list[tuple[int | None, dict[str, Any]]] = [
-            (i, item) for i, item in enumerate(_check_items(items))  # type: ignore[misc]
+            (i, item) for i, item in enumerate(_check_items(items))
         ]
         self.changes: list[Change] = []
 

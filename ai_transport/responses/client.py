@@ -27,6 +27,7 @@ Options and their three layers: see :mod:`ai_transport.responses.options`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -320,10 +321,8 @@ async def _drain(chunks: AsyncIterator[bytes], limit: int = 65536, timeout: floa
             if total > limit:
                 return
 
-    try:
+    with contextlib.suppress(asyncio.TimeoutError, httpx.HTTPError):
         await asyncio.wait_for(read(), timeout)
-    except (asyncio.TimeoutError, httpx.HTTPError):
-        pass
 
 
 def _event_dict(sse: ServerSentEvent) -> dict[str, Any] | None:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import inspect
 import json
@@ -600,10 +601,8 @@ class LocalResponsesServer:
                 self._handlers.discard(task)
             self._connections.discard(writer)
             writer.close()
-            try:
+            with contextlib.suppress(ConnectionError, OSError):
                 await writer.wait_closed()
-            except (ConnectionError, OSError):
-                pass
 
     async def _respond(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
         if request.method != "POST" or not request.path.split("?", 1)[0].endswith("/responses"):

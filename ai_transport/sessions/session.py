@@ -8,8 +8,8 @@ import logging
 from collections.abc import Mapping
 from typing import Any, ClassVar, Final
 
+from ..channels.channel import action_name
 from ..errors import AITransportError, ErrorCode
-from .channel import action_name
 from .lifecycle import (
     EVENT_AI_OUTPUT,
     EVENT_RUN_END,
@@ -114,11 +114,11 @@ class SessionCore:
     def _unsubscribe_quietly(self) -> None:
         try:
             self.channel.unsubscribe(self._on_live)
-        except Exception:  # noqa: BLE001 - closing goes on
+        except Exception:
             self._log.debug("unsubscribe failed", exc_info=True)
 
     async def _detach_quietly(self) -> None:
         try:
             await self.channel.detach()
-        except Exception:  # noqa: BLE001 - closing goes on
+        except Exception:
             self._log.debug("detach failed", exc_info=True)

@@ -36,12 +36,14 @@ The hub is not thread-safe: use it from one event loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import functools
 import itertools
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -58,7 +60,7 @@ __all__ = [
     "InProcessHub",
 ]
 
-logger = logging.getLogger("ai_transport.transport.memory")
+logger = logging.getLogger("ai_transport.channels.memory")
 
 #: Digits in a serial (zero-padded decimal counter, so string order == numeric order).
 SERIAL_WIDTH = 20
@@ -268,7 +270,7 @@ def _history_page(
 # --------------------------------------------------------------------------------------------
 
 
-def _copy_message(msg: dict[str, Any]) -> InboundMessage:
+def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
     out = dict(msg)
     for key in ("extras", "version", "data"):
         if key in out and isinstance(out[key], (dict, list, bytearray)):
@@ -294,7 +296,7 @@ class _Attachment:
 
 
 class InProcessChannel(ListenerDelivery):
-    """A :class:`~ai_transport.transport.channel.Channel` on an :class:`InProcessHub`.
+    """A :class:`~ai_transport.channels.channel.Channel` on an :class:`InProcessHub`.
 
     Get one with ``hub.channel(name, client_id=...)`` or ``hub.client(client_id).channel(name)``.
     """
@@ -354,10 +356,8 @@ class InProcessChannel(ListenerDelivery):
         if not self._attached:
             return
         self._attached = False
-        try:
+        with contextlib.suppress(ValueError):  # pragma: no cover - defensive
             self._state.attachments.remove(self)
-        except ValueError:  # pragma: no cover - defensive
-            pass
         for held in self._att.held.values():
             if held.timer is not None:
                 held.timer.cancel()
@@ -388,7 +388,7 @@ class InProcessChannel(ListenerDelivery):
             if item is None:
                 return
             msg, listeners = item
-            await self._call_listeners(listeners, lambda: _copy_message(msg))  # type: ignore[arg-type]
+            await self._call_listeners(listeners, functools.partial(_copy_message, msg))
 
     # Called by the publishing side (synchronously, inside the publisher's operation).
 

@@ -103,7 +103,7 @@ class OutboundMessage(TypedDict, total=False):
     clientId: str
 
 
-Listener = Callable[[InboundMessage], None | Awaitable[None]]
+Listener = Callable[[InboundMessage], Awaitable[None] | None]
 
 
 @runtime_checkable

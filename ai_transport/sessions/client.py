@@ -23,9 +23,9 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ..channels.channel import action_name
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
-from .channel import action_name
 from .invocation import Invocation
 from .lifecycle import (
     EVENT_AI_OUTPUT,
@@ -41,7 +41,7 @@ from .view import DEFAULT_HISTORY_PAGE_SIZE, TreeBranch, View
 
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
 
-logger = logging.getLogger("ai_transport.transport.client")
+logger = logging.getLogger("ai_transport.sessions.client")
 
 
 def _is_wire_only(inp: Mapping[str, Any]) -> bool:
@@ -193,7 +193,7 @@ class ClientSession(SessionCore):
     """The client's end of one session (channel).
 
     Args:
-        channel: a :class:`~ai_transport.transport.channel.Channel`.
+        channel: a :class:`~ai_transport.channels.channel.Channel`.
         codec: the codec (default :class:`~ai_transport.codec.codec.ResponsesCodec`).
         trusted_agent_ids: when given, only these publishers' outputs/lifecycle are folded.
         history_page_size: history page size (default 100).

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -102,7 +103,7 @@ class ListenerDelivery:
                     await result
             except asyncio.CancelledError:
                 raise
-            except Exception:  # noqa: BLE001 - a listener error must not stop delivery
+            except Exception:
                 self._log.exception("listener raised on channel %r", self.name)
 
     async def _stop_delivery(self) -> None:
@@ -110,7 +111,5 @@ class ListenerDelivery:
         task, self._task = self._task, None
         if task is not None:
             task.cancel()
-            try:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-            except (asyncio.CancelledError, Exception):  # noqa: BLE001
-                pass

@@ -25,16 +25,16 @@ the earliest serial seen orders a run (all for history, which arrives newest pag
 whose prompt was never seen (mid-run join without history) is shown as a root instead of hidden.
 Not ported: the reorder-window log sweep (logs are kept for the session's life), step
 retry gating (superseded attempts of one step id are folded, not hidden), steering, and the
-client branch-selection UI state (see :mod:`ai_transport.transport.view`).
+client branch-selection UI state (see :mod:`ai_transport.sessions.view`).
 """
+
 
 from __future__ import annotations
 
 import itertools
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 from ..codec.headers import transport_headers
 from .lifecycle import (
@@ -51,193 +51,26 @@ from .lifecycle import (
     H_STREAM,
     H_SUPERSEDES,
     RunLifecycleEvent,
-    StepLifecycleEvent,
     is_run_lifecycle_name,
     is_step_lifecycle_name,
     parse_run_lifecycle,
     parse_step_lifecycle,
 )
-from .run import RunInfo, RunStatus, StepInfo
+
+__all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
+from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
+from .tree_lifecycle import LifecycleFold
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 
-logger = logging.getLogger("ai_transport.transport.tree")
-
-#: ``(direction, event)`` with direction ``"input"`` or ``"output"``.
-CodecEvent = tuple[str, dict[str, Any]]
-
-
-class Emitter:
-    """Tiny synchronous event emitter: ``on(event, handler) -> unsubscribe``; handler errors are logged."""
-
-    def __init__(self) -> None:
-        self._handlers: dict[str, list[Callable[..., Any]]] = {}
-
-    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
-        """Register ``handler`` for ``event``; returns a function that removes it."""
-        self._handlers.setdefault(event, []).append(handler)
-
-        def off() -> None:
-            handlers = self._handlers.get(event, [])
-            if handler in handlers:
-                handlers.remove(handler)
-
-        return off
-
-    def emit(self, event: str, *args: Any) -> None:
-        """Call every handler of ``event`` in registration order."""
-        for handler in list(self._handlers.get(event, ())):
-            try:
-                handler(*args)
-            except Exception:  # a listener must never break the fold
-                logger.exception("listener for %r raised", event)
-
-    def clear(self) -> None:
-        """Remove every handler."""
-        self._handlers.clear()
-
-
-# ---------------------------------------------------------------------------------------------
-# Wire log
-
-
-@dataclass
-class _LogEntry:
-    serial: str
-    message_id: str | None
-    events: list[CodecEvent]
-    decoded_through: str
-
-
-class WireLog:
-    """Per-node record of folded wires, in serial order (``WireLog`` of 0.8.0).
-
-    :meth:`record` returns ``"dropped"`` (re-delivery at or below the logged version, or any
-    re-delivery of a discrete wire), ``"incremental"`` (appended at the tail: fold just these
-    events) or ``"refold"`` (landed before a later serial: refold the node from scratch).
-    """
-
-    def __init__(self) -> None:
-        self.entries: list[_LogEntry] = []
-
-    def record(
-        self,
-        serial: str,
-        message_id: str | None,
-        events: list[CodecEvent],
-        version: str | None,
-        streamed: bool,
-    ) -> str:
-        """Record ``events`` of the wire at ``serial``; see the class docstring for the result."""
-        entries = self.entries
-        for i in range(len(entries) - 1, -1, -1):
-            entry = entries[i]
-            if entry.serial == serial:
-                if version is not None and (version <= entry.decoded_through or not streamed):
-                    return "dropped"
-                entry.events.extend(events)
-                if version is not None:
-                    entry.decoded_through = version
-                return "incremental" if i == len(entries) - 1 else "refold"
-            if entry.serial < serial:
-                entries.insert(i + 1, _LogEntry(serial, message_id, list(events), version or serial))
-                return "incremental" if i + 1 == len(entries) - 1 else "refold"
-        entries.insert(0, _LogEntry(serial, message_id, list(events), version or serial))
-        return "incremental" if len(entries) == 1 else "refold"
-
-    def replay(self) -> list[tuple[CodecEvent, str, str | None]]:
-        """Every logged event with its serial and message id, in serial order."""
-        return [(ev, e.serial, e.message_id) for e in self.entries for ev in e.events]
-
-
-# ---------------------------------------------------------------------------------------------
-# Nodes
-
-
-@dataclass(eq=False)
-class InputNode:
-    """A user prompt (run-less ``ai-input`` with role ``user``), keyed by ``codec_message_id``."""
-
-    codec_message_id: str
-    parent: str | None
-    fork_of: str | None
-    projection: Any
-    serial: str | None = None
-    kind: Literal["input"] = "input"
-    #: Bumped on every fold (keys the messages cache).
-    fold_version: int = field(default=0, repr=False)
-    messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
-
-    @property
-    def key(self) -> str:
-        """The node key (its codec-message-id)."""
-        return self.codec_message_id
-
-
-@dataclass(eq=False)
-class RunNode:
-    """One run of the agent, keyed by ``run_id``: its projection, status and steps."""
-
-    run_id: str
-    parent: str | None
-    fork_of: str | None
-    regenerates: str | None
-    client_id: str
-    invocation_id: str
-    projection: Any
-    start_serial: str | None = None
-    end_serial: str | None = None
-    status: RunStatus = "active"
-    error: Any = None
-    input_client_id: str | None = None
-    last_resume_invocation_id: str | None = None
-    steps: list[StepInfo] = field(default_factory=list)
-    #: Serial of the lifecycle event that set ``status`` (history folds newer pages first).
-    status_serial: str = ""
-    kind: Literal["run"] = "run"
-    #: Bumped on every fold (keys the messages cache).
-    fold_version: int = field(default=0, repr=False)
-    messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
-
-    @property
-    def key(self) -> str:
-        """The node key (its run id)."""
-        return self.run_id
-
-    def info(self) -> RunInfo:
-        """A :class:`RunInfo` snapshot."""
-        return RunInfo(
-            run_id=self.run_id,
-            client_id=self.client_id,
-            invocation_id=self.invocation_id,
-            steps=list(self.steps),
-            status=self.status,
-            error=self.error,
-        )
-
-
-Node = InputNode | RunNode
-
-
-@dataclass(eq=False)
-class _Internal:
-    node: Node
-    seq: int
-    log: WireLog = field(default_factory=WireLog)
-    optimistic: bool = False
-    run_start_seen: bool = False
-    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
-
-
-def _sort_serial(node: Node) -> str | None:
-    return node.start_serial if isinstance(node, RunNode) else node.serial
+logger = logging.getLogger("ai_transport.sessions.tree")
 
 
 # ---------------------------------------------------------------------------------------------
 # Tree
 
 
-class Tree:
+class Tree(LifecycleFold):
     """All nodes of one session, their projections and the events views listen to.
 
     Events (:meth:`on`): ``update`` (structure changed), ``output`` (a node's projection changed;
@@ -677,171 +510,6 @@ class Tree:
             self._changed()
         return False
 
-    # -- lifecycle ---------------------------------------------------------------------------
-
-    def apply_run_lifecycle(self, event: RunLifecycleEvent) -> None:
-        """Apply a run lifecycle event (start/resume/suspend/end) to its run node."""
-        structural = False
-        entry = self._nodes.get(event.run_id)
-        if event.type == "start":
-            if entry is None:
-                entry = self._rekey_fork_run(event.input_codec_message_id, event.run_id)
-                if entry is not None:
-                    structural = self._changed()
-            if entry is not None and isinstance(entry.node, RunNode):
-                node = entry.node
-                self._link_fork_input(event.input_codec_message_id, event.run_id)
-                if node.status == "suspended" and self._newer(node, event):
-                    node.status = "active"
-                    self.status_version += 1
-                if event.serial and (not node.start_serial or event.serial < node.start_serial):
-                    node.start_serial = event.serial
-                    self._promote(entry)
-                    structural = self._changed()
-                if event.parent is not None and node.parent != event.parent and event.serial is not None:
-                    # the agent's run-start is authoritative for the run's place in the tree (a node
-                    # created from a later wire of a resumed run may carry another parent)
-                    node.parent = event.parent
-                    structural = self._changed()
-                elif node.parent is None and event.parent is not None:
-                    node.parent = event.parent
-                    structural = self._changed()
-                if node.fork_of is None and event.fork_of is not None:
-                    fk = self._cmid_to_key.get(event.fork_of)
-                    if fk is not None and fk != event.run_id:
-                        node.fork_of = fk
-                        structural = self._changed()
-                if node.regenerates is None and event.regenerates is not None:
-                    node.regenerates = event.regenerates
-                    structural = self._changed()
-                if not node.invocation_id and event.invocation_id:
-                    node.invocation_id = event.invocation_id
-                if not node.client_id and event.client_id:
-                    node.client_id = event.client_id
-                if node.input_client_id is None:
-                    node.input_client_id = event.input_client_id
-                entry.run_start_seen = True
-            elif entry is None:
-                node = RunNode(
-                    run_id=event.run_id,
-                    parent=event.parent,
-                    fork_of=self._cmid_to_key.get(event.fork_of) if event.fork_of else None,
-                    regenerates=event.regenerates,
-                    client_id=event.client_id,
-                    invocation_id=event.invocation_id,
-                    projection=self._codec.init(),
-                    start_serial=event.serial,
-                    input_client_id=event.input_client_id,
-                )
-                self._insert(event.run_id, _Internal(node, next(self._seq), run_start_seen=True))
-                self._link_fork_input(event.input_codec_message_id, event.run_id)
-                structural = self._changed()
-        else:
-            if entry is None and event.serial is not None:
-                # a newer history page can bring a run's suspend/end before its start: keep it
-                node = RunNode(
-                    run_id=event.run_id,
-                    parent=None,
-                    fork_of=None,
-                    regenerates=None,
-                    client_id=event.client_id,
-                    invocation_id=event.invocation_id,
-                    projection=self._codec.init(),
-                )
-                entry = _Internal(node, next(self._seq))
-                self._insert(event.run_id, entry)
-                structural = self._changed()
-            if entry is not None and isinstance(entry.node, RunNode):
-                self._apply_status(entry.node, event)
-        self.emitter.emit("run", event)
-        if structural:
-            self.emitter.emit("update")
-        else:
-            # status changes are visible in runs(); tell views so run status listeners fire
-            self.emitter.emit("status", event)
-
-    @staticmethod
-    def _newer(node: RunNode, event: RunLifecycleEvent) -> bool:
-        """True unless ``event`` is older than the event that set the current status."""
-        if event.serial is None:
-            return True
-        if event.serial < node.status_serial:
-            return False
-        node.status_serial = event.serial
-        return True
-
-    def _apply_status(self, node: RunNode, event: RunLifecycleEvent) -> None:
-        """Suspend / resume / end, as 0.8.0, but an event older than the one that set the current
-        status (history folds newer pages first) does not override it."""
-        if event.type == "resume" and event.invocation_id:
-            node.last_resume_invocation_id = event.invocation_id
-        if event.type == "suspend" and (
-            node.last_resume_invocation_id is not None
-            and event.invocation_id
-            and node.last_resume_invocation_id != event.invocation_id
-        ):
-            return
-        if event.type == "resume" and node.status != "suspended":
-            return
-        if not self._newer(node, event):
-            return
-        self.status_version += 1
-        if event.type == "suspend":
-            node.status = "suspended"
-            node.end_serial = event.serial
-        elif event.type == "resume":
-            node.status = "active"
-        elif event.type == "end":
-            node.status = event.reason if event.reason in ("complete", "cancelled", "error") else "complete"  # type: ignore[assignment]
-            node.error = event.error if event.reason == "error" else None
-            node.end_serial = event.serial
-
-    def apply_step_lifecycle(self, event: StepLifecycleEvent) -> None:
-        """Apply ``step-start`` / ``step-end`` to the step read model of the run."""
-        entry = self._nodes.get(event.run_id)
-        structural = False
-        if entry is None:  # 0.8.0 creates the run only for a step-start; history may bring the end first
-            node = RunNode(
-                run_id=event.run_id,
-                parent=None,
-                fork_of=None,
-                regenerates=None,
-                client_id="",
-                invocation_id="",
-                projection=self._codec.init(),
-            )
-            entry = _Internal(node, next(self._seq))
-            self._insert(event.run_id, entry)
-            structural = self._changed()
-        if entry is None or not isinstance(entry.node, RunNode):
-            return
-        rec = entry.steps.get(event.step_id)
-        if rec is None:
-            rec = {"canonical": None, "started": False, "client": None, "serials": set(), "ends": {}}
-            entry.steps[event.step_id] = rec
-        sss = event.serial if event.type == "step-start" else event.step_start_serial
-        if sss is not None:
-            rec["serials"].add(sss)
-        if event.type == "step-start":
-            canonical = rec["canonical"]
-            if not rec["started"] or (
-                event.serial is not None and (canonical is None or event.serial > canonical)
-            ):
-                rec["canonical"] = event.serial
-                rec["client"] = event.step_client_id
-            rec["started"] = True
-        else:
-            rec["ends"][event.step_start_serial] = event.reason
-        steps: list[StepInfo] = []
-        for step_id, r in entry.steps.items():
-            status = "active"
-            if r["started"] and r["canonical"] is not None:
-                status = r["ends"].get(r["canonical"], "active")
-            steps.append(StepInfo(step_id, status, len(r["serials"]), r["client"]))
-        entry.node.steps = steps
-        if structural:
-            self.emitter.emit("update")
-
     def delete(self, key: str) -> None:
         """Remove a node (an optimistic input whose publish failed)."""
         entry = self._nodes.pop(key, None)
@@ -897,3 +565,4 @@ class WireApplier:
             )
             self.tree.apply_message(inputs, outputs, headers, serial, version or serial)
         return None
+

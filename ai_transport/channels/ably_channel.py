@@ -1,4 +1,4 @@
-"""``AblyChannel``: the :class:`~ai_transport.transport.channel.Channel` protocol over the real ``ably`` SDK.
+"""``AblyChannel``: the :class:`~ai_transport.channels.channel.Channel` protocol over the real ``ably`` SDK.
 
 Works unchanged against Ably's cloud (API key or token) and against the local emulator. It wraps an
 ``ably.AblyRealtime`` channel and works around the SDK 3.1.4 gotchas (``ably-protocol.md`` §11):
@@ -22,6 +22,7 @@ REST calls (history) use the realtime client's own HTTP unless a separate ``rest
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -34,7 +35,7 @@ from .history import check_history_args
 
 __all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
 
-logger = logging.getLogger("ai_transport.transport.ably_channel")
+logger = logging.getLogger("ai_transport.channels.ably_channel")
 
 
 def _import_ably() -> Any:
@@ -145,7 +146,7 @@ class AblyHistoryPage:
 
 
 class AblyChannel(ListenerDelivery):
-    """A :class:`~ai_transport.transport.channel.Channel` on a real ``ably.AblyRealtime`` channel.
+    """A :class:`~ai_transport.channels.channel.Channel` on a real ``ably.AblyRealtime`` channel.
 
     Args:
         channel_name: the Ably channel name.
@@ -279,7 +280,7 @@ class AblyChannel(ListenerDelivery):
             except Exception:
                 logger.exception("skipping an undecodable message on channel %r", self.name)
                 continue
-            await self._call_listeners(listeners, lambda: dict(inbound))
+            await self._call_listeners(listeners, functools.partial(dict, inbound))
 
     async def subscribe(self, listener: Listener) -> None:
         """Attach if needed and deliver every message, in order, to ``listener``."""
@@ -318,7 +319,7 @@ class AblyChannel(ListenerDelivery):
         except Exception as exc:
             raise _wrap_error(exc, "publish") from exc
         serials = list(getattr(result, "serials", None) or [])
-        return [s for s in serials]
+        return list(serials)
 
     async def _mutate(self, message: OutboundMessage, op: str, method: str) -> str:
         self._check_open(op)

@@ -1,4 +1,4 @@
-"""Paging helpers over any :class:`~ai_transport.transport.channel.Channel`'s history."""
+"""Paging helpers over any :class:`~ai_transport.channels.channel.Channel`'s history."""
 
 from __future__ import annotations
 

@@ -35,7 +35,7 @@ from .tree import Emitter, InputNode, Node, RunNode, Tree, WireApplier
 
 __all__ = ["HistoryHydrator", "LeafBranch", "TreeBranch", "View"]
 
-logger = logging.getLogger("ai_transport.transport.view")
+logger = logging.getLogger("ai_transport.sessions.view")
 
 DEFAULT_HISTORY_PAGE_SIZE = 100
 
@@ -82,7 +82,7 @@ class HistoryHydrator:
         for attempt in range(self._retries + 1):
             try:
                 return await fetch()
-            except Exception as exc:  # noqa: BLE001 - any transport failure is retried, then 104011
+            except Exception as exc:
                 last = exc
                 if attempt < self._retries:
                     await asyncio.sleep(self._backoff * 2**attempt)

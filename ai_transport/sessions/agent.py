@@ -1,0 +1,358 @@
+"""Agent side of a session: :class:`AgentSession` and its runs (``createAgentSession`` of 0.8.0).
+
+Typical worker (one invocation = one HTTP request woken by a client)::
+
+    session = AgentSession(channel)
+    await session.connect()
+    run = await session.create_run(Invocation.from_json(body))
+    await run.start()                    # ai-run-start, or ai-run-resume for a continuation
+    await run.view.load_all()            # fold history: the conversation so far
+    for call in run.approved_unexecuted_calls():      # resuming a gated call
+        await run.send(function_call_output(call, execute(call)))
+    result = await run.pipe(model(run.input_items()))  # one model turn = one message
+    await (run.suspend() if run.unanswered_calls() else run.end("complete"))
+
+Wire (``ably-ai-transport-wire.md`` §9-§10): lifecycle messages carry exactly the 0.8.0 transport
+headers (:mod:`.lifecycle`); every ``pipe``/``send`` is one codec message with a fresh
+``codec-message-id``; ``pipe`` opens its step lazily at the first event and closes it
+(``ai-step-end``) when the source ends. Unlike 0.8.0, a pipe that fails or is cancelled marks every
+stream it left open ``cancelled`` (§15.3), so no reader waits for a stream that will never end.
+
+**Trust.** The agent reads the channel, and the channel is writable by every client, so what it
+folds is filtered by publisher identity (Ably ``clientId``, set by the server from the token):
+
+* ``ai-output`` and run/step lifecycle messages count only from ``trusted_agent_ids`` (default: the
+  agent's own ``channel.client_id``); an update / append / delete of such a message counts only when
+  its ``version.clientId`` (the mutator) is a trusted agent identity too, and name-less appends only
+  for a stream whose create was accepted. Anything else is ignored, logged
+  (``ai_transport.sessions.agent``) and kept in :attr:`AgentSession.rejected`.
+* Approvals, tool results (``tool-approval-response``, ``tool-result``, ``tool-result-error``),
+  any other input into an existing run (an ``ai-input`` carrying ``run-id``) and cancels count only
+  when ``accept_input(client_id, run)`` says so. Default: the publisher is the client
+  that started the run (the ``input-client-id`` the agent stamped on the run's ``ai-run-start``) or
+  is listed in ``trusted_client_ids``. A run whose start is not folded yet holds its inputs until it
+  is. New user prompts (no ``run-id``) are accepted from anyone who may publish.
+* The agent runs only ``function_call`` items of its own (trusted) outputs: an approval carries no
+  arguments, and the arguments executed are those of the model's item (``approved_unexecuted_calls``
+  returns the folded item itself).
+* Identities come from the Ably token. With anonymous clients (no ``clientId``) publishers cannot
+  be told apart: give the agent and the users identities, or pass ``accept_input``. The mutation
+  rule relies on Ably stamping ``version.clientId`` with the identity that updated/appended (as
+  the emulator and the in-process channel do); an agent without a ``clientId`` trusts anonymous
+  mutations.
+
+The trigger of a run (the input named by the invocation) is located only among accepted wires, so a
+forged or untrusted input cannot wake a run (``start()`` raises 104010 after its timeout).
+
+Differences from 0.8.0: ``start()`` itself pages history until it finds the trigger (0.8.0 needs the
+app to ``loadOlder`` first); ``pipe``/``send``/``start``/``suspend``/``end`` return once the channel
+has echoed what they published, so :attr:`AgentRun.view` already shows it. Not ported: steering
+(``onSteer``, ``hasInput``), ``adoptRun``/``load`` (durable turns), step retry attempts (a step
+after a failed one gets a new id; 0.8.0 re-attempts the failed id), and re-materialising after a loss of
+channel continuity (the Channel protocol has no resumed/not-resumed signal; the emulator and Ably
+replay from the last ``channelSerial``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from ..channels.channel import action_name
+from ..codec.headers import codec_headers, transport_headers
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .agent_run import AgentRun
+from .invocation import Invocation
+from .lifecycle import (
+    EVENT_AI_INPUT,
+    EVENT_AI_OUTPUT,
+    EVENT_CANCEL,
+    H_CODEC_MESSAGE_ID,
+    H_RUN_ID,
+    RunLifecycleEvent,
+    read_cancel_target,
+)
+from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
+from .step import RunStep
+from .tools import function_call_output, gate_calls
+from .tree import RunNode
+from .view import DEFAULT_HISTORY_PAGE_SIZE
+
+__all__ = ["AgentRun", "AgentSession", "RunStep", "function_call_output", "gate_calls"]
+
+logger = logging.getLogger("ai_transport.sessions.agent")
+
+_ANSWER_KINDS = frozenset({"tool-result", "tool-result-error", "tool-approval-response"})
+#: Answers held per unknown run (history folds newest first); older ones are dropped beyond this.
+_HELD_LIMIT = 1000
+
+AcceptInput = Callable[[Any, RunNode | None], bool]
+
+
+class AgentSession(SessionCore):
+    """The agent's end of one session (channel): folds the channel, opens runs, honours cancels.
+
+    Args:
+        channel: a :class:`~ai_transport.channels.channel.Channel` (in-process or Ably).
+        codec: the codec (default :class:`~ai_transport.codec.codec.ResponsesCodec`).
+        trusted_agent_ids: publisher ids whose ``ai-output``/lifecycle messages are folded
+            (default: ``{channel.client_id}``).
+        trusted_client_ids: client ids always accepted for approvals / tool results.
+        accept_input: ``(client_id, run_node) -> bool`` replacing the default input trust rule.
+        history_page_size: history page size (default 100).
+        history_retries: retries of a failed history read (then 104011), with
+            ``history_backoff * 2**attempt`` seconds between them.
+    """
+
+    _log = logger
+
+    def __init__(
+        self,
+        channel: Any,
+        codec: Any = None,
+        *,
+        trusted_agent_ids: Iterable[str | None] | None = None,
+        trusted_client_ids: Iterable[str] | None = None,
+        accept_input: AcceptInput | None = None,
+        history_page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
+        history_retries: int = 3,
+        history_backoff: float = 0.1,
+    ) -> None:
+        super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
+        self.trusted_agent_ids = (
+            set(trusted_agent_ids) if trusted_agent_ids is not None else {channel.client_id}
+        )
+        self.trusted_client_ids = set(trusted_client_ids or ())
+        self._accept_input = accept_input
+        self._runs: dict[str, AgentRun] = {}
+        self._run_by_input_cmid: dict[str, str] = {}
+        self._deferred_cancels: dict[str, Mapping[str, Any]] = {}
+        self._accepted_streams: set[str] = set()
+        self._held: dict[str, list[Mapping[str, Any]]] = {}
+        self._high_water = ""
+        self._seen_waiters: list[tuple[str, asyncio.Future[None]]] = []
+        #: Cancellations in flight (kept referenced until done).
+        self._cancelling: set[asyncio.Task[None]] = set()
+        #: Messages ignored by the trust rules (most recent last), for inspection.
+        self.rejected: list[Mapping[str, Any]] = []
+
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook)."""
+        return self._emitter.on(event, handler)
+
+    # -- connection ----------------------------------------------------------------------------
+
+    def _on_live(self, message: Mapping[str, Any]) -> None:
+        if self._closed:
+            return
+        self._on_wire(message)
+        version = message.get("version")
+        mark = max(
+            str(message.get("serial") or ""),
+            str(version.get("serial") or "") if isinstance(version, Mapping) else "",
+        )
+        if mark > self._high_water:
+            self._high_water = mark
+            if self._seen_waiters:
+                waiting = []
+                for serial, fut in self._seen_waiters:
+                    if serial <= mark:
+                        if not fut.done():
+                            fut.set_result(None)
+                    else:
+                        waiting.append((serial, fut))
+                self._seen_waiters = waiting
+        if message.get("name") == EVENT_CANCEL:
+            self._handle_cancel(message)
+
+    async def wait_seen(self, serial: str, timeout: float = 10.0) -> bool:
+        """Wait until the live subscription delivered a wire at or after ``serial`` (every earlier
+        wire has then been folded: delivery is in channel order). False on timeout."""
+        if not serial or self._high_water >= serial:
+            return True
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._seen_waiters.append((serial, fut))
+        try:
+            await asyncio.wait_for(fut, timeout)
+            return True
+        except asyncio.TimeoutError:
+            logger.warning("echo of %s not seen within %ss", serial, timeout)
+            return False
+        finally:
+            self._seen_waiters = [(s, f) for s, f in self._seen_waiters if f is not fut]
+
+    # -- trust ---------------------------------------------------------------------------------
+
+    def _input_accepted(self, client_id: Any, run: RunNode | None) -> bool:
+        if self._accept_input is not None:
+            return bool(self._accept_input(client_id, run))
+        if client_id is not None and client_id in self.trusted_client_ids:
+            return True
+        return run is not None and run.input_client_id is not None and client_id == run.input_client_id
+
+    def _reject(self, message: Mapping[str, Any], why: str) -> None:
+        logger.warning(
+            "ignored %s from client %r (serial %s): %s",
+            message.get("name") or action_name(message.get("action")),
+            message.get("clientId"),
+            message.get("serial"),
+            why,
+        )
+        self.rejected.append(message)
+
+    def _admit(self, message: Mapping[str, Any]) -> bool | None:
+        """True = fold, False = reject, None = hold until the run's start is folded."""
+        name = message.get("name")
+        client_id = message.get("clientId")
+        serial = message.get("serial")
+        action = action_name(message.get("action"))
+        if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
+            self._reject(
+                message, f"agent message mutated by {mutator_of(message)!r}, not a trusted agent identity"
+            )
+            return False
+        if name in AGENT_NAMES:
+            if client_id not in self.trusted_agent_ids:
+                self._reject(message, "not a trusted agent identity")
+                return False
+            if name == EVENT_AI_OUTPUT and isinstance(serial, str):
+                self._accepted_streams.add(serial)
+            return True
+        if not name:
+            if action in MUTATIONS:
+                if serial in self._accepted_streams:
+                    return True
+                if message.get("extras") is not None:
+                    self._reject(message, "mutation of a message that is not a trusted agent output")
+                return False
+            return True
+        if name == EVENT_AI_INPUT:
+            kind = codec_headers(message.get("extras")).get("kind")
+            h = transport_headers(message.get("extras"))
+            if kind in _ANSWER_KINDS or h.get(H_RUN_ID) is not None:
+                run_id = h.get(H_RUN_ID)
+                run: RunNode | None = None
+                if isinstance(run_id, str):
+                    run = self.tree.get_run_node(run_id)
+                else:
+                    cmid = h.get(H_CODEC_MESSAGE_ID)
+                    node = self.tree.get_node_by_codec_message_id(cmid) if isinstance(cmid, str) else None
+                    run = node if isinstance(node, RunNode) else None
+                if self._input_accepted(client_id, run):
+                    return True
+                if (
+                    (run is None or run.input_client_id is None)
+                    and isinstance(run_id, str)
+                    and self._accept_input is None
+                ):
+                    return None
+                self._reject(message, f"{kind} from a client this agent does not accept")
+                return False
+        return True
+
+    def _on_wire(self, message: Mapping[str, Any]) -> None:
+        verdict = self._admit(message)
+        if verdict is None:
+            run_id = transport_headers(message.get("extras")).get(H_RUN_ID)
+            held = self._held.setdefault(str(run_id), [])
+            if len(held) >= _HELD_LIMIT:
+                self._reject(held.pop(0), f"more than {_HELD_LIMIT} answers held for a run never started")
+            held.append(message)
+            return
+        if not verdict:
+            return
+        event = self._applier.apply(message)
+        self.tree.emit_ably_message(message)
+        if isinstance(event, RunLifecycleEvent) and event.type == "start":
+            self._release_held(event.run_id)
+
+    def _release_held(self, run_id: str) -> None:
+        held = self._held.pop(run_id, None)
+        for message in held or ():
+            self._on_wire(message)
+
+    # -- cancel --------------------------------------------------------------------------------
+
+    def _handle_cancel(self, message: Mapping[str, Any]) -> None:
+        target = read_cancel_target(message)
+        if target.run_id is None and target.input_codec_message_id is None:
+            logger.warning("ai-cancel without run-id or input-codec-message-id ignored")
+            return
+        run_id = target.run_id
+        if run_id is None and target.input_codec_message_id is not None:
+            run_id = self._run_by_input_cmid.get(target.input_codec_message_id)
+        run = self._runs.get(run_id) if run_id else None
+        if run is None:
+            if target.input_codec_message_id is not None:
+                self._deferred_cancels[target.input_codec_message_id] = message
+            return
+        task = asyncio.ensure_future(run._cancel(message))
+        self._cancelling.add(task)
+        task.add_done_callback(self._cancelling.discard)
+
+    # -- runs ----------------------------------------------------------------------------------
+
+    async def create_run(
+        self,
+        invocation: Invocation | Mapping[str, Any],
+        run_id: str | None = None,
+        invocation_id: str | None = None,
+        hooks: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> AgentRun:
+        """Open a run for ``invocation`` (mints run and invocation ids unless given).
+
+        The run locates its trigger (the ``ai-input`` whose ``event-id`` is
+        ``invocation.input_event_id``) live or in history when :meth:`AgentRun.start` is awaited.
+        ``hooks``: ``on_cancel(message) -> bool`` (veto), ``on_cancelled(write)``, ``on_error(err)``.
+        """
+        if self._closed:
+            raise AITransportError("unable to create run; session is closed", ErrorCode.SESSION_CLOSED, 400)
+        for label, value in (("run_id", run_id), ("invocation_id", invocation_id)):
+            if value == "":
+                raise InvalidArgumentError(
+                    f"unable to create run; {label} must not be empty (omit it to have one generated)"
+                )
+        if not isinstance(invocation, Invocation):
+            invocation = Invocation.from_json(invocation)
+        run = AgentRun(
+            self,
+            invocation,
+            run_id or str(uuid.uuid4()),
+            invocation_id or str(uuid.uuid4()),
+            dict(hooks or {}),
+        )
+        self._runs[run.run_id] = run
+        return run
+
+    def _rekey(self, run: AgentRun, old: str) -> None:
+        if self._runs.get(old) is run:
+            del self._runs[old]
+        self._runs[run.run_id] = run
+
+    async def end(self) -> None:
+        """End every open run ``cancelled`` and close the session (detach)."""
+        if self._closed:
+            return
+        for run in list(self._runs.values()):
+            try:
+                if run.is_open and not run.ended:
+                    await run.end("cancelled")
+            except Exception:
+                logger.exception("failed to end run %s on session end", run.run_id)
+            run.abort_signal.set()
+        await self.close()
+
+    async def close(self) -> None:
+        """Stop listening and detach, without publishing anything."""
+        if self._closed:
+            return
+        self._closed = True
+        self._unsubscribe_quietly()
+        for run in self._runs.values():
+            run.abort_signal.set()
+        self._runs.clear()
+        await self._detach_quietly()
+

@@ -1,0 +1,185 @@
+"""The nodes of the conversation tree: input nodes, run nodes, their wire logs, and the event emitter."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .run import RunInfo, RunStatus, StepInfo
+
+__all__ = ["CodecEvent", "Emitter", "InputNode", "Node", "RunNode", "WireLog"]
+
+logger = logging.getLogger("ai_transport.sessions.tree")
+
+#: ``(direction, event)`` with direction ``"input"`` or ``"output"``.
+CodecEvent = tuple[str, dict[str, Any]]
+
+
+class Emitter:
+    """Tiny synchronous event emitter: ``on(event, handler) -> unsubscribe``; handler errors are logged."""
+
+    def __init__(self) -> None:
+        self._handlers: dict[str, list[Callable[..., Any]]] = {}
+
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
+        """Register ``handler`` for ``event``; returns a function that removes it."""
+        self._handlers.setdefault(event, []).append(handler)
+
+        def off() -> None:
+            handlers = self._handlers.get(event, [])
+            if handler in handlers:
+                handlers.remove(handler)
+
+        return off
+
+    def emit(self, event: str, *args: Any) -> None:
+        """Call every handler of ``event`` in registration order."""
+        for handler in list(self._handlers.get(event, ())):
+            try:
+                handler(*args)
+            except Exception:  # a listener must never break the fold
+                logger.exception("listener for %r raised", event)
+
+    def clear(self) -> None:
+        """Remove every handler."""
+        self._handlers.clear()
+
+
+# ---------------------------------------------------------------------------------------------
+# Wire log
+
+
+@dataclass
+class _LogEntry:
+    serial: str
+    message_id: str | None
+    events: list[CodecEvent]
+    decoded_through: str
+
+
+class WireLog:
+    """Per-node record of folded wires, in serial order (``WireLog`` of 0.8.0).
+
+    :meth:`record` returns ``"dropped"`` (re-delivery at or below the logged version, or any
+    re-delivery of a discrete wire), ``"incremental"`` (appended at the tail: fold just these
+    events) or ``"refold"`` (landed before a later serial: refold the node from scratch).
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[_LogEntry] = []
+
+    def record(
+        self,
+        serial: str,
+        message_id: str | None,
+        events: list[CodecEvent],
+        version: str | None,
+        streamed: bool,
+    ) -> str:
+        """Record ``events`` of the wire at ``serial``; see the class docstring for the result."""
+        entries = self.entries
+        for i in range(len(entries) - 1, -1, -1):
+            entry = entries[i]
+            if entry.serial == serial:
+                if version is not None and (version <= entry.decoded_through or not streamed):
+                    return "dropped"
+                entry.events.extend(events)
+                if version is not None:
+                    entry.decoded_through = version
+                return "incremental" if i == len(entries) - 1 else "refold"
+            if entry.serial < serial:
+                entries.insert(i + 1, _LogEntry(serial, message_id, list(events), version or serial))
+                return "incremental" if i + 1 == len(entries) - 1 else "refold"
+        entries.insert(0, _LogEntry(serial, message_id, list(events), version or serial))
+        return "incremental" if len(entries) == 1 else "refold"
+
+    def replay(self) -> list[tuple[CodecEvent, str, str | None]]:
+        """Every logged event with its serial and message id, in serial order."""
+        return [(ev, e.serial, e.message_id) for e in self.entries for ev in e.events]
+
+
+# ---------------------------------------------------------------------------------------------
+# Nodes
+
+
+@dataclass(eq=False)
+class InputNode:
+    """A user prompt (run-less ``ai-input`` with role ``user``), keyed by ``codec_message_id``."""
+
+    codec_message_id: str
+    parent: str | None
+    fork_of: str | None
+    projection: Any
+    serial: str | None = None
+    kind: Literal["input"] = "input"
+    #: Bumped on every fold (keys the messages cache).
+    fold_version: int = field(default=0, repr=False)
+    messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        """The node key (its codec-message-id)."""
+        return self.codec_message_id
+
+
+@dataclass(eq=False)
+class RunNode:
+    """One run of the agent, keyed by ``run_id``: its projection, status and steps."""
+
+    run_id: str
+    parent: str | None
+    fork_of: str | None
+    regenerates: str | None
+    client_id: str
+    invocation_id: str
+    projection: Any
+    start_serial: str | None = None
+    end_serial: str | None = None
+    status: RunStatus = "active"
+    error: Any = None
+    input_client_id: str | None = None
+    last_resume_invocation_id: str | None = None
+    steps: list[StepInfo] = field(default_factory=list)
+    #: Serial of the lifecycle event that set ``status`` (history folds newer pages first).
+    status_serial: str = ""
+    kind: Literal["run"] = "run"
+    #: Bumped on every fold (keys the messages cache).
+    fold_version: int = field(default=0, repr=False)
+    messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
+
+    @property
+    def key(self) -> str:
+        """The node key (its run id)."""
+        return self.run_id
+
+    def info(self) -> RunInfo:
+        """A :class:`RunInfo` snapshot."""
+        return RunInfo(
+            run_id=self.run_id,
+            client_id=self.client_id,
+            invocation_id=self.invocation_id,
+            steps=list(self.steps),
+            status=self.status,
+            error=self.error,
+        )
+
+
+Node = InputNode | RunNode
+
+
+@dataclass(eq=False)
+class _Internal:
+    node: Node
+    seq: int
+    log: WireLog = field(default_factory=WireLog)
+    optimistic: bool = False
+    run_start_seen: bool = False
+    steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+
+def _sort_serial(node: Node) -> str | None:
+    return node.start_serial if isinstance(node, RunNode) else node.serial
+
+

@@ -1,0 +1,116 @@
+"""An explicit step of a run (``RunStep`` of 0.8.0)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterable, Iterable
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidArgumentError
+from .run import PipeResult
+
+if TYPE_CHECKING:
+    from .agent_run import AgentRun
+
+__all__ = ["RunStep"]
+
+
+class RunStep:
+    """An explicit step of a run (``RunStep`` of 0.8.0), from :meth:`AgentRun.create_step`.
+
+    ``await start()`` publishes ``ai-step-start``; ``pipe(events)`` / ``send(output)`` publish
+    messages in the step (each its own codec message); ``await end(reason=None)`` publishes
+    ``ai-step-end`` — by default ``cancelled`` if the run was cancelled, ``failed`` if a pipe or send
+    of the step failed, else ``complete``. ``AgentRun.end`` closes a step left open.
+    """
+
+    def __init__(self, run: AgentRun, step_client_id: str | None = None) -> None:
+        self.run = run
+        self.step_id: str | None = None
+        self.step_client_id = step_client_id
+        self._serial: str | None = None
+        self._state = "initialized"
+        self._failed = False
+        self._cancelled = False
+
+    @property
+    def abort_signal(self) -> asyncio.Event:
+        """The run's abort signal."""
+        return self.run.abort_signal
+
+    async def start(self) -> None:
+        """Publish ``ai-step-start`` (idempotent)."""
+        if self._state != "initialized":
+            return
+        run = self.run
+        run._assert_open("start step")
+        if run._active_step:
+            raise InvalidArgumentError("unable to start step; another step is already active on this run")
+        run._active_step = True
+        try:
+            self.step_id, self._serial = await run._open_step(self.step_client_id)
+        except BaseException:
+            run._active_step = False
+            raise
+        self._state = "active"
+        run._current_step = self
+
+    def _check_active(self, what: str) -> None:
+        if self._state != "active":
+            raise InvalidArgumentError(
+                f"unable to {what}; the step is not active — call start() first and do not use it after end()"
+            )
+
+    async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
+        """Pipe a stream of events as one message of this step (see :meth:`AgentRun.pipe`)."""
+        self._check_active("pipe step")
+        assert self.step_id is not None
+        step = (self.step_id, self._serial)
+
+        async def opened() -> tuple[str, str | None]:
+            return step
+
+        result = await self.run._pipe_events(events, opened)
+        self._failed |= result.reason == "error"
+        self._cancelled |= result.reason == "cancelled"
+        await self.run.drain()
+        return result
+
+    async def send(self, output: Any) -> str:
+        """Publish one discrete output as its own message in this step; returns its codec-message-id."""
+        self._check_active("send step")
+        assert self.step_id is not None
+        encoder, cmid = self.run._encoder(self.step_id, self._serial, self.step_client_id)
+        try:
+            await encoder.publish_output(output)
+        except BaseException:
+            self._failed = True
+            raise
+        finally:
+            await encoder.close()
+        await self.run.drain()
+        return cmid
+
+    async def end(self, reason: str | None = None) -> None:
+        """Publish ``ai-step-end`` (idempotent); ``reason`` complete | failed | cancelled."""
+        if reason is not None and reason not in ("complete", "failed", "cancelled"):
+            raise InvalidArgumentError(
+                f"unable to end step; reason must be complete, failed or cancelled, got {reason!r}"
+            )
+        if self._state != "active":
+            self._state = "settled"
+            return
+        self._state = "settled"
+        if reason is None:
+            cancelled = self._cancelled or self.run.abort_signal.is_set()
+            reason = "cancelled" if cancelled else "failed" if self._failed else "complete"
+        run = self.run
+        try:
+            assert self.step_id is not None
+            await run._close_step(self.step_id, self._serial, reason, self.step_client_id)
+        finally:
+            run._active_step = False
+            if run._current_step is self:
+                run._current_step = None
+        await run.drain()
+

@@ -1,0 +1,196 @@
+"""Run and step lifecycle folded into the conversation tree (status, start serials, the step read model)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING, Any
+
+from .lifecycle import RunLifecycleEvent, StepLifecycleEvent
+from .nodes import Emitter, RunNode, _Internal
+from .run import StepInfo
+
+__all__ = ["LifecycleFold"]
+
+
+class LifecycleFold:
+    """The lifecycle half of :class:`~ai_transport.sessions.tree.Tree` (a mixin of it)."""
+
+    if TYPE_CHECKING:
+        _codec: Any
+        _nodes: dict[str, _Internal]
+        _cmid_to_key: dict[str, str]
+        _seq: itertools.count[int]
+        emitter: Emitter
+        status_version: int
+
+        def _changed(self) -> bool: ...
+        def _insert(self, key: str, entry: _Internal) -> None: ...
+        def _promote(self, entry: _Internal) -> None: ...
+        def _rekey_fork_run(self, fork_cmid: str | None, run_id: str) -> _Internal | None: ...
+        def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool: ...
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    def apply_run_lifecycle(self, event: RunLifecycleEvent) -> None:
+        """Apply a run lifecycle event (start/resume/suspend/end) to its run node."""
+        structural = False
+        entry = self._nodes.get(event.run_id)
+        if event.type == "start":
+            if entry is None:
+                entry = self._rekey_fork_run(event.input_codec_message_id, event.run_id)
+                if entry is not None:
+                    structural = self._changed()
+            if entry is not None and isinstance(entry.node, RunNode):
+                node = entry.node
+                self._link_fork_input(event.input_codec_message_id, event.run_id)
+                if node.status == "suspended" and self._newer(node, event):
+                    node.status = "active"
+                    self.status_version += 1
+                if event.serial and (not node.start_serial or event.serial < node.start_serial):
+                    node.start_serial = event.serial
+                    self._promote(entry)
+                    structural = self._changed()
+                if event.parent is not None and node.parent != event.parent and event.serial is not None:
+                    # the agent's run-start is authoritative for the run's place in the tree (a node
+                    # created from a later wire of a resumed run may carry another parent)
+                    node.parent = event.parent
+                    structural = self._changed()
+                elif node.parent is None and event.parent is not None:
+                    node.parent = event.parent
+                    structural = self._changed()
+                if node.fork_of is None and event.fork_of is not None:
+                    fk = self._cmid_to_key.get(event.fork_of)
+                    if fk is not None and fk != event.run_id:
+                        node.fork_of = fk
+                        structural = self._changed()
+                if node.regenerates is None and event.regenerates is not None:
+                    node.regenerates = event.regenerates
+                    structural = self._changed()
+                if not node.invocation_id and event.invocation_id:
+                    node.invocation_id = event.invocation_id
+                if not node.client_id and event.client_id:
+                    node.client_id = event.client_id
+                if node.input_client_id is None:
+                    node.input_client_id = event.input_client_id
+                entry.run_start_seen = True
+            elif entry is None:
+                node = RunNode(
+                    run_id=event.run_id,
+                    parent=event.parent,
+                    fork_of=self._cmid_to_key.get(event.fork_of) if event.fork_of else None,
+                    regenerates=event.regenerates,
+                    client_id=event.client_id,
+                    invocation_id=event.invocation_id,
+                    projection=self._codec.init(),
+                    start_serial=event.serial,
+                    input_client_id=event.input_client_id,
+                )
+                self._insert(event.run_id, _Internal(node, next(self._seq), run_start_seen=True))
+                self._link_fork_input(event.input_codec_message_id, event.run_id)
+                structural = self._changed()
+        else:
+            if entry is None and event.serial is not None:
+                # a newer history page can bring a run's suspend/end before its start: keep it
+                node = RunNode(
+                    run_id=event.run_id,
+                    parent=None,
+                    fork_of=None,
+                    regenerates=None,
+                    client_id=event.client_id,
+                    invocation_id=event.invocation_id,
+                    projection=self._codec.init(),
+                )
+                entry = _Internal(node, next(self._seq))
+                self._insert(event.run_id, entry)
+                structural = self._changed()
+            if entry is not None and isinstance(entry.node, RunNode):
+                self._apply_status(entry.node, event)
+        self.emitter.emit("run", event)
+        if structural:
+            self.emitter.emit("update")
+        else:
+            # status changes are visible in runs(); tell views so run status listeners fire
+            self.emitter.emit("status", event)
+
+    @staticmethod
+    def _newer(node: RunNode, event: RunLifecycleEvent) -> bool:
+        """True unless ``event`` is older than the event that set the current status."""
+        if event.serial is None:
+            return True
+        if event.serial < node.status_serial:
+            return False
+        node.status_serial = event.serial
+        return True
+
+    def _apply_status(self, node: RunNode, event: RunLifecycleEvent) -> None:
+        """Suspend / resume / end, as 0.8.0, but an event older than the one that set the current
+        status (history folds newer pages first) does not override it."""
+        if event.type == "resume" and event.invocation_id:
+            node.last_resume_invocation_id = event.invocation_id
+        if event.type == "suspend" and (
+            node.last_resume_invocation_id is not None
+            and event.invocation_id
+            and node.last_resume_invocation_id != event.invocation_id
+        ):
+            return
+        if event.type == "resume" and node.status != "suspended":
+            return
+        if not self._newer(node, event):
+            return
+        self.status_version += 1
+        if event.type == "suspend":
+            node.status = "suspended"
+            node.end_serial = event.serial
+        elif event.type == "resume":
+            node.status = "active"
+        elif event.type == "end":
+            node.status = event.reason if event.reason in ("complete", "cancelled", "error") else "complete"  # type: ignore[assignment]
+            node.error = event.error if event.reason == "error" else None
+            node.end_serial = event.serial
+
+    def apply_step_lifecycle(self, event: StepLifecycleEvent) -> None:
+        """Apply ``step-start`` / ``step-end`` to the step read model of the run."""
+        entry = self._nodes.get(event.run_id)
+        structural = False
+        if entry is None:  # 0.8.0 creates the run only for a step-start; history may bring the end first
+            node = RunNode(
+                run_id=event.run_id,
+                parent=None,
+                fork_of=None,
+                regenerates=None,
+                client_id="",
+                invocation_id="",
+                projection=self._codec.init(),
+            )
+            entry = _Internal(node, next(self._seq))
+            self._insert(event.run_id, entry)
+            structural = self._changed()
+        if entry is None or not isinstance(entry.node, RunNode):
+            return
+        rec = entry.steps.get(event.step_id)
+        if rec is None:
+            rec = {"canonical": None, "started": False, "client": None, "serials": set(), "ends": {}}
+            entry.steps[event.step_id] = rec
+        sss = event.serial if event.type == "step-start" else event.step_start_serial
+        if sss is not None:
+            rec["serials"].add(sss)
+        if event.type == "step-start":
+            canonical = rec["canonical"]
+            if not rec["started"] or (
+                event.serial is not None and (canonical is None or event.serial > canonical)
+            ):
+                rec["canonical"] = event.serial
+                rec["client"] = event.step_client_id
+            rec["started"] = True
+        else:
+            rec["ends"][event.step_start_serial] = event.reason
+        steps: list[StepInfo] = []
+        for step_id, r in entry.steps.items():
+            status = "active"
+            if r["started"] and r["canonical"] is not None:
+                status = r["ends"].get(r["canonical"], "active")
+            steps.append(StepInfo(step_id, status, len(r["serials"]), r["client"]))
+        entry.node.steps = steps
+        if structural:
+            self.emitter.emit("update")
+
