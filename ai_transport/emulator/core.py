@@ -1,0 +1,190 @@
+"""The emulator's core: configuration, state, and the publish path shared by REST and realtime.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from .auth import DEFAULT_KEY, Authority, Principal
+from .connection import Attachment, Connection
+from .protocol import (
+    Action,
+    EmulatorError,
+    MessageAction,
+    encode_frame,
+    ingest_data,
+    message_size,
+    render_message,
+)
+from .store import Event, Store, now_ms
+
+__all__ = ["EmulatorCore"]
+
+log = logging.getLogger("ai_transport.emulator")
+
+MAX_HEAD = 64 * 1024
+MAX_BODY = 16 * 1024 * 1024
+MAX_WS_FRAME = 4 * 1024 * 1024
+
+
+class EmulatorCore:
+    """The emulator's state and its one publish path (validate, store, fan out); REST and realtime build on it."""
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        keys: list[str] | None = None,
+        strict_tokens: bool = False,
+        max_message_size: int = 65536,
+        max_idle_interval: int = 0,
+        connection_state_ttl: int = 120_000,
+        echo_before_ack: bool = False,
+        server_id: str = "ai-transport-emulator",
+    ) -> None:
+        self.host = host
+        self._requested_port = port
+        self.port = port
+        self.keys = list(keys) if keys is not None else [DEFAULT_KEY]
+        self.authority = Authority(self.keys, strict_tokens=strict_tokens)
+        self.store = Store()
+        self.max_message_size = max_message_size
+        self.max_idle_interval = max_idle_interval
+        self.connection_state_ttl = connection_state_ttl
+        self.echo_before_ack = echo_before_ack
+        self.server_id = server_id
+        self.connections: dict[str, Connection] = {}
+        self._by_key: dict[str, Connection] = {}
+        self._subs: dict[str, dict[str, Attachment]] = {}
+        self._server: asyncio.base_events.Server | None = None
+        self._conn_counter = 0
+        self._rest_counter = 0
+        self._client_tasks: set[asyncio.Task[Any]] = set()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def key(self) -> str:
+        """The first configured key (``name:secret``)."""
+        return self.keys[0]
+
+    @property
+    def url(self) -> str:
+        """``http://host:port``."""
+        return f"http://{self.host}:{self.port}"
+
+    # -- shared publish path -----------------------------------------------------------------
+
+    def _accept(
+        self,
+        principal: Principal,
+        client_id: str | None,
+        channel: str,
+        messages: list[Any],
+        fmt: str,
+        *,
+        connection_id: str | None,
+        id_prefix: str,
+    ) -> list[Event]:
+        """Validate (capability, clientId, size, shape), ingest and store a batch."""
+        if not isinstance(channel, str) or not channel:
+            raise EmulatorError("channel name is required", 40010, 400)
+        principal.check_expiry()
+        total = 0
+        for i, msg in enumerate(messages):
+            if not isinstance(msg, dict):
+                raise EmulatorError(f"messages[{i}] is not a message object", 40000, 400)
+            ingest_data(msg, fmt)
+            total += message_size(msg)
+            action = msg.get("action")
+            if action is None or action == MessageAction.CREATE:
+                principal.check(channel, "publish")
+            elif action == MessageAction.DELETE:
+                self._check_op(principal, client_id, channel, msg, "delete")
+            else:
+                self._check_op(principal, client_id, channel, msg, "update")
+            cid = msg.get("clientId")
+            if cid is not None:
+                if not isinstance(cid, str):
+                    raise EmulatorError(f"messages[{i}].clientId must be a string", 40012, 400)
+                if client_id not in (None, "*") and cid != client_id:
+                    raise EmulatorError(
+                        f"Mismatched clientId: messages[{i}].clientId {cid!r} differs from the connection's "
+                        f"{client_id!r}",
+                        40012,
+                        400,
+                    )
+        if total > self.max_message_size:
+            raise EmulatorError(
+                f"Maximum message length exceeded (size {total} bytes, limit {self.max_message_size})",
+                40009,
+                400,
+            )
+        return self.store.apply(
+            channel, messages, connection_id=connection_id, client_id=client_id, id_prefix=id_prefix
+        )
+
+    def _check_op(
+        self, principal: Principal, client_id: str | None, channel: str, msg: dict[str, Any], op: str
+    ) -> None:
+        if principal.allows(channel, "publish") or principal.allows(channel, f"message-{op}-any"):
+            return
+        if principal.allows(channel, f"message-{op}-own"):
+            serial = msg.get("serial")
+            log_ = self.store.channels.get(channel)
+            entry = log_.entries.get(serial) if log_ and isinstance(serial, str) else None
+            if entry is None or (client_id and entry.aggregate.get("clientId") == client_id):
+                return
+        principal.check(channel, f"message-{op}-any")
+
+    def _fan_out(
+        self,
+        channel: str,
+        events: list[Event],
+        *,
+        publisher: Connection | None,
+        frame_id: str | None,
+        connection_id: str | None,
+    ) -> None:
+        """Deliver one ProtocolMessage's events to every subscribed attachment, in order."""
+        events = [e for e in events if not e.duplicate]
+        if not events:
+            return
+        subs = self._subs.get(channel)
+        if not subs:
+            return
+        cache: dict[tuple[str, tuple[bool, ...]], bytes] = {}
+        ts = now_ms()
+        for conn_id, att in list(subs.items()):
+            conn = self.connections.get(conn_id)
+            if conn is None or conn.session is None or not att.subscribe or not att.live:
+                continue
+            if conn is publisher and not conn.echo:
+                continue
+            choice = tuple(att.has_seen(ev.message_serial) for ev in events)
+            for ev in events:
+                att.seen.add(ev.message_serial)
+            cache_key = (conn.fmt, choice)
+            payload = cache.get(cache_key)
+            if payload is None:
+                frame: dict[str, Any] = {
+                    "action": int(Action.MESSAGE),
+                    "channel": channel,
+                    "channelSerial": events[-1].serial,
+                    "timestamp": ts,
+                    "messages": [
+                        render_message(ev.live if seen else ev.aggregate, conn.fmt)
+                        for ev, seen in zip(events, choice)
+                    ],
+                }
+                if frame_id:
+                    frame["id"] = frame_id
+                if connection_id:
+                    frame["connectionId"] = connection_id
+                payload = cache[cache_key] = encode_frame(frame, conn.fmt)
+            assert conn.session is not None
+            conn.session.send_raw(payload)
+

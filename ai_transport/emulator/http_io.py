@@ -1,0 +1,132 @@
+"""HTTP/1.1 plumbing of the REST side: requests, responses, error bodies, paging.
+"""
+
+from __future__ import annotations
+
+import urllib.parse
+from dataclasses import dataclass, field
+from typing import Any
+
+from .protocol import (
+    EmulatorError,
+    encode_json,
+    encode_msgpack,
+)
+
+
+@dataclass
+class HttpRequest:
+    """A parsed HTTP request."""
+
+    method: str
+    target: str
+    headers: dict[str, str]
+    body: bytes = b""
+
+    @property
+    def path(self) -> str:
+        """The request target's path, without the query string."""
+        return urllib.parse.urlsplit(self.target).path
+
+    @property
+    def query(self) -> dict[str, str]:
+        """The request target's query parameters (blank values kept)."""
+        return dict(urllib.parse.parse_qsl(urllib.parse.urlsplit(self.target).query, keep_blank_values=True))
+
+
+@dataclass
+class HttpResponse:
+    """A response to write."""
+
+    status: int
+    body: bytes = b""
+    content_type: str = "application/json"
+    headers: dict[str, str] = field(default_factory=dict)
+
+
+_REASONS = {
+    200: "OK",
+    201: "Created",
+    204: "No Content",
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    426: "Upgrade Required",
+    500: "Internal Server Error",
+}
+
+MSGPACK = "application/x-msgpack"
+
+
+def _wants_msgpack(req: HttpRequest) -> bool:
+    accept = req.headers.get("accept", "")
+    first = accept.split(",")[0].strip().lower()
+    return first.startswith(MSGPACK)
+
+
+def _encode_body(value: Any, msgpack_out: bool) -> tuple[bytes, str]:
+    if msgpack_out:
+        return encode_msgpack(value), MSGPACK
+    return encode_json(value), "application/json"
+
+
+def _error_response(err: EmulatorError) -> HttpResponse:
+    body = encode_json({"error": err.to_dict()})
+    return HttpResponse(
+        err.status_code,
+        body,
+        "application/json",
+        {"X-Ably-Errorcode": str(err.code), "X-Ably-Errormessage": urllib.parse.quote(err.message)},
+    )
+
+
+def _int_param(query: dict[str, str], name: str) -> int | None:
+    value = query.get(name)
+    if value is None or value == "":
+        return None
+    try:
+        return int(value)
+    except ValueError:
+        raise EmulatorError(f"{name} must be an integer, got {value!r}", 40003, 400) from None
+
+
+def _page(
+    items: list[dict[str, Any]], query: dict[str, str], key: str, base: str
+) -> tuple[list[dict[str, Any]], str]:
+    """Page ``items`` (oldest first, ordered by ``item[key]``) by ``limit``/``direction``/``cursor``.
+
+    Returns the page and a ``Link`` header value (``first`` always, ``next`` while more remain).
+    """
+    limit = _int_param(query, "limit")
+    limit = 100 if limit is None else limit
+    if not 1 <= limit <= 1000:
+        raise EmulatorError("limit must be between 1 and 1000", 40003, 400)
+    direction = query.get("direction", "backwards") or "backwards"
+    if direction not in ("backwards", "forwards"):
+        raise EmulatorError("direction must be 'backwards' or 'forwards'", 40003, 400)
+    cursor = query.get("cursor")
+
+    def sort_key(item: dict[str, Any]) -> str:
+        value = item.get(key)
+        if isinstance(value, dict):
+            value = value.get("serial")
+        return str(value or "")
+
+    ordered = items if direction == "forwards" else list(reversed(items))
+    if cursor:
+        if direction == "forwards":
+            ordered = [m for m in ordered if sort_key(m) > cursor]
+        else:
+            ordered = [m for m in ordered if sort_key(m) < cursor]
+    page = ordered[:limit]
+    first_q = {k: v for k, v in query.items() if k != "cursor"}
+    links = [f'<./{base}?{urllib.parse.urlencode(first_q)}>; rel="first"']
+    if len(ordered) > limit:
+        next_q = dict(first_q, cursor=sort_key(page[-1]))
+        links.append(f'<./{base}?{urllib.parse.urlencode(next_q)}>; rel="next"')
+    return page, ", ".join(links)
+
+

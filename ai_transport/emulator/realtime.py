@@ -1,0 +1,507 @@
+"""The realtime side of the emulator: websocket connections speaking Ably's protocol.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import urllib.parse
+from typing import Any
+
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Request
+from websockets.protocol import State
+from websockets.server import ServerProtocol
+
+from .auth import Principal
+from .connection import Attachment, Connection, WsSession
+from .core import MAX_WS_FRAME, EmulatorCore, log
+from .protocol import (
+    DEFAULT_MODES,
+    MODE_MASK,
+    Action,
+    EmulatorError,
+    Flag,
+    decode_frame,
+    render_message,
+)
+from .store import Event, now_ms
+
+__all__ = ["RealtimeHandlers"]
+
+class RealtimeHandlers(EmulatorCore):
+    """The realtime side: websocket connections, the protocol's frames, attach / publish / detach."""
+
+    # -- websocket ---------------------------------------------------------------------------
+
+    async def _serve_websocket(
+        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        proto = ServerProtocol(max_size=MAX_WS_FRAME)
+        proto.receive_data(head)
+        events = proto.events_received()
+        if not events or not isinstance(events[0], Request):
+            writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+            return
+        request = events[0]
+        response = proto.accept(request)
+        proto.send_response(response)
+        for chunk in proto.data_to_send():
+            writer.write(chunk)
+        await writer.drain()
+        if response.status_code != 101:
+            return
+        query = dict(
+            urllib.parse.parse_qsl(urllib.parse.urlsplit(request.path).query, keep_blank_values=True)
+        )
+        fmt = "msgpack" if query.get("format") == "msgpack" else "json"
+        session = WsSession(proto, writer, fmt)
+        conn: Connection | None = None
+        heartbeat: asyncio.Task[None] | None = None
+        try:
+            conn = self._open_connection(session, query)
+            if conn is None:
+                await writer.drain()
+                await self._drain_close(session, reader)
+                return
+            if self.max_idle_interval > 0:
+                heartbeat = asyncio.create_task(self._heartbeat(session))
+            self._watch_expiry(conn, session)
+            await self._read_loop(conn, session, reader)
+        finally:
+            if heartbeat is not None:
+                heartbeat.cancel()
+            if session.expiry_task is not None:
+                session.expiry_task.cancel()
+            session.closed = True
+            if conn is not None and conn.session is session:
+                conn.session = None
+                self._pause(conn)
+                conn.expires_at = asyncio.get_running_loop().time() + self.connection_state_ttl / 1000
+
+    def _watch_expiry(self, conn: Connection, session: WsSession) -> None:
+        """When the connection's token expires, send DISCONNECTED 40142 (the SDK renews and resumes)."""
+        if session.expiry_task is not None:
+            session.expiry_task.cancel()
+            session.expiry_task = None
+        expires = conn.principal.expires
+        if expires is None:
+            return
+
+        async def expire() -> None:
+            await asyncio.sleep(max(0.0, (expires - now_ms()) / 1000))
+            if session.closed or conn.session is not session:
+                return
+            err = EmulatorError("Token expired", 40142, 401)
+            session.send({"action": int(Action.DISCONNECTED), "error": err.to_dict()})
+            session.close(1000, "token expired")
+
+        session.expiry_task = asyncio.create_task(expire())
+
+    async def _drain_close(self, session: WsSession, reader: asyncio.StreamReader) -> None:
+        """After a fatal error: close and wait (briefly) for the peer's close."""
+        session.close(1000, "")
+
+        async def wait_peer_close() -> None:
+            while session.proto.state is not State.CLOSED:
+                data = await reader.read(65536)
+                if not data:
+                    break
+                session.proto.receive_data(data)
+                session.proto.events_received()
+                session.flush()
+
+        with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
+            await asyncio.wait_for(wait_peer_close(), 2)
+
+    async def _heartbeat(self, session: WsSession) -> None:
+        interval = self.max_idle_interval / 2000
+        while not session.closed:
+            await asyncio.sleep(interval)
+            session.send({"action": int(Action.HEARTBEAT)})
+
+    async def _read_loop(self, conn: Connection, session: WsSession, reader: asyncio.StreamReader) -> None:
+        proto = session.proto
+        fragments: list[bytes] = []
+        fragment_text = False
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                proto.receive_eof()
+                session.flush()
+                return
+            proto.receive_data(data)
+            for event in proto.events_received():
+                if not isinstance(event, Frame):
+                    continue
+                if event.opcode in (Opcode.TEXT, Opcode.BINARY):
+                    if not event.fin:
+                        fragments = [bytes(event.data)]
+                        fragment_text = event.opcode is Opcode.TEXT
+                        continue
+                    self._on_payload(conn, session, bytes(event.data), event.opcode is Opcode.TEXT)
+                elif event.opcode is Opcode.CONT:
+                    fragments.append(bytes(event.data))
+                    if event.fin:
+                        self._on_payload(conn, session, b"".join(fragments), fragment_text)
+                        fragments = []
+            session.flush()
+            if proto.state is State.CLOSED or session.closed:
+                return
+            await session.writer.drain()
+
+    @staticmethod
+    def _pause(conn: Connection) -> None:
+        """The transport went away: hold deliveries until each channel is re-attached."""
+        for att in conn.attachments.values():
+            att.live = False
+
+    def _sweep(self) -> None:
+        now = asyncio.get_running_loop().time()
+        for conn in list(self.connections.values()):
+            if conn.session is None and conn.expires_at is not None and conn.expires_at < now:
+                self._drop_connection(conn)
+
+    def _drop_connection(self, conn: Connection) -> None:
+        self.connections.pop(conn.id, None)
+        self._by_key.pop(conn.key, None)
+        for name in conn.attachments:
+            subs = self._subs.get(name)
+            if subs is not None:
+                subs.pop(conn.id, None)
+        conn.attachments.clear()
+
+    def _connected_frame(self, conn: Connection, error: EmulatorError | None = None) -> dict[str, Any]:
+        frame: dict[str, Any] = {
+            "action": int(Action.CONNECTED),
+            "connectionId": conn.id,
+            "connectionKey": conn.key,
+            "connectionDetails": {
+                "connectionKey": conn.key,
+                "clientId": conn.client_id,
+                "connectionStateTtl": self.connection_state_ttl,
+                "maxIdleInterval": self.max_idle_interval,
+                "maxMessageSize": self.max_message_size,
+                "maxInboundRate": 1000,
+                "maxFrameSize": MAX_WS_FRAME,
+                "serverId": self.server_id,
+            },
+        }
+        if error is not None:
+            frame["error"] = error.to_dict()
+        return frame
+
+    def _authenticate(
+        self, query: dict[str, str], token_override: str | None = None
+    ) -> tuple[Principal, str | None]:
+        requested = query.get("clientId") or None
+        token = token_override or query.get("accessToken") or query.get("access_token")
+        if token:
+            principal = self.authority.by_token(token)
+        elif query.get("key"):
+            principal = self.authority.by_key(query["key"], requested)
+        else:
+            raise EmulatorError("No authentication information provided", 40101, 401)
+        bound = principal.client_id
+        if bound in (None, "*"):
+            return principal, requested if requested != "*" else None
+        if requested is not None and requested != bound:
+            raise EmulatorError(
+                f"Incompatible clientId: the credentials are for {bound!r}, the connection asked for {requested!r}",
+                40102,
+                401,
+            )
+        return principal, bound
+
+    def _open_connection(self, session: WsSession, query: dict[str, str]) -> Connection | None:
+        """Authenticate and send CONNECTED (resuming where asked); ERROR and None on failure."""
+        self._sweep()
+        try:
+            principal, client_id = self._authenticate(query)
+        except EmulatorError as err:
+            session.send({"action": int(Action.ERROR), "error": err.to_dict()})
+            return None
+        echo = query.get("echo", "true").lower() != "false"
+        resume_key = query.get("resume") or query.get("recover")
+        resume_error: EmulatorError | None = None
+        if resume_key:
+            old = self._by_key.get(resume_key)
+            if old is not None and old.client_id == client_id:
+                if old.session is not None:
+                    old.session.close(1000, "superseded by a resumed transport")
+                    old.session.closed = True
+                self._pause(old)
+                old.session = session
+                old.expires_at = None
+                old.principal = principal
+                old.fmt = session.fmt
+                old.echo = echo
+                session.send(self._connected_frame(old))
+                return old
+            resume_error = EmulatorError("Unable to recover connection: connection key not found", 80008, 400)
+        self._conn_counter += 1
+        conn = Connection(
+            f"emu-{self._conn_counter}-{secrets.token_hex(3)}", principal, client_id, session.fmt, echo
+        )
+        conn.session = session
+        self.connections[conn.id] = conn
+        self._by_key[conn.key] = conn
+        session.send(self._connected_frame(conn, resume_error))
+        return conn
+
+    def _on_payload(self, conn: Connection, session: WsSession, payload: bytes, text: bool) -> None:
+        try:
+            frame = decode_frame(payload.decode("utf-8") if text else payload)
+        except (EmulatorError, UnicodeDecodeError) as exc:
+            err = (
+                exc
+                if isinstance(exc, EmulatorError)
+                else EmulatorError("malformed frame: invalid UTF-8", 40000)
+            )
+            log.warning("emulator: %s (connection %s); closing it", err.message, conn.id)
+            session.send({"action": int(Action.ERROR), "error": err.to_dict()})
+            session.close(1000, "protocol error")
+            return
+        try:
+            self._on_frame(conn, session, frame)
+        except EmulatorError as err:
+            log.warning("emulator: %s (connection %s); closing it", err.message, conn.id)
+            session.send({"action": int(Action.ERROR), "error": err.to_dict()})
+            session.close(1000, "protocol error")
+        except Exception as exc:
+            log.exception("emulator: frame handler failed")
+            session.send(
+                {
+                    "action": int(Action.ERROR),
+                    "error": EmulatorError(f"internal error: {exc}", 50000, 500).to_dict(),
+                }
+            )
+            session.close(1011, "internal error")
+
+    def _on_frame(self, conn: Connection, session: WsSession, frame: dict[str, Any]) -> None:
+        action = frame["action"]
+        channel = frame.get("channel")
+        if action == Action.HEARTBEAT:
+            reply: dict[str, Any] = {"action": int(Action.HEARTBEAT)}
+            if frame.get("id") is not None:
+                reply["id"] = frame["id"]
+            session.send(reply)
+        elif action == Action.CLOSE:
+            session.send({"action": int(Action.CLOSED)})
+            session.close(1000, "")
+            self._drop_connection(conn)
+        elif action == Action.DISCONNECT:
+            session.send({"action": int(Action.DISCONNECTED)})
+            session.close(1000, "")
+        elif action == Action.ATTACH:
+            self._on_attach(conn, session, frame)
+        elif action == Action.DETACH:
+            if not isinstance(channel, str) or not channel:
+                raise EmulatorError("DETACH without a channel", 40010, 400)
+            conn.attachments.pop(channel, None)
+            subs = self._subs.get(channel)
+            if subs is not None:
+                subs.pop(conn.id, None)
+            session.send({"action": int(Action.DETACHED), "channel": channel})
+        elif action == Action.MESSAGE:
+            self._on_message(conn, session, frame)
+        elif action in (Action.PRESENCE, Action.ANNOTATION, Action.OBJECT):
+            self._nack_unsupported(conn, session, frame)
+        elif action == Action.AUTH:
+            auth = frame.get("auth") if isinstance(frame.get("auth"), dict) else {}
+            token = auth.get("accessToken") if auth else None
+            try:
+                if not isinstance(token, str) or not token:
+                    raise EmulatorError("AUTH without auth.accessToken", 40101, 401)
+                principal, client_id = self._authenticate({"clientId": conn.client_id or ""}, token)
+                if client_id != conn.client_id and conn.client_id is not None:
+                    raise EmulatorError("Incompatible clientId on re-authentication", 40102, 401)
+            except EmulatorError as err:
+                session.send({"action": int(Action.ERROR), "error": err.to_dict()})
+                session.close(1000, "")
+                return
+            conn.principal = principal
+            session.send(self._connected_frame(conn))
+            self._watch_expiry(conn, session)
+        else:
+            raise EmulatorError(f"unknown or unexpected ProtocolMessage action {action}", 40000, 400)
+
+    def _nack_unsupported(self, conn: Connection, session: WsSession, frame: dict[str, Any]) -> None:
+        serial = frame.get("msgSerial")
+        channel = frame.get("channel")
+        if isinstance(channel, str) and channel and channel not in conn.attachments:
+            err = EmulatorError(f"channel {channel!r} is not attached", 90001, 400)
+        else:
+            err = EmulatorError(
+                f"{Action(frame['action']).name} is not supported by the emulator", 40000, 400
+            )
+        if isinstance(serial, int) and not isinstance(serial, bool):
+            session.send(
+                {"action": int(Action.NACK), "msgSerial": serial, "count": 1, "error": err.to_dict()}
+            )
+        else:
+            session.send({"action": int(Action.ERROR), "channel": channel, "error": err.to_dict()})
+
+    def _on_attach(self, conn: Connection, session: WsSession, frame: dict[str, Any]) -> None:
+        channel = frame.get("channel")
+        if not isinstance(channel, str) or not channel:
+            raise EmulatorError("ATTACH without a channel", 40010, 400)
+        principal = conn.principal
+        try:
+            principal.check_expiry()
+            if not principal.allows_any(channel):
+                raise EmulatorError(
+                    f"Channel denied access based on given capability; channel {channel!r}", 40160, 401
+                )
+        except EmulatorError as err:
+            session.send({"action": int(Action.ERROR), "channel": channel, "error": err.to_dict()})
+            return
+        raw_flags = frame.get("flags")
+        flags = raw_flags if isinstance(raw_flags, int) else 0
+        requested = flags & MODE_MASK or int(DEFAULT_MODES)
+        granted = 0
+        if principal.allows(channel, "publish"):
+            granted |= Flag.PUBLISH
+        if principal.allows(channel, "subscribe"):
+            granted |= Flag.SUBSCRIBE
+        if principal.allows(channel, "presence"):
+            granted |= Flag.PRESENCE
+        if principal.allows(channel, "subscribe") or principal.allows(channel, "presence"):
+            granted |= Flag.PRESENCE_SUBSCRIBE
+        if principal.allows(channel, "annotation-publish"):
+            granted |= Flag.ANNOTATION_PUBLISH
+        if principal.allows(channel, "annotation-subscribe") or principal.allows(channel, "subscribe"):
+            granted |= Flag.ANNOTATION_SUBSCRIBE
+        modes = requested & granted
+        log_ = self.store.channel(channel)
+        att = conn.attachments.get(channel)
+        continuing = att is not None and att.live
+        if att is None:
+            att = conn.attachments[channel] = Attachment(channel)
+        att.modes = modes
+        att.subscribe = bool(modes & Flag.SUBSCRIBE)
+        self._subs.setdefault(channel, {})[conn.id] = att
+
+        raw_params = frame.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
+        honoured: dict[str, str] = {}
+        backlog: list[tuple[Event | None, dict[str, Any]]] = []
+        channel_serial = frame.get("channelSerial")
+        if continuing:
+            pass  # nothing was lost on this transport: frames after channelSerial are in flight
+        elif isinstance(channel_serial, str) and channel_serial:
+            if att.base is None or channel_serial > att.base:
+                att.base = channel_serial
+            for ev in log_.events_after(channel_serial):
+                seen = att.has_seen(ev.message_serial)
+                att.seen.add(ev.message_serial)
+                backlog.append((ev, ev.live if seen else ev.aggregate))
+        elif params.get("rewind") not in (None, ""):
+            rewind = str(params["rewind"])
+            honoured["rewind"] = rewind
+            for agg in self._rewind(channel, rewind):
+                att.seen.add(agg["serial"])
+                backlog.append((None, agg))
+        reply: dict[str, Any] = {
+            "action": int(Action.ATTACHED),
+            "channel": channel,
+            "channelSerial": log_.latest_serial,
+            "flags": int(modes | (Flag.HAS_BACKLOG if backlog else 0) | (Flag.RESUMED if continuing else 0)),
+        }
+        att.live = True
+        if honoured:
+            reply["params"] = honoured
+        session.send(reply)
+        if not att.subscribe:
+            return
+        for event, msg in backlog:
+            session.send(
+                {
+                    "action": int(Action.MESSAGE),
+                    "channel": channel,
+                    # a replayed event carries its own serial; rewound aggregates are as of the
+                    # attach point, so they carry the ATTACHED channelSerial
+                    "channelSerial": event.serial if event is not None else reply["channelSerial"],
+                    "timestamp": msg.get("timestamp", now_ms()),
+                    "messages": [render_message(msg, conn.fmt)],
+                }
+            )
+
+    def _rewind(self, channel: str, rewind: str) -> list[dict[str, Any]]:
+        items = self.store.history(channel)
+        try:
+            if rewind[-1:] in ("s", "m"):
+                span = int(rewind[:-1]) * (1000 if rewind[-1] == "s" else 60_000)
+                cutoff = now_ms() - span
+                return [m for m in items if m.get("timestamp", 0) >= cutoff][-100:]
+            count = int(rewind)
+        except ValueError:
+            return []
+        return items[-count:] if count > 0 else []
+
+    def _on_message(self, conn: Connection, session: WsSession, frame: dict[str, Any]) -> None:
+        msg_serial = frame.get("msgSerial")
+        if isinstance(msg_serial, bool) or not isinstance(msg_serial, int):
+            raise EmulatorError("MESSAGE without an integer msgSerial", 40000, 400)
+        channel = frame.get("channel")
+        messages = frame.get("messages")
+        try:
+            if not isinstance(channel, str) or not channel:
+                raise EmulatorError("MESSAGE without a channel", 40010, 400)
+            if not isinstance(messages, list):
+                raise EmulatorError("MESSAGE without a messages array", 40000, 400)
+            events = self._accept(
+                conn.principal,
+                conn.client_id,
+                channel,
+                messages,
+                session.fmt,
+                connection_id=conn.id,
+                id_prefix=f"{conn.id}:{msg_serial}",
+            )
+        except EmulatorError as err:
+            session.send(
+                {"action": int(Action.NACK), "msgSerial": msg_serial, "count": 1, "error": err.to_dict()}
+            )
+            return
+        ack = {
+            "action": int(Action.ACK),
+            "msgSerial": msg_serial,
+            "count": 1,
+            "res": [{"serials": [ev.serial for ev in events]}],
+        }
+        if not self.echo_before_ack:
+            session.send(ack)
+        self._fan_out(
+            channel, events, publisher=conn, frame_id=f"{conn.id}:{msg_serial}", connection_id=conn.id
+        )
+        if self.echo_before_ack:
+            session.send(ack)
+
+    # -- introspection -----------------------------------------------------------------------
+
+    def drop_transports(self, connection_id: str | None = None, *, forget: bool = False) -> int:
+        """Abruptly cut live websockets (all, or one connection's); return how many were cut.
+
+        The connections stay resumable for ``connection_state_ttl``: an SDK reconnects with
+        ``resume`` and re-attaches with its last ``channelSerial``, and the emulator replays every
+        event it missed. ``forget=True`` also discards the connection state, so the resume fails
+        (CONNECTED with error 80008 and a new connectionId) and only the ``channelSerial``
+        re-attach restores continuity. Call on the emulator's loop (or through
+        :meth:`EmulatorThread.call`).
+        """
+        n = 0
+        for conn in list(self.connections.values()):
+            if conn.session is None or (connection_id is not None and conn.id != connection_id):
+                continue
+            session = conn.session
+            session.closed = True
+            with contextlib.suppress(Exception):
+                session.writer.transport.abort()
+            if forget:
+                self._drop_connection(conn)
+            n += 1
+        return n
+
+

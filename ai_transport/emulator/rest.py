@@ -1,0 +1,287 @@
+"""The REST side of the emulator: HTTP requests routed to Ably's REST endpoints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import urllib.parse
+from typing import TYPE_CHECKING, Any
+
+from .auth import Principal
+from .core import MAX_BODY, EmulatorCore, log
+from .http_io import (
+    _REASONS,
+    MSGPACK,
+    HttpRequest,
+    HttpResponse,
+    _encode_body,
+    _error_response,
+    _int_param,
+    _page,
+    _wants_msgpack,
+)
+from .protocol import (
+    EmulatorError,
+    Flag,
+    MessageAction,
+    loads_json,
+    loads_msgpack,
+    render_message,
+)
+from .store import Event, now_ms
+
+__all__ = ["RestHandlers"]
+
+class RestHandlers(EmulatorCore):
+    """Ably REST over HTTP/1.1 (publish, history, messages, time, token requests, channel status)."""
+
+    if TYPE_CHECKING:
+
+        async def _serve_websocket(
+            self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+        ) -> None: ...
+
+    async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while True:
+            try:
+                head = await reader.readuntil(b"\r\n\r\n")
+            except asyncio.IncompleteReadError:
+                return
+            except asyncio.LimitOverrunError:
+                writer.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n")
+                return
+            try:
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _version = lines[0].split(" ", 2)
+                headers: dict[str, str] = {}
+                for line in lines[1:]:
+                    if not line:
+                        continue
+                    name, _, value = line.partition(":")
+                    headers[name.strip().lower()] = value.strip()
+            except ValueError:
+                writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+                return
+            if "websocket" in headers.get("upgrade", "").lower():
+                await self._serve_websocket(head, reader, writer)
+                return
+            try:
+                body = await self._read_body(headers, reader)
+            except ValueError:
+                writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
+                return
+            if body is None:
+                writer.write(
+                    b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
+                )
+                return
+            req = HttpRequest(method.upper(), target, headers, body)
+            try:
+                resp = self._handle_rest(req)
+            except EmulatorError as err:
+                resp = _error_response(err)
+            except Exception as exc:
+                log.exception("emulator: REST handler failed")
+                resp = _error_response(EmulatorError(f"internal error: {exc}", 50000, 500))
+            keep_alive = headers.get("connection", "").lower() != "close"
+            self._write_response(writer, req, resp, keep_alive)
+            await writer.drain()
+            if not keep_alive:
+                return
+
+    async def _read_body(self, headers: dict[str, str], reader: asyncio.StreamReader) -> bytes | None:
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            parts: list[bytes] = []
+            total = 0
+            while True:
+                size_line = await reader.readuntil(b"\r\n")
+                size = int(size_line.split(b";")[0].strip() or b"0", 16)
+                if size == 0:
+                    # trailers until an empty line
+                    while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                        pass
+                    return b"".join(parts)
+                total += size
+                if total > MAX_BODY:
+                    return None
+                parts.append(await reader.readexactly(size))
+                await reader.readexactly(2)
+        length = int(headers.get("content-length", "0") or 0)
+        if length > MAX_BODY:
+            return None
+        return await reader.readexactly(length) if length else b""
+
+    @staticmethod
+    def _write_response(
+        writer: asyncio.StreamWriter, req: HttpRequest, resp: HttpResponse, keep_alive: bool
+    ) -> None:
+        head = [f"HTTP/1.1 {resp.status} {_REASONS.get(resp.status, 'Status')}"]
+        hdrs = {
+            "Content-Type": resp.content_type,
+            "Content-Length": str(len(resp.body)),
+            "Connection": "keep-alive" if keep_alive else "close",
+            "Access-Control-Allow-Origin": "*",
+            "Access-Control-Expose-Headers": "Link, X-Ably-Errorcode, X-Ably-Errormessage",
+        }
+        hdrs.update(resp.headers)
+        head.extend(f"{k}: {v}" for k, v in hdrs.items())
+        writer.write(
+            ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (b"" if req.method == "HEAD" else resp.body)
+        )
+
+    # -- REST --------------------------------------------------------------------------------
+
+    def _decode_request_body(self, req: HttpRequest) -> Any:
+        if not req.body:
+            return None
+        ctype = req.headers.get("content-type", "").lower()
+        try:
+            if ctype.startswith(MSGPACK):
+                return loads_msgpack(req.body)
+            return loads_json(req.body)
+        except Exception:
+            raise EmulatorError("request body could not be decoded", 40000, 400) from None
+
+    def _rest_auth(self, req: HttpRequest) -> Principal:
+        auth = req.headers.get("authorization")
+        if not auth:
+            q = req.query
+            if q.get("key"):
+                return self.authority.by_key(q["key"])
+            token = q.get("access_token") or q.get("accessToken")
+            if token:
+                return self.authority.by_token(token)
+        return self.authority.from_header(auth, req.headers.get("x-ably-clientid"))
+
+    def _handle_rest(self, req: HttpRequest) -> HttpResponse:
+        segments = [urllib.parse.unquote_plus(s) for s in req.path.split("/") if s != ""]
+        out_msgpack = _wants_msgpack(req)
+        fmt = "msgpack" if out_msgpack else "json"
+
+        def reply(value: Any, status: int = 200, headers: dict[str, str] | None = None) -> HttpResponse:
+            body, ctype = _encode_body(value, out_msgpack)
+            return HttpResponse(status, body, ctype, headers or {})
+
+        if req.method == "OPTIONS":
+            # CORS preflight for browser clients: "*" does not cover Authorization, so echo the ask
+            asked = req.headers.get("access-control-request-headers")
+            return HttpResponse(
+                204,
+                headers={
+                    "Access-Control-Allow-Methods": "GET, POST, PATCH, PUT, DELETE, OPTIONS",
+                    "Access-Control-Allow-Headers": asked
+                    or "Authorization, Content-Type, Accept, X-Ably-Version, Ably-Agent, X-Ably-ClientId",
+                    "Access-Control-Max-Age": "600",
+                },
+            )
+        if not segments or segments == ["is-the-internet-up.txt"]:
+            return HttpResponse(200, b"yes", "text/plain")
+        if segments == ["time"] and req.method in ("GET", "HEAD"):
+            return reply([now_ms()])
+        if (
+            len(segments) == 3
+            and segments[0] == "keys"
+            and segments[2] == "requestToken"
+            and req.method == "POST"
+        ):
+            details = self.authority.request_token(
+                segments[1], self._decode_request_body(req), req.headers.get("authorization")
+            )
+            return reply(details)
+        if segments[0] != "channels" or len(segments) < 2:
+            raise EmulatorError(f"no route for {req.method} {req.path}", 40400, 404)
+
+        principal = self._rest_auth(req)
+        channel = segments[1]
+        rest = segments[2:]
+        query = req.query
+
+        if not rest and req.method in ("GET", "HEAD"):
+            return reply(self._channel_details(channel))
+        if rest == ["messages"] and req.method in ("GET", "HEAD"):
+            principal.check(channel, "history")
+            until = query.get("from_serial") or query.get("fromSerial") or None
+            items = self.store.history(
+                channel, start=_int_param(query, "start"), end=_int_param(query, "end"), until_serial=until
+            )
+            page, link = _page(items, query, "serial", "messages")
+            return reply([render_message(m, fmt) for m in page], headers={"Link": link})
+        if rest == ["messages"] and req.method == "POST":
+            body = self._decode_request_body(req)
+            messages = body if isinstance(body, list) else [body]
+            serials = self._rest_publish(principal, channel, messages, self._body_format(req))
+            return reply({"serials": serials}, 201)
+        if len(rest) == 2 and rest[0] == "messages" and req.method in ("GET", "HEAD"):
+            principal.check(channel, "history")
+            return reply(render_message(self.store.get(channel, rest[1]), fmt))
+        if len(rest) == 2 and rest[0] == "messages" and req.method in ("PATCH", "PUT", "POST"):
+            body = self._decode_request_body(req)
+            if not isinstance(body, dict):
+                raise EmulatorError("the request body must be a message object", 40000, 400)
+            action = body.get("action")
+            if action not in (MessageAction.UPDATE, MessageAction.DELETE, MessageAction.APPEND):
+                raise EmulatorError("action must be 1 (update), 2 (delete) or 5 (append)", 40003, 400)
+            body["serial"] = rest[1]
+            events = self._rest_mutate(principal, channel, body, self._body_format(req))
+            return reply({"versionSerial": events[0].serial})
+        if (
+            len(rest) == 3
+            and rest[0] == "messages"
+            and rest[2] == "versions"
+            and req.method in ("GET", "HEAD")
+        ):
+            principal.check(channel, "history")
+            versions = self.store.versions(channel, rest[1])
+            page, link = _page(versions, query, "version", "versions")
+            return reply([render_message(m, fmt) for m in page], headers={"Link": link})
+        raise EmulatorError(f"no route for {req.method} {req.path}", 40400, 404)
+
+    @staticmethod
+    def _body_format(req: HttpRequest) -> str:
+        return "msgpack" if req.headers.get("content-type", "").lower().startswith(MSGPACK) else "json"
+
+    def _channel_details(self, channel: str) -> dict[str, Any]:
+        subs = self._subs.get(channel, {})
+        n = len(subs)
+        return {
+            "channelId": channel,
+            "name": channel,
+            "status": {
+                "isActive": n > 0,
+                "occupancy": {
+                    "metrics": {
+                        "connections": n,
+                        "publishers": sum(1 for a in subs.values() if a.modes & Flag.PUBLISH),
+                        "subscribers": sum(1 for a in subs.values() if a.subscribe),
+                        "presenceConnections": 0,
+                        "presenceMembers": 0,
+                        "presenceSubscribers": 0,
+                    }
+                },
+            },
+        }
+
+    def _rest_publish(self, principal: Principal, channel: str, messages: list[Any], fmt: str) -> list[str]:
+        self._rest_counter += 1
+        events = self._accept(
+            principal,
+            principal.client_id,
+            channel,
+            messages,
+            fmt,
+            connection_id=None,
+            id_prefix=f"rest{self._rest_counter}-{secrets.token_hex(4)}",
+        )
+        self._fan_out(channel, events, publisher=None, frame_id=None, connection_id=None)
+        return [e.serial for e in events]
+
+    def _rest_mutate(
+        self, principal: Principal, channel: str, message: dict[str, Any], fmt: str
+    ) -> list[Event]:
+        events = self._accept(
+            principal, principal.client_id, channel, [message], fmt, connection_id=None, id_prefix=""
+        )
+        self._fan_out(channel, events, publisher=None, frame_id=None, connection_id=None)
+        return events
+
