@@ -200,7 +200,8 @@ async def test_presence_on_unattached_channel_is_nacked(emulator: Emulator) -> N
         await attach(c, ch)
         await c.send({"action": 14, "channel": ch, "msgSerial": 1, "presence": [{"action": 2}]})
         nack = await c.recv()
-        assert nack["action"] == 2 and nack["error"]["code"] == 40000
+        # attached, but an anonymous connection must name the member's clientId
+        assert nack["action"] == 2 and nack["error"]["code"] == 40012
 
 
 async def test_publish_without_attach_is_accepted_like_ably(emulator: Emulator) -> None:

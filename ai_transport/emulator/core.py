@@ -9,6 +9,7 @@ from typing import Any
 
 from .auth import DEFAULT_KEY, Authority, Principal
 from .connection import Attachment, Connection
+from .presence_store import PresenceStore
 from .protocol import (
     Action,
     EmulatorError,
@@ -42,6 +43,7 @@ class EmulatorCore:
         max_message_size: int = 65536,
         max_idle_interval: int = 0,
         connection_state_ttl: int = 120_000,
+        remain_present_for: int = 15_000,
         echo_before_ack: bool = False,
         server_id: str = "ai-transport-emulator",
     ) -> None:
@@ -55,6 +57,10 @@ class EmulatorCore:
         self.max_idle_interval = max_idle_interval
         self.connection_state_ttl = connection_state_ttl
         self.echo_before_ack = echo_before_ack
+        self.remain_present_for = remain_present_for
+        self.presence = PresenceStore()
+        self._presence_timers: dict[str, asyncio.TimerHandle] = {}
+        self._remain_for: dict[str, int] = {}
         self.server_id = server_id
         self.connections: dict[str, Connection] = {}
         self._by_key: dict[str, Connection] = {}

@@ -16,7 +16,8 @@ from websockets.server import ServerProtocol
 
 from .auth import Principal
 from .connection import Attachment, Connection, WsSession
-from .core import MAX_WS_FRAME, EmulatorCore, log
+from .core import MAX_WS_FRAME, log
+from .presence import PresenceHandlers
 from .protocol import (
     DEFAULT_MODES,
     MODE_MASK,
@@ -30,7 +31,7 @@ from .store import Event, now_ms
 
 __all__ = ["RealtimeHandlers"]
 
-class RealtimeHandlers(EmulatorCore):
+class RealtimeHandlers(PresenceHandlers):
     """The realtime side: websocket connections, the protocol's frames, attach / publish / detach."""
 
     # -- websocket ---------------------------------------------------------------------------
@@ -65,6 +66,7 @@ class RealtimeHandlers(EmulatorCore):
                 await writer.drain()
                 await self._drain_close(session, reader)
                 return
+            self._presence_connected(conn, query)
             if self.max_idle_interval > 0:
                 heartbeat = asyncio.create_task(self._heartbeat(session))
             self._watch_expiry(conn, session)
@@ -79,6 +81,7 @@ class RealtimeHandlers(EmulatorCore):
                 conn.session = None
                 self._pause(conn)
                 conn.expires_at = asyncio.get_running_loop().time() + self.connection_state_ttl / 1000
+                self._presence_transport_lost(conn)
 
     def _watch_expiry(self, conn: Connection, session: WsSession) -> None:
         """When the connection's token expires, send DISCONNECTED 40142 (the SDK renews and resumes)."""
@@ -164,6 +167,7 @@ class RealtimeHandlers(EmulatorCore):
                 self._drop_connection(conn)
 
     def _drop_connection(self, conn: Connection) -> None:
+        self._presence_leave_connection(conn)
         self.connections.pop(conn.id, None)
         self._by_key.pop(conn.key, None)
         for name in conn.attachments:
@@ -300,13 +304,18 @@ class RealtimeHandlers(EmulatorCore):
             if not isinstance(channel, str) or not channel:
                 raise EmulatorError("DETACH without a channel", 40010, 400)
             conn.attachments.pop(channel, None)
+            self._presence_leave_connection(conn, channel)
             subs = self._subs.get(channel)
             if subs is not None:
                 subs.pop(conn.id, None)
             session.send({"action": int(Action.DETACHED), "channel": channel})
         elif action == Action.MESSAGE:
             self._on_message(conn, session, frame)
-        elif action in (Action.PRESENCE, Action.ANNOTATION, Action.OBJECT):
+        elif action == Action.PRESENCE:
+            self._on_presence(conn, session, frame)
+        elif action == Action.SYNC:
+            self._on_sync_request(conn, session, frame)
+        elif action in (Action.ANNOTATION, Action.OBJECT):
             self._nack_unsupported(conn, session, frame)
         elif action == Action.AUTH:
             auth = frame.get("auth") if isinstance(frame.get("auth"), dict) else {}
@@ -403,16 +412,24 @@ class RealtimeHandlers(EmulatorCore):
             for agg in self._rewind(channel, rewind):
                 att.seen.add(agg["serial"])
                 backlog.append((None, agg))
+        has_presence = self._presence_attached(conn, channel, modes, continuing)
         reply: dict[str, Any] = {
             "action": int(Action.ATTACHED),
             "channel": channel,
             "channelSerial": log_.latest_serial,
-            "flags": int(modes | (Flag.HAS_BACKLOG if backlog else 0) | (Flag.RESUMED if continuing else 0)),
+            "flags": int(
+                modes
+                | (Flag.HAS_BACKLOG if backlog else 0)
+                | (Flag.RESUMED if continuing else 0)
+                | (Flag.HAS_PRESENCE if has_presence else 0)
+            ),
         }
         att.live = True
         if honoured:
             reply["params"] = honoured
         session.send(reply)
+        if has_presence:
+            self._presence_sync(conn, session, channel)
         if not att.subscribe:
             return
         for event, msg in backlog:

@@ -9,7 +9,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from .auth import Principal
-from .core import MAX_BODY, EmulatorCore, log
+from .core import MAX_BODY, log
 from .http_io import (
     _REASONS,
     MSGPACK,
@@ -21,6 +21,7 @@ from .http_io import (
     _page,
     _wants_msgpack,
 )
+from .presence import PresenceHandlers
 from .protocol import (
     EmulatorError,
     Flag,
@@ -33,7 +34,7 @@ from .store import Event, now_ms
 
 __all__ = ["RestHandlers"]
 
-class RestHandlers(EmulatorCore):
+class RestHandlers(PresenceHandlers):
     """Ably REST over HTTP/1.1 (publish, history, messages, time, token requests, channel status)."""
 
     if TYPE_CHECKING:
@@ -199,6 +200,10 @@ class RestHandlers(EmulatorCore):
 
         if not rest and req.method in ("GET", "HEAD"):
             return reply(self._channel_details(channel))
+        if rest[:1] == ["presence"] and req.method in ("GET", "HEAD"):
+            found = self._rest_presence(principal, channel, rest, query, fmt)
+            if found is not None:
+                return reply(found[0], headers={"Link": found[1]})
         if rest == ["messages"] and req.method in ("GET", "HEAD"):
             principal.check(channel, "history")
             until = query.get("from_serial") or query.get("fromSerial") or None
@@ -254,9 +259,7 @@ class RestHandlers(EmulatorCore):
                         "connections": n,
                         "publishers": sum(1 for a in subs.values() if a.modes & Flag.PUBLISH),
                         "subscribers": sum(1 for a in subs.values() if a.subscribe),
-                        "presenceConnections": 0,
-                        "presenceMembers": 0,
-                        "presenceSubscribers": 0,
+                        **self._presence_occupancy(channel),
                     }
                 },
             },

@@ -32,6 +32,7 @@ class Emulator(RestHandlers, RealtimeHandlers):
     default :data:`~ai_transport.emulator.auth.DEFAULT_KEY`), ``strict_tokens`` (refuse tokens
     the emulator did not issue), ``max_message_size`` (65536), ``max_idle_interval`` (ms; 0 =
     no server heartbeats), ``connection_state_ttl`` (ms a dropped connection stays resumable),
+    ``remain_present_for`` (ms a dropped connection's presence members stay; 15000),
     ``echo_before_ack`` (deliver a publish to subscribers, the publisher's echo included, before
     its ACK; default False: ACK first — real Ably does either, so consumers must handle both).
     """

@@ -1,0 +1,269 @@
+"""Presence in the emulator: the unmodified ably-python SDK (realtime + REST) and raw frames."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import pytest
+from ably.types.presence import PresenceAction
+from ably.util.exceptions import AblyException
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support_emulator import (  # noqa: F401
+    Inbox,
+    RawClient,
+    emulator,
+    realtime_client,
+    rest_client,
+    unique_channel,
+)
+
+from ai_transport.emulator import Emulator
+from ai_transport.emulator.presence_store import PresenceStore, newer_than
+
+pytestmark = pytest.mark.timeout(60)
+
+PRESENCE, SYNC, ATTACH, ATTACHED, ACK, NACK, DETACH = 14, 16, 10, 11, 1, 2, 12
+HAS_PRESENCE = 1
+
+
+def _ids(members: list[Any]) -> list[str]:
+    return sorted(m.client_id for m in members)
+
+
+async def test_enter_get_subscribe_update_leave_with_the_sdk(emulator: Emulator) -> None:
+    name = unique_channel("presence")
+    async with realtime_client(emulator, client_id="agent") as agent, realtime_client(
+        emulator, client_id="watcher"
+    ) as watcher:
+        wch = watcher.channels.get(name)
+        inbox = Inbox()
+        await wch.presence.subscribe(inbox.push)
+        ach = agent.channels.get(name)
+        await ach.attach()
+        await ach.presence.enter({"status": "online"})
+        entered = await inbox.next()
+        assert entered.action == PresenceAction.ENTER
+        assert entered.client_id == "agent"
+        assert entered.data == {"status": "online"}
+        agent_conn = agent.connection.connection_manager.connection_id
+        assert entered.connection_id == agent_conn
+        assert entered.id.startswith(f"{agent_conn}:")
+        await ach.presence.update("busy")
+        updated = await inbox.next()
+        assert (updated.action, updated.data) == (PresenceAction.UPDATE, "busy")
+        members = await wch.presence.get()
+        assert _ids(members) == ["agent"] and members[0].data == "busy"
+        await ach.presence.leave()
+        left = await inbox.next()
+        assert left.action == PresenceAction.LEAVE and left.client_id == "agent"
+        assert left.data == "busy"  # a leave without data carries the member's last data
+        assert await wch.presence.get() == []
+        await inbox.quiet()
+
+
+async def test_late_attach_gets_the_set_by_sync(emulator: Emulator) -> None:
+    name = unique_channel("presence")
+    async with realtime_client(emulator) as a:
+        ch = a.channels.get(name)
+        await ch.attach()
+        for cid in ("x", "y", "z"):
+            await ch.presence.enter_client(cid, cid.upper())
+        async with realtime_client(emulator, client_id="late") as late:
+            members = await late.channels.get(name).presence.get()
+            assert _ids(members) == ["x", "y", "z"]
+            assert {m.client_id: m.data for m in members} == {"x": "X", "y": "Y", "z": "Z"}
+            assert all(m.action == PresenceAction.PRESENT for m in members)
+
+
+async def test_a_transport_drop_the_sdk_resumes_from_keeps_the_member() -> None:
+    async with Emulator(port=0, remain_present_for=300) as emu:
+        name = unique_channel("presence")
+        async with realtime_client(emu, client_id="agent") as agent, realtime_client(
+            emu, client_id="watcher"
+        ) as watcher:
+            wch = watcher.channels.get(name)
+            inbox = Inbox()
+            await wch.presence.subscribe(inbox.push)
+            ach = agent.channels.get(name)
+            await ach.attach()
+            await ach.presence.enter("on")
+            assert (await inbox.next()).action == PresenceAction.ENTER
+            conn_id = agent.connection.connection_manager.connection_id
+            assert emu.drop_transports(conn_id) == 1
+            # the SDK resumes and re-enters with the member's own id: no leave, no event at all
+            await inbox.quiet(1.0)
+            assert _ids(await wch.presence.get()) == ["agent"]
+            assert agent.connection.connection_manager.connection_id == conn_id
+
+
+async def test_leave_after_grace_when_a_connection_vanishes() -> None:
+    grace = 500
+    async with Emulator(port=0, remain_present_for=grace) as emu:
+        name = unique_channel("presence")
+        async with realtime_client(emu, client_id="watcher") as watcher:
+            wch = watcher.channels.get(name)
+            inbox = Inbox()
+            await wch.presence.subscribe(inbox.push)
+            async with RawClient.connect(emu.port, query="accessToken=raw&v=6&clientId=worker") as worker:
+                await worker.send({"action": ATTACH, "channel": name})
+                await worker.recv_action(ATTACHED)
+                presence = [{"action": 2, "data": "w"}]
+                await worker.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": presence})
+                await worker.recv_action(ACK)
+                conn_id = worker.connected["connectionId"]
+                assert (await inbox.next()).action == PresenceAction.ENTER
+                gone_at = int(time.time() * 1000)
+            left = await inbox.next(10)
+            assert (left.action, left.client_id, left.connection_id) == (PresenceAction.LEAVE, "worker", conn_id)
+            assert left.data == "w" and left.is_synthesized()
+            assert left.timestamp.timestamp() * 1000 >= gone_at + grace - 1
+            assert await wch.presence.get() == []
+
+
+async def test_close_and_detach_leave_at_once(emulator: Emulator) -> None:
+    name = unique_channel("presence")
+    async with realtime_client(emulator, client_id="watcher") as watcher:
+        wch = watcher.channels.get(name)
+        inbox = Inbox()
+        await wch.presence.subscribe(inbox.push)
+        async with realtime_client(emulator, client_id="a") as a:
+            ch = a.channels.get(name)
+            await ch.attach()
+            await ch.presence.enter()
+            assert (await inbox.next()).action == PresenceAction.ENTER
+            await ch.detach()
+            assert (await inbox.next()).action == PresenceAction.LEAVE
+            await ch.attach()
+            await ch.presence.enter()
+            assert (await inbox.next()).action == PresenceAction.ENTER
+        left = await inbox.next()
+        assert (left.action, left.client_id) == (PresenceAction.LEAVE, "a")
+
+
+async def test_rest_get_and_history(emulator: Emulator) -> None:
+    name = unique_channel("presence")
+    async with realtime_client(emulator) as a:
+        ch = a.channels.get(name)
+        await ch.attach()
+        for i in range(5):
+            await ch.presence.enter_client(f"c{i}", str(i))
+        await ch.presence.leave_client("c0")
+        async with rest_client(emulator) as rest:
+            rch = rest.channels.get(name)
+            page = await rch.presence.get()
+            assert _ids(page.items) == ["c1", "c2", "c3", "c4"]
+            assert all(m.action == PresenceAction.PRESENT for m in page.items)
+            small = await rch.presence.get(limit=3)
+            assert len(small.items) == 3 and small.has_next()
+            rest_of = await small.next()
+            assert len(rest_of.items) == 1
+            hist = await rch.presence.history()
+            assert [m.action for m in hist.items][:1] == [PresenceAction.LEAVE]  # newest first
+            assert len(hist.items) == 6
+            fwd = await rch.presence.history(direction="forwards", limit=2)
+            assert [m.client_id for m in fwd.items] == ["c0", "c1"]
+            details = await rest.request("GET", f"/channels/{name}", "3")
+            metrics = details.items[0]["status"]["occupancy"]["metrics"]
+            assert (metrics["presenceMembers"], metrics["presenceConnections"]) == (4, 1)
+
+
+async def test_capability_mode_and_client_id_rules(emulator: Emulator) -> None:
+    name = unique_channel("presence")
+    token = emulator.authority.issue(
+        emulator.key.split(":")[0], capability={name: ["subscribe", "publish"]}, client_id="nopres"
+    )["token"]
+    async with RawClient.connect(emulator.port, query=f"accessToken={token}&v=6") as c:
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": [{"action": 2}]})
+        assert (await c.recv_action(NACK))["error"]["code"] == 90001  # not attached
+        await c.send({"action": ATTACH, "channel": name})
+        await c.recv_action(ATTACHED)
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 1, "presence": [{"action": 2}]})
+        assert (await c.recv_action(NACK))["error"]["code"] == 40160  # no presence capability
+    async with RawClient.connect(emulator.port, query="accessToken=raw&v=6&clientId=me") as c:
+        # attached without the PRESENCE mode (subscribe only)
+        await c.send({"action": ATTACH, "channel": name, "flags": 1 << 18})
+        await c.recv_action(ATTACHED)
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": [{"action": 2}]})
+        assert (await c.recv_action(NACK))["error"]["code"] == 40160
+        await c.send({"action": ATTACH, "channel": name})
+        await c.recv_action(ATTACHED)
+        bad = [{"action": 2, "clientId": "someone-else"}]
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 1, "presence": bad})
+        assert (await c.recv_action(NACK))["error"]["code"] == 40012
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 2, "presence": [{"action": 1}]})
+        assert (await c.recv_action(NACK))["error"]["code"] == 40000
+    async with RawClient.connect(emulator.port) as anon:  # no clientId: must name one
+        await anon.send({"action": ATTACH, "channel": name})
+        await anon.recv_action(ATTACHED)
+        await anon.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": [{"action": 2}]})
+        assert (await anon.recv_action(NACK))["error"]["code"] == 40012
+    async with realtime_client(emulator, client_id="sdk") as sdk:
+        ch = sdk.channels.get(name)
+        await ch.attach()
+        with pytest.raises(AblyException):
+            await ch.presence.enter_client("other")
+
+
+async def test_raw_frames_ids_sync_and_enter_as_update(emulator: Emulator) -> None:
+    name = unique_channel("presence")
+    async with RawClient.connect(emulator.port, query="accessToken=raw&v=6&clientId=me") as c:
+        conn_id = c.connected["connectionId"]
+        await c.send({"action": ATTACH, "channel": name})
+        attached = await c.recv_action(ATTACHED)
+        assert not attached["flags"] & HAS_PRESENCE
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": [{"action": 2, "data": "a"}]})
+        assert (await c.recv_action(ACK))["msgSerial"] == 0
+        frame = await c.recv_action(PRESENCE)
+        (msg,) = frame["presence"]
+        assert msg["id"] == f"{conn_id}:0:0" and msg["action"] == 2 and msg["connectionId"] == conn_id
+        # entering again is an update; re-entering with the member's own id changes nothing
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 1, "presence": [{"action": 2, "data": "b"}]})
+        await c.recv_action(ACK)
+        assert (await c.recv_action(PRESENCE))["presence"][0]["action"] == 4
+        same = [{"action": 2, "data": "b", "id": f"{conn_id}:1:0"}]
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 2, "presence": same})
+        await c.recv_action(ACK)
+        # a client-requested SYNC gets the whole set as PRESENT, one page ending the sync
+        await c.send({"action": SYNC, "channel": name})
+        sync = await c.recv_action(SYNC)
+        assert sync["channelSerial"].endswith(":")
+        assert [(m["clientId"], m["action"], m["data"]) for m in sync["presence"]] == [("me", 1, "b")]
+        async with RawClient.connect(emulator.port) as other:
+            await other.send({"action": ATTACH, "channel": name})
+            attached = await other.recv_action(ATTACHED)
+            assert attached["flags"] & HAS_PRESENCE
+            sync = await other.recv_action(SYNC)
+            assert [m["id"] for m in sync["presence"]] == [f"{conn_id}:1:0"]
+        await c.send({"action": DETACH, "channel": name})
+
+
+_member_ids = st.tuples(st.integers(0, 5), st.integers(0, 3))
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(_member_ids, st.sampled_from([2, 3, 4])), max_size=20))
+def test_store_member_set_follows_the_last_operation(ops: list[tuple[tuple[int, int], int]]) -> None:
+    store = PresenceStore()
+    expected: dict[str, int] = {}
+    for n, ((member, _), action) in enumerate(ops):
+        cid = f"m{member}"
+        out = store.apply("ch", {"id": f"c:{n}:0", "action": action, "clientId": cid, "connectionId": "c"})
+        if action == 3:
+            assert (out is not None) == (cid in expected)
+            expected.pop(cid, None)
+        else:
+            assert out is not None and out["action"] == (4 if cid in expected else 2)
+            expected[cid] = n
+    assert {m["clientId"]: int(m["id"].split(":")[1]) for m in store.members("ch")} == expected
+    assert all(m["action"] == 1 for m in store.present("ch"))
+
+
+@given(_member_ids, _member_ids, st.integers(0, 10), st.integers(0, 10))
+def test_newness_by_id_then_timestamp_when_synthesized(a: Any, b: Any, ta: int, tb: int) -> None:
+    x = {"id": f"c:{a[0]}:{a[1]}", "connectionId": "c", "timestamp": ta}
+    y = {"id": f"c:{b[0]}:{b[1]}", "connectionId": "c", "timestamp": tb}
+    assert newer_than(x, y) == (a > b)
+    synthetic = dict(x, id=f"synthetic:{a[0]}:{a[1]}")
+    assert newer_than(synthetic, y) == (ta >= tb)
