@@ -46,11 +46,12 @@ forged or untrusted input cannot wake a run (``start()`` raises 104010 after its
 
 Differences from 0.8.0: ``start()`` itself pages history until it finds the trigger (0.8.0 needs the
 app to ``loadOlder`` first); ``pipe``/``send``/``start``/``suspend``/``end`` return once the channel
-has echoed what they published, so :attr:`AgentRun.view` already shows it. Not ported: steering
-(``onSteer``, ``hasInput``), ``adoptRun``/``load`` (durable turns), step retry attempts (a step
-after a failed one gets a new id; 0.8.0 re-attempts the failed id), and re-materialising after a loss of
-channel continuity (the Channel protocol has no resumed/not-resumed signal; the emulator and Ably
-replay from the last ``channelSerial``).
+has echoed what they published, so :attr:`AgentRun.view` already shows it. Steps follow 0.8.0:
+``create_step(step_id=...)`` with an explicit id, else a step created after a ``failed`` one
+re-attempts its id; only a step's latest attempt is shown. Not ported: steering (``onSteer``,
+``hasInput``), ``adoptRun``/``load`` (durable turns), and re-materialising after a loss of channel
+continuity (the Channel protocol has no resumed/not-resumed signal; the emulator and Ably replay
+from the last ``channelSerial``).
 """
 
 from __future__ import annotations

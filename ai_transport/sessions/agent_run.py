@@ -112,6 +112,9 @@ class AgentRun:
         self._parent_fallback: str | None = None
         self._run_parent: str | None = None
         self._step_index = 0
+        #: The previous step's id and end reason (a step created after a ``failed`` one reuses its id).
+        self._last_step_id: str | None = None
+        self._last_step_reason: str | None = None
         self._active_step = False
         self._current_step: RunStep | None = None
         self._last_serial = ""
@@ -428,9 +431,25 @@ class AgentRun:
     def _step_client_id(self) -> str:
         return self.input_client_id or ""
 
-    async def _open_step(self, step_client_id: str | None = None) -> tuple[str, str | None]:
+    def _mint_step_id(self) -> str:
         step_id = f"{self.invocation_id}-step-{self._step_index}"
         self._step_index += 1
+        return step_id
+
+    def _resolve_step_id(self, step_id: str | None) -> str:
+        """0.8.0's rule: an explicit id wins; else reuse the previous step's id when it ended
+        ``failed`` (a retry supersedes the failed attempt); else the next ``{invocation}-step-N``."""
+        if step_id is not None:
+            return step_id
+        if self._last_step_reason == "failed" and self._last_step_id is not None:
+            return self._last_step_id
+        return self._mint_step_id()
+
+    async def _open_step(
+        self, step_client_id: str | None = None, step_id: str | None = None
+    ) -> tuple[str, str | None]:
+        if step_id is None:
+            step_id = self._mint_step_id()
         headers = build_step_headers(
             run_id=self.run_id,
             step_id=step_id,
@@ -447,6 +466,7 @@ class AgentRun:
         self, step_id: str, step_start_serial: str | None, reason: str, step_client_id: str | None = None
     ) -> None:
         self._active_step = False
+        self._last_step_id, self._last_step_reason = step_id, reason
         if step_start_serial is None:
             logger.warning("no step-start-serial for step %s; step-end skipped", step_id)
             return
@@ -568,7 +588,7 @@ class AgentRun:
         self._assert_open("send output")
         if self._active_step:
             raise InvalidArgumentError("unable to send; a step is already active on this run (end it first)")
-        step = self.create_step()
+        step = RunStep(self, None, self._mint_step_id())
         await step.start()
         try:
             cmid = await step.send(output)
@@ -576,10 +596,24 @@ class AgentRun:
             await step.end()
         return cmid
 
-    def create_step(self, step_client_id: str | None = None) -> RunStep:
+    def create_step(self, step_id: str | None = None, step_client_id: str | None = None) -> RunStep:
         """An explicit step (``createStep`` of 0.8.0): ``start()``, then any number of ``pipe`` /
-        ``send`` (each its own message), then ``end(reason=None)``."""
-        return RunStep(self, step_client_id)
+        ``send`` (each its own message), then ``end(reason=None)``.
+
+        ``step_id``: a stable id makes this step an *attempt* of that step: the attempt whose
+        ``ai-step-start`` is latest on the channel is canonical and every view (this library's and
+        0.8.0's) shows only its output, so a retry replaces the failed attempt. Without it, a step
+        created right after one that ended ``failed`` reuses that step's id (0.8.0's in-process retry
+        rule), otherwise it gets the next ``{invocation_id}-step-N``. Resolved here, synchronously
+        (:attr:`RunStep.step_id`). Use an explicit id to coalesce attempts across processes (a
+        durable retry in another worker). ``step_client_id``: the participant the step is
+        attributed to (default: the triggering input's publisher).
+        """
+        if step_id is not None and (not isinstance(step_id, str) or not step_id):
+            raise InvalidArgumentError("unable to create step; step_id must be a non-empty string")
+        if step_client_id is not None and not isinstance(step_client_id, str):
+            raise InvalidArgumentError("unable to create step; step_client_id must be a string")
+        return RunStep(self, step_client_id, self._resolve_step_id(step_id))
 
     # -- conversation helpers ------------------------------------------------------------------
 

@@ -177,6 +177,10 @@ class _Internal:
     optimistic: bool = False
     run_start_seen: bool = False
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: Output wire serial -> (step id, step-start-serial of the attempt that published it).
+    attribution: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: Step id -> the attempts (step-start-serials) that have published output.
+    output_attempts: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _sort_serial(node: Node) -> str | None:

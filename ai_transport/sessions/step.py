@@ -24,9 +24,10 @@ class RunStep:
     of the step failed, else ``complete``. ``AgentRun.end`` closes a step left open.
     """
 
-    def __init__(self, run: AgentRun, step_client_id: str | None = None) -> None:
+    def __init__(self, run: AgentRun, step_client_id: str | None = None, step_id: str | None = None) -> None:
         self.run = run
-        self.step_id: str | None = None
+        #: The step's id (resolved when the step is created; see :meth:`AgentRun.create_step`).
+        self.step_id: str | None = step_id
         self.step_client_id = step_client_id
         self._serial: str | None = None
         self._state = "initialized"
@@ -48,7 +49,7 @@ class RunStep:
             raise InvalidArgumentError("unable to start step; another step is already active on this run")
         run._active_step = True
         try:
-            self.step_id, self._serial = await run._open_step(self.step_client_id)
+            self.step_id, self._serial = await run._open_step(self.step_client_id, self.step_id)
         except BaseException:
             run._active_step = False
             raise

@@ -23,9 +23,12 @@ otherwise. Improvements over 0.8.0 that keep its live behaviour: a lifecycle eve
 one that set a run's status does not override it, a step-end or run-end may create the run node, and
 the earliest serial seen orders a run (all for history, which arrives newest page first); a run
 whose prompt was never seen (mid-run join without history) is shown as a root instead of hidden.
-Not ported: the reorder-window log sweep (logs are kept for the session's life), step
-retry gating (superseded attempts of one step id are folded, not hidden), steering, and the
-client branch-selection UI state (see :mod:`ai_transport.sessions.view`).
+Step attempts (as 0.8.0): an output carrying ``step-id`` and ``step-start-serial`` is attributed to
+that attempt of the step; only the step's canonical attempt (the ``ai-step-start`` with the latest
+serial) is folded, and a later attempt refolds the run without the superseded one, so a retried
+step replaces its failed attempt in every view. Not ported: the reorder-window log sweep (logs are
+kept for the session's life), steering, and the client branch-selection UI state (see
+:mod:`ai_transport.sessions.view`).
 """
 
 
@@ -48,6 +51,8 @@ from .lifecycle import (
     H_ROLE,
     H_RUN_CLIENT_ID,
     H_RUN_ID,
+    H_STEP_ID,
+    H_STEP_START_SERIAL,
     H_STREAM,
     H_SUPERSEDES,
     RunLifecycleEvent,
@@ -290,6 +295,8 @@ class Tree(LifecycleFold):
     def _fold_into(
         self, entry: _Internal, events: list[CodecEvent], serial: str | None, mid: str | None
     ) -> None:
+        if serial is not None and self._is_gated(entry, serial):
+            return
         projection = entry.node.projection
         for direction, event in events:
             try:
@@ -304,6 +311,8 @@ class Tree(LifecycleFold):
     def _refold(self, entry: _Internal) -> None:
         projection = self._codec.init()
         for (direction, event), serial, mid in entry.log.replay():
+            if self._is_gated(entry, serial):
+                continue
             try:
                 projection = self._codec.fold(projection, direction, event, message_id=mid, serial=serial)
             except Exception:
@@ -465,7 +474,13 @@ class Tree(LifecycleFold):
         if cmid and self._cmid_to_key.get(cmid) != owner:
             self._cmid_to_key[cmid] = owner
             structural = self._changed()
+        step_id = headers.get(H_STEP_ID)
+        step_start_serial = headers.get(H_STEP_START_SERIAL)
+        if step_id is not None and step_start_serial is not None and serial is not None:
+            self._record_step_attribution(entry, serial, step_id, step_start_serial)
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
+        if serial is not None and self._is_gated(entry, serial):
+            return structural  # a superseded step attempt: logged, not folded, not announced
         self.emitter.emit(
             "output",
             {

@@ -28,6 +28,7 @@ class LifecycleFold:
         def _promote(self, entry: _Internal) -> None: ...
         def _rekey_fork_run(self, fork_cmid: str | None, run_id: str) -> _Internal | None: ...
         def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool: ...
+        def _refold(self, entry: _Internal) -> None: ...
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -181,6 +182,21 @@ class LifecycleFold:
             ):
                 rec["canonical"] = event.serial
                 rec["client"] = event.step_client_id
+                attempts = entry.output_attempts.get(event.step_id)
+                if attempts and any(s != event.serial for s in attempts):
+                    # a later attempt supersedes one whose output is folded: refold without it
+                    self._refold(entry)
+                    self.emitter.emit(
+                        "output",
+                        {
+                            "run_id": entry.node.key,
+                            "input_codec_message_id": None,
+                            "codec_message_id": None,
+                            "serial": None,
+                            "events": [],
+                            "inputs": [],
+                        },
+                    )
             rec["started"] = True
         else:
             rec["ends"][event.step_start_serial] = event.reason
@@ -193,4 +209,23 @@ class LifecycleFold:
         entry.node.steps = steps
         if structural:
             self.emitter.emit("update")
+
+    # -- step attempts -----------------------------------------------------------------------
+
+    @staticmethod
+    def _record_step_attribution(entry: _Internal, serial: str, step_id: str, step_start_serial: str) -> None:
+        """Remember which attempt of which step published the output wire at ``serial``."""
+        entry.attribution[serial] = (step_id, step_start_serial)
+        entry.output_attempts.setdefault(step_id, set()).add(step_start_serial)
+
+    @staticmethod
+    def _is_gated(entry: _Internal, serial: str) -> bool:
+        """True when the wire at ``serial`` belongs to a superseded (non-canonical) step attempt."""
+        attr = entry.attribution.get(serial)
+        if attr is None:
+            return False
+        rec = entry.steps.get(attr[0])
+        if rec is None or rec["canonical"] is None:
+            return False
+        return bool(attr[1] != rec["canonical"])
 
