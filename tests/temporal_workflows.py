@@ -1,0 +1,40 @@
+"""Workflows the Temporal tests run (a module of their own: the workflow sandbox re-imports it)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from temporalio import workflow
+from temporalio.common import RetryPolicy
+
+with workflow.unsafe.imports_passed_through():
+    from ai_transport.temporal.workflow import RunHandle, with_run
+
+
+@workflow.defn(name="WithRunProbe")
+class WithRunProbe:
+    """``with_run`` around a body chosen by ``args["mode"]``: ``ok`` returns, ``fail`` runs an activity
+    that fails for good, ``wait`` waits until cancelled."""
+
+    @workflow.run
+    async def run(self, args: dict[str, Any]) -> str:
+        async def body(run: RunHandle) -> str:
+            mode = args["mode"]
+            if mode == "fail":
+                await workflow.execute_activity(
+                    "boom", "model unavailable", start_to_close_timeout=timedelta(seconds=10),
+                    retry_policy=RetryPolicy(maximum_attempts=1),
+                )
+            elif mode == "wait":
+                await workflow.wait_condition(lambda: False)
+            return f"done:{run.ids['runId']}"
+
+        return await with_run(
+            args["invocation"], body,
+            invocation_id=args.get("invocationId"),
+            activity_options=(
+                {"default": {"start_to_close_timeout": timedelta(seconds=args["timeoutSeconds"])}}
+                if "timeoutSeconds" in args else None
+            ),
+        )
