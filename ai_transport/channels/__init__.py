@@ -1,7 +1,8 @@
 """ai_transport.channels: the ``Channel`` protocol and its implementations.
 
 :class:`InProcessHub` / :class:`InProcessChannel` (the embedded default, no network) and
-:class:`AblyChannel` (the ``ably`` SDK: real Ably or the local emulator); history paging helpers.
+:class:`AblyChannel` (the ``ably`` SDK: real Ably or the local emulator); history paging helpers;
+presence (:mod:`.presence`: the :class:`Presence` protocol, in-process and Ably implementations).
 Nothing here knows about sessions: :mod:`ai_transport.sessions` builds on this package, never the
 reverse.
 """
@@ -20,21 +21,39 @@ from .channel import (
 )
 from .history import collect_history, iter_history
 from .memory import InProcessChannel, InProcessClient, InProcessHub
+from .presence import (
+    PRESENCE_ACTIONS,
+    Presence,
+    PresenceChannel,
+    PresenceListener,
+    PresenceMember,
+    presence_action_name,
+)
+from .presence_ably import AblyPresence
+from .presence_memory import InProcessPresence
 
 __all__ = [
     "ACTIONS",
+    "PRESENCE_ACTIONS",
     "AblyChannel",
+    "AblyPresence",
     "Channel",
     "HistoryPage",
     "InProcessChannel",
     "InProcessClient",
     "InProcessHub",
+    "InProcessPresence",
     "InboundMessage",
     "Listener",
     "MessageVersion",
     "OutboundMessage",
+    "Presence",
+    "PresenceChannel",
+    "PresenceListener",
+    "PresenceMember",
     "Writer",
     "action_name",
     "collect_history",
     "iter_history",
+    "presence_action_name",
 ]

@@ -32,6 +32,7 @@ from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidT
 from .channel import InboundMessage, Listener, OutboundMessage, action_name
 from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
+from .presence_ably import AblyPresence
 
 __all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
 
@@ -181,6 +182,14 @@ class AblyChannel(ListenerDelivery):
         self._task: asyncio.Task[None] | None = None
         self._sdk_subscribed = False
         self._closed = False
+        self._presence: AblyPresence | None = None
+
+    @property
+    def presence(self) -> AblyPresence:
+        """This channel's presence set (the SDK's realtime presence; :mod:`~ai_transport.channels.presence`)."""
+        if self._presence is None:
+            self._presence = AblyPresence(self.raw, self.name, _wrap_error)
+        return self._presence
 
     @classmethod
     async def connect(
@@ -401,6 +410,8 @@ class AblyChannel(ListenerDelivery):
             except Exception:
                 logger.debug("unsubscribe failed", exc_info=True)
         await self._stop_delivery()
+        if self._presence is not None:
+            await self._presence._stop()
         if self._owns_client:
             await self.realtime.close()
             if self.rest is not None:

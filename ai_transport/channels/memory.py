@@ -51,6 +51,7 @@ from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidT
 from .channel import InboundMessage, Listener, OutboundMessage
 from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
+from .presence_memory import InProcessPresence
 
 __all__ = [
     "SERIAL_WIDTH",
@@ -104,6 +105,7 @@ class _ChannelState:
         self.messages: list[_Stored] = []  # in serial order
         self.by_serial: dict[str, _Stored] = {}
         self.attachments: list[InProcessChannel] = []
+        self.presence: Any = None  # the member set (presence_memory._PresenceSet), on first use
 
     def next_serial(self) -> str:
         self.counter += 1
@@ -314,6 +316,7 @@ class InProcessChannel(ListenerDelivery):
         self._queue: asyncio.Queue[tuple[InboundMessage, tuple[Listener, ...]] | None] | None = None
         self._task: asyncio.Task[None] | None = None
         self._closed = False
+        self._presence: InProcessPresence | None = None
 
     # -- identity ---------------------------------------------------------------------------
 
@@ -326,6 +329,13 @@ class InProcessChannel(ListenerDelivery):
     def connection_id(self) -> str:
         """The connection id stamped on this channel's messages."""
         return self._client.connection_id
+
+    @property
+    def presence(self) -> InProcessPresence:
+        """This channel's presence set (:mod:`~ai_transport.channels.presence`)."""
+        if self._presence is None:
+            self._presence = InProcessPresence(self)
+        return self._presence
 
     @property
     def attach_serial(self) -> str | None:
@@ -358,6 +368,8 @@ class InProcessChannel(ListenerDelivery):
         self._attached = False
         with contextlib.suppress(ValueError):  # pragma: no cover - defensive
             self._state.attachments.remove(self)
+        if self._presence is not None:
+            self._presence._leave_all()
         for held in self._att.held.values():
             if held.timer is not None:
                 held.timer.cancel()
@@ -372,6 +384,8 @@ class InProcessChannel(ListenerDelivery):
         self._listeners.clear()
         self._closed = True
         await self._stop_delivery()
+        if self._presence is not None:
+            await self._presence._stop()
 
     # -- subscribe --------------------------------------------------------------------------
 
