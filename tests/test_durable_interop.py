@@ -133,3 +133,46 @@ async def test_js_retry_shows_once_in_python_clients(emulator_thread, node) -> N
         await cch.close()
         if bch is not None:
             await bch.close()
+
+
+async def test_adopted_run_published_by_python_is_accepted_by_js_clients(emulator_thread, node) -> None:
+    name = unique_channel("durable-adopt")
+    jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+    ach = await open_channel(emulator_thread, name, "agent")
+    bch = await open_channel(emulator_thread, name, "agent")
+    try:
+        sent = await js(node, "clientSend", id=jsc["id"], text="Tell me a story")
+        first = AgentSession(ach)
+        await first.connect()
+        run = await first.create_run(sent["invocation"])
+        await run.start()
+        step = run.create_step()
+        await step.start()
+        assert step.step_id is not None
+        encoder, _ = run._encoder(step.step_id, step._serial)
+        for event in partial_events():  # streamed, never closed: this worker then dies
+            await encoder.publish_output(event)
+        await run.drain()
+        await first.detach()
+        second = AgentSession(bch)
+        await second.connect()
+        adopted = second.adopt_run(sent["invocation"], run.run_id, run.invocation_id)
+        await adopted.load(timeout=10)
+        retry = adopted.create_step()
+        assert retry.step_id == step.step_id
+        await retry.start()
+        await retry.pipe(build_response_events([ScriptedText("The end.")], seed=5))
+        await retry.end()
+        await adopted.end("complete")
+        await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="complete")
+        view = await js(node, "clientMessages", id=jsc["id"])
+        assert texts_of(view["messages"]) == ["Tell me a story", "The end."]
+        assert "in_progress" not in str(view["messages"])
+        assert view["runs"][0]["clientId"] == "alice"
+        assert [(s["status"], s["attemptCount"]) for s in view["runs"][0]["steps"]] == [("complete", 2)]
+        assert view["messages"] == as_dicts(adopted.view.get_messages())
+        await second.end()
+    finally:
+        await js(node, "clientClose", id=jsc["id"])
+        await ach.close()
+        await bch.close()

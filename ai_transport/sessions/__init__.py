@@ -9,6 +9,7 @@ live in :mod:`.lifecycle`.
 from .agent import AgentSession
 from .agent_run import AgentRun
 from .client import ClientRun, ClientSession, ClientView
+from .durable import page_until_located, with_agent_session
 from .invocation import Invocation
 from .lifecycle import CancelTarget
 from .run import PipeResult, RunInfo, StepInfo
@@ -31,4 +32,6 @@ __all__ = [
     "View",
     "function_call_output",
     "gate_calls",
+    "page_until_located",
+    "with_agent_session",
 ]

@@ -48,10 +48,11 @@ Differences from 0.8.0: ``start()`` itself pages history until it finds the trig
 app to ``loadOlder`` first); ``pipe``/``send``/``start``/``suspend``/``end`` return once the channel
 has echoed what they published, so :attr:`AgentRun.view` already shows it. Steps follow 0.8.0:
 ``create_step(step_id=...)`` with an explicit id, else a step created after a ``failed`` one
-re-attempts its id; only a step's latest attempt is shown. Not ported: steering (``onSteer``,
-``hasInput``), ``adoptRun``/``load`` (durable turns), and re-materialising after a loss of channel
-continuity (the Channel protocol has no resumed/not-resumed signal; the emulator and Ably replay
-from the last ``channelSerial``).
+re-attempts its id; only a step's latest attempt is shown. Durable turns (:mod:`.durable`):
+``adopt_run`` + ``load``, ``page_until_located``, ``with_agent_session``; streams a dead worker left
+open are closed by the next worker (:mod:`.recovery`). Not ported: steering (``onSteer``,
+``hasInput``), and re-materialising after a loss of channel continuity (the Channel protocol has no
+resumed/not-resumed signal; the emulator and Ably replay from the last ``channelSerial``).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ from ..channels.channel import action_name
 from ..codec.headers import codec_headers, transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .agent_run import AgentRun
+from .durable import page_until_located, with_agent_session
 from .invocation import Invocation
 from .lifecycle import (
     EVENT_AI_INPUT,
@@ -76,13 +78,22 @@ from .lifecycle import (
     RunLifecycleEvent,
     read_cancel_target,
 )
+from .recovery import OpenStreams
 from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
 from .step import RunStep
 from .tools import function_call_output, gate_calls
 from .tree import RunNode
 from .view import DEFAULT_HISTORY_PAGE_SIZE
 
-__all__ = ["AgentRun", "AgentSession", "RunStep", "function_call_output", "gate_calls"]
+__all__ = [
+    "AgentRun",
+    "AgentSession",
+    "RunStep",
+    "function_call_output",
+    "gate_calls",
+    "page_until_located",
+    "with_agent_session",
+]
 
 logger = logging.getLogger("ai_transport.sessions.agent")
 
@@ -139,6 +150,8 @@ class AgentSession(SessionCore):
         self._cancelling: set[asyncio.Task[None]] = set()
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
+        #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
+        self.open_streams = OpenStreams()
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook)."""
@@ -265,6 +278,7 @@ class AgentSession(SessionCore):
             return
         if not verdict:
             return
+        self.open_streams.note(message)
         event = self._applier.apply(message)
         self.tree.emit_ably_message(message)
         if isinstance(event, RunLifecycleEvent) and event.type == "start":
@@ -327,6 +341,43 @@ class AgentSession(SessionCore):
         )
         self._runs[run.run_id] = run
         return run
+
+    def adopt_run(
+        self,
+        invocation: Invocation | Mapping[str, Any],
+        run_id: str,
+        invocation_id: str,
+        hooks: Mapping[str, Callable[..., Any]] | None = None,
+    ) -> AgentRun:
+        """A run another process opened, to continue here (``adoptRun`` of 0.8.0).
+
+        Nothing is published: ``await run.load(timeout=30.0)`` waits until the run is visible,
+        rejects a suspended or ended run, closes the streams a dead worker left open, and then
+        ``pipe`` / ``send`` / ``create_step`` / ``suspend`` / ``end`` work (see :mod:`.durable`).
+        ``run_id`` and ``invocation_id`` are required and authoritative (an explicit, stable
+        ``invocation_id`` keeps default step ids stable across attempts). ``hooks`` as
+        :meth:`create_run`.
+        """
+        if self._closed:
+            raise AITransportError("unable to adopt run; session is closed", ErrorCode.SESSION_CLOSED, 400)
+        for label, value in (("run_id", run_id), ("invocation_id", invocation_id)):
+            if not isinstance(value, str) or not value:
+                raise InvalidArgumentError(f"unable to adopt run; {label} must be a non-empty string")
+        if not isinstance(invocation, Invocation):
+            invocation = Invocation.from_json(invocation)
+        run = AgentRun(self, invocation, run_id, invocation_id, dict(hooks or {}))
+        run._adopted = True
+        self._runs[run.run_id] = run
+        return run
+
+    def _forget(self, run: AgentRun) -> None:
+        if self._runs.get(run.run_id) is run:
+            del self._runs[run.run_id]
+
+    async def detach(self) -> None:
+        """Stop listening and detach without publishing anything (``detach`` of 0.8.0): open runs
+        stay open on the wire for another worker to adopt. Same as :meth:`close`."""
+        await self.close()
 
     def _rekey(self, run: AgentRun, old: str) -> None:
         if self._runs.get(old) is run:

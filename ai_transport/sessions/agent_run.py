@@ -39,9 +39,10 @@ from .lifecycle import (
     build_transport_headers,
     step_end_reason_for,
 )
+from .pipe_loop import pipe_events
 from .run import TERMINAL_STATUSES, PipeResult, RunInfo
 from .step import RunStep
-from .tools import aiter_any, function_call_output
+from .tools import function_call_output
 from .tree import RunNode
 from .view import LeafBranch, View
 
@@ -118,6 +119,9 @@ class AgentRun:
         self._active_step = False
         self._current_step: RunStep | None = None
         self._last_serial = ""
+        #: Opened by ``load()`` (from ``adopt_run``), not ``start()``.
+        self._adopted = False
+        self._opening = False
 
     def _note(self, serial: Any) -> None:
         if isinstance(serial, str) and serial > self._last_serial:
@@ -145,6 +149,27 @@ class AgentRun:
 
     def _match(self) -> Mapping[str, Any] | None:
         return self.session.tree.find_message_by_event_id(self.invocation.input_event_id)
+
+    @property
+    def located(self) -> bool:
+        """True once the trigger (the input named by the invocation) has been folded (or there is none)."""
+        return not self.invocation.input_event_id or self._match() is not None
+
+    async def load(self, timeout: float = 30.0) -> None:
+        """Open an adopted run for publishing without publishing anything (``load`` of 0.8.0).
+
+        Waits up to ``timeout`` seconds for the run's ``ai-run-start`` and trigger (history, then
+        live), rejects a suspended run (40003: resume it with ``create_run().start()``) or an ended
+        one (40003), raises 104010 when the run is not visible in time, then closes every stream a
+        dead worker left open (:mod:`.recovery`). Only for runs from ``AgentSession.adopt_run``.
+        """
+        if not self._adopted:
+            raise InvalidArgumentError(
+                f"unable to load run; run {self.run_id} was created, not adopted (call start())"
+            )
+        from .durable import load_run
+
+        await load_run(self, timeout)
 
     async def _locate(self, timeout: float) -> None:
         found = self._match()
@@ -203,7 +228,7 @@ class AgentRun:
         self.input_codec_message_id = h.get(H_CODEC_MESSAGE_ID)
         wire_run_id = h.get(H_RUN_ID)
         self.continuation = wire_run_id is not None
-        if wire_run_id is not None and wire_run_id != self.run_id:
+        if wire_run_id is not None and wire_run_id != self.run_id and not self._adopted:
             old, self.run_id = self.run_id, wire_run_id
             self.session._rekey(self, old)
         tree = self.session.tree
@@ -246,12 +271,18 @@ class AgentRun:
                 ErrorCode.OPERATION_CANCELLED,
                 400,
             )
+        if self._adopted:
+            raise InvalidArgumentError(
+                f"unable to start run; run {self.run_id} was adopted (call load())"
+            )
         if self.is_open:
             return
         if self.invocation.input_event_id:
             await self._locate(timeout)
         else:
             self._branch.set_pin(None, self.run_id, None)
+        if self.continuation:
+            await self._recover_before_resume()
         if self.input_codec_message_id is not None:
             deferred = self.session._deferred_cancels.pop(self.input_codec_message_id, None)
             if deferred is not None:
@@ -284,6 +315,16 @@ class AgentRun:
                 )
             )
         await self.drain()
+
+    async def _recover_before_resume(self) -> None:
+        """Fold the run back to its start and close the streams left open before the trigger."""
+        from .recovery import close_dangling_streams
+
+        tree = self.session.tree
+        await self.session.hydrator.fold_until(lambda: tree.run_start_confirmed(self.run_id))
+        trigger_serial = self.trigger.get("serial") if self.trigger is not None else None
+        if isinstance(trigger_serial, str) and trigger_serial:
+            await close_dangling_streams(self, before=trigger_serial)
 
     def _assert_open(self, action: str) -> None:
         if not self.is_open:
@@ -487,68 +528,8 @@ class AgentRun:
         events: AsyncIterable[Any] | Iterable[Any],
         step: Callable[[], Awaitable[tuple[str, str | None]]],
     ) -> PipeResult:
-        """The pipe loop: ``step()`` gives the step (id, start serial) at the first event."""
-        iterator = aiter_any(events).__aiter__()
-        abort: asyncio.Future[Any] = asyncio.ensure_future(self.abort_signal.wait())
-        encoder: Any = None
-        reason = "complete"
-        error: BaseException | None = None
-        try:
-            while True:
-                nxt: asyncio.Future[Any] = asyncio.ensure_future(iterator.__anext__())
-                waitables: set[asyncio.Future[Any]] = {nxt, abort}
-                done, _ = await asyncio.wait(waitables, return_when=asyncio.FIRST_COMPLETED)
-                if nxt not in done:
-                    nxt.cancel()
-                    reason = "cancelled"
-                    if encoder is not None:
-                        hook = self.hooks.get("on_cancelled")
-                        if hook is not None:
-                            res = hook(encoder.publish_output)
-                            if inspect.isawaitable(res):
-                                await res
-                        await encoder.cancel_streams()
-                        await encoder.close()
-                    break
-                try:
-                    value = nxt.result()
-                except StopAsyncIteration:
-                    if encoder is not None:
-                        await encoder.cancel_streams()
-                        await encoder.close()
-                    break
-                if encoder is None:
-                    encoder, _ = self._encoder(*(await step()))
-                await encoder.publish_output(value)
-        except Exception as exc:
-            reason, error = "error", exc
-            logger.error("pipe for run %s failed: %s", self.run_id, exc)
-            if encoder is not None:
-                try:
-                    await encoder.cancel_streams()
-                except Exception:
-                    logger.debug("cancel_streams after error failed", exc_info=True)
-                try:
-                    await encoder.close()
-                except Exception:
-                    logger.debug("close after error failed", exc_info=True)
-            self._report(
-                AITransportError(
-                    f"unable to pipe response for run {self.run_id}; {exc}",
-                    ErrorCode.STREAM_ERROR,
-                    500,
-                    cause=exc,
-                )
-            )
-        finally:
-            abort.cancel()
-            aclose = getattr(iterator, "aclose", None)
-            if aclose is not None:
-                try:
-                    await aclose()
-                except Exception:
-                    logger.debug("closing the source failed", exc_info=True)
-        return PipeResult(reason, error)  # type: ignore[arg-type]
+        """The pipe loop (:func:`.pipe_loop.pipe_events`)."""
+        return await pipe_events(self, events, step)
 
     async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
         """Publish a stream of Responses events as one message (one implicit step).

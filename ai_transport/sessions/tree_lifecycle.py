@@ -229,3 +229,26 @@ class LifecycleFold:
             return False
         return bool(attr[1] != rec["canonical"])
 
+    def open_step_attempts(self, run_id: str) -> list[tuple[str, str, str | None]]:
+        """``(step_id, step_start_serial, step_client_id)`` of each step of ``run_id`` whose
+        canonical attempt has no ``ai-step-end`` yet."""
+        entry = self._nodes.get(run_id)
+        if entry is None:
+            return []
+        out: list[tuple[str, str, str | None]] = []
+        for step_id, rec in entry.steps.items():
+            canonical = rec["canonical"]
+            if rec["started"] and canonical is not None and canonical not in rec["ends"]:
+                out.append((step_id, canonical, rec["client"]))
+        return out
+
+    def run_start_confirmed(self, run_id: str) -> bool:
+        """True once the run's ``ai-run-start`` wire (with its serial) has been folded."""
+        entry = self._nodes.get(run_id)
+        return (
+            entry is not None
+            and entry.run_start_seen
+            and isinstance(entry.node, RunNode)
+            and entry.node.start_serial is not None
+        )
+

@@ -1,0 +1,128 @@
+"""Crash recovery: the streams a dead worker left open, and how the next worker closes them.
+
+A worker that dies mid-stream (SIGKILL, OOM, a lost host) leaves its ``ai-output`` stream with
+transport ``status: streaming`` for good: every client shows that message ``in_progress`` forever.
+The agent session keeps an :class:`OpenStreams` ledger of every trusted stream it folds (live and
+from history; the latest version of a stream wins), and the next worker that takes the run over
+closes each stream still open with the closing append 0.8.0's cancellation publishes (the stream's
+own transport and codec tiers with ``status: cancelled``, empty data), before it publishes anything
+else:
+
+* :meth:`~ai_transport.sessions.agent_run.AgentRun.load` of an adopted run closes every stream of
+  the run still open (adopting means the previous worker is gone);
+* :meth:`~ai_transport.sessions.agent_run.AgentRun.start` of a continuation (a resume) closes the
+  run's streams opened *before* the input that woke it (a stream opened after it belongs to another
+  worker woken by the same input, which may still be streaming).
+
+A step left open by the dead worker is closed ``failed`` too (``ai-step-end`` for its attempt), and the
+next :meth:`~ai_transport.sessions.agent_run.AgentRun.create_step` re-attempts it (0.8.0's rule).
+
+How long a client waits: a client cannot tell a dead worker from a slow one by itself; it sees the
+message finish (``cancelled``) as soon as the next worker takes the run over, i.e. after your
+wake-up policy's delay (an HTTP retry, a Temporal activity's heartbeat/start-to-close timeout plus
+its retry backoff) plus one history read and one append round-trip.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..codec.headers import codec_headers, transport_headers
+from .lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
+
+if TYPE_CHECKING:
+    from .agent_run import AgentRun
+
+__all__ = ["OpenStream", "OpenStreams", "close_dangling_streams"]
+
+logger = logging.getLogger("ai_transport.sessions.recovery")
+
+
+@dataclass
+class OpenStream:
+    """One streamed ``ai-output`` message as last seen: its serial, version and header tiers."""
+
+    serial: str
+    version: str
+    transport: dict[str, str]
+    codec: dict[str, str]
+
+    @property
+    def is_open(self) -> bool:
+        """True while the stream's status is ``streaming`` (no closing append seen)."""
+        return self.transport.get("status") == "streaming"
+
+
+class OpenStreams:
+    """Ledger of the streams of each run, fed with every trusted agent wire (live or history)."""
+
+    def __init__(self) -> None:
+        self._by_run: dict[str, dict[str, OpenStream]] = {}
+
+    def note(self, message: Mapping[str, Any]) -> None:
+        """Record ``message`` when it is a stream's create, append or aggregate."""
+        name = message.get("name")
+        if name not in (None, "", EVENT_AI_OUTPUT):
+            return
+        extras = message.get("extras")
+        transport = transport_headers(extras)
+        if transport.get("stream") != "true" or "status" not in transport:
+            return
+        run_id = transport.get(H_RUN_ID)
+        serial = message.get("serial")
+        if not isinstance(run_id, str) or not isinstance(serial, str):
+            return
+        version_info = message.get("version")
+        version = version_info.get("serial") if isinstance(version_info, Mapping) else None
+        version = version if isinstance(version, str) else serial
+        streams = self._by_run.setdefault(run_id, {})
+        known = streams.get(serial)
+        if known is not None and known.version > version:
+            return  # an older view of the stream (a history page folded after newer live appends)
+        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec_headers(extras)))
+
+    def open_streams(self, run_id: str, before: str | None = None) -> list[OpenStream]:
+        """The run's streams still open (those created before serial ``before``, if given)."""
+        return [
+            s
+            for s in self._by_run.get(run_id, {}).values()
+            if s.is_open and (before is None or s.serial < before)
+        ]
+
+    def clear(self) -> None:
+        """Forget everything (the session rebuilds from history after a continuity loss)."""
+        self._by_run.clear()
+
+
+async def close_dangling_streams(run: AgentRun, before: str | None = None) -> list[str]:
+    """Close every stream of ``run`` still open (created before ``before``) with a ``cancelled``
+    closing append, and its step attempt left open with ``ai-step-end`` ``failed``; returns the
+    serials of the streams closed."""
+    closed: list[str] = []
+    for stream in run.session.open_streams.open_streams(run.run_id, before):
+        transport = {**stream.transport, "status": "cancelled"}
+        ai: dict[str, Any] = {"transport": transport}
+        if stream.codec:
+            ai["codec"] = stream.codec
+        try:
+            version = await run.session.channel.append_message(
+                {"serial": stream.serial, "data": "", "extras": {"ai": ai}}
+            )
+        except Exception:
+            logger.exception("could not close dangling stream %s of run %s", stream.serial, run.run_id)
+            continue
+        run._note(version)
+        closed.append(stream.serial)
+        logger.warning("closed stream %s of run %s left open by a dead worker", stream.serial, run.run_id)
+    for step_id, step_start_serial, step_client_id in run.session.tree.open_step_attempts(run.run_id):
+        if before is not None and step_start_serial >= before:
+            continue
+        try:
+            await run._close_step(step_id, step_start_serial, "failed", step_client_id)
+        except Exception:
+            logger.exception("could not close dangling step %s of run %s", step_id, run.run_id)
+    await run.drain()
+    return closed
