@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import logging
 import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
@@ -31,6 +32,7 @@ from .lifecycle import (
     H_PARENT,
     H_RUN_CLIENT_ID,
     H_RUN_ID,
+    H_STEER_CODEC_MESSAGE_IDS,
     H_STEP_START_SERIAL,
     RunLifecycleEvent,
     build_lifecycle_headers,
@@ -41,6 +43,7 @@ from .lifecycle import (
 )
 from .pipe_loop import pipe_events
 from .run import TERMINAL_STATUSES, PipeResult, RunInfo
+from .steer import RunSteering
 from .step import RunStep
 from .tools import function_call_output
 from .tree import RunNode
@@ -122,6 +125,8 @@ class AgentRun:
         #: Opened by ``load()`` (from ``adopt_run``), not ``start()``.
         self._adopted = False
         self._opening = False
+        self._steering = RunSteering(self, hooks.get("on_steer"))
+        self._branch.is_unresponded_steer = lambda _run_id, cmid: self._steering.is_unresponded(cmid)
 
     def _note(self, serial: Any) -> None:
         if isinstance(serial, str) and serial > self._last_serial:
@@ -170,6 +175,7 @@ class AgentRun:
         from .durable import load_run
 
         await load_run(self, timeout)
+        self._steering.seed()
 
     async def _locate(self, timeout: float) -> None:
         found = self._match()
@@ -315,6 +321,12 @@ class AgentRun:
                 )
             )
         await self.drain()
+        self._steering.seed()
+
+    def has_input(self) -> bool:
+        """Loop driver (``hasInput()`` of 0.8.0): True until the run produced output, then once per
+        batch of steers folded in since; False once cancelled (:mod:`~ai_transport.sessions.steer`)."""
+        return self._steering.has_input()
 
     async def _recover_before_resume(self) -> None:
         """Fold the run back to its start and close the streams left open before the trigger."""
@@ -403,6 +415,7 @@ class AgentRun:
     def _deregister(self) -> None:
         # the view keeps answering get_messages()/runs() but stops listening to the session
         self.view.close()
+        self._steering.close()
         s = self.session
         if s._runs.get(self.run_id) is self:
             del s._runs[self.run_id]
@@ -439,8 +452,15 @@ class AgentRun:
     # -- output --------------------------------------------------------------------------------
 
     def _encoder(
-        self, step_id: str, step_start_serial: str | None, step_client_id: str | None = None
+        self,
+        step_id: str,
+        step_start_serial: str | None,
+        step_client_id: str | None = None,
+        steer_ids: list[str] | None = None,
     ) -> tuple[Any, str]:
+        if steer_ids is None:  # a send: one pass of its own
+            steer_ids = self._steering.begin_pass()
+        stamp_steers = json.dumps(steer_ids, separators=(",", ":")) if steer_ids else None
         cmid = str(uuid.uuid4())
         headers = build_transport_headers(
             role="assistant",
@@ -460,6 +480,8 @@ class AgentRun:
         def stamp(message: dict[str, Any]) -> None:
             if step_start_serial is not None:
                 message["extras"]["ai"]["transport"][H_STEP_START_SERIAL] = step_start_serial
+            if stamp_steers is not None:
+                message["extras"]["ai"]["transport"][H_STEER_CODEC_MESSAGE_IDS] = stamp_steers
             hook = self.hooks.get("on_ably_message")
             if hook is not None:
                 hook(message)

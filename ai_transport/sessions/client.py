@@ -37,6 +37,7 @@ from .lifecycle import (
 )
 from .run import RunInfo
 from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
+from .steer_client import SteerCoordinator, SteerResult
 from .view import DEFAULT_HISTORY_PAGE_SIZE, TreeBranch, View
 
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
@@ -90,6 +91,18 @@ class ClientRun:
         """:class:`RunInfo` of the run once known."""
         rid = self.run_id
         return self._session.view.run(rid) if rid else None
+
+    def steer(self, input: Mapping[str, Any]) -> SteerResult:
+        """Publish ``input`` (e.g. ``codec.create_user_message(...)``) into this run while it runs
+        (``ClientRun.steer`` of 0.8.0); returns a :class:`SteerResult` at once (see
+        :mod:`ai_transport.sessions.steer_client`). Waits for the run to start first."""
+        if not isinstance(input, Mapping):
+            raise InvalidArgumentError("unable to steer; input must be an input object")
+
+        async def run_id() -> str:
+            return await asyncio.shield(self.started)
+
+        return self._session._steer.steer(run_id, input)
 
     async def cancel(self) -> None:
         """Publish ``ai-cancel`` for this run (by input codec-message-id, plus run id when known)."""
@@ -218,6 +231,11 @@ class ClientSession(SessionCore):
         self._encoder = self.codec.create_encoder(channel)
         self._pending: dict[str, ClientRun] = {}
         self._accepted: set[str] = set()
+        self._steer = SteerCoordinator(
+            lambda inp, cmid, headers: self._encoder.publish_input(inp, cmid, extras={"headers": headers}),
+            self._client_id,
+            lambda: self._closed,
+        )
         #: The default view (selected branch).
         self.view = ClientView(self)
 
@@ -246,8 +264,12 @@ class ClientSession(SessionCore):
         return True
 
     def _on_wire(self, message: Mapping[str, Any]) -> None:
+        self._fold(message)
+
+    def _fold(self, message: Mapping[str, Any]) -> bool:
+        """Fold one message unless untrusted; returns whether it was folded."""
         if not self._trusted(message):
-            return
+            return False
         event = self._applier.apply(message)
         if isinstance(event, RunLifecycleEvent) and event.type == "end" and event.error is not None:
             logger.error("run %s ended with an agent error: %s", event.run_id, event.error.message)
@@ -258,10 +280,11 @@ class ClientSession(SessionCore):
             if pending is not None and not pending.started.done():
                 pending.started.set_result(event.run_id)
         self.tree.emit_ably_message(message)
+        return True
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
-        if not self._closed:
-            self._on_wire(message)
+        if not self._closed and self._fold(message):
+            self._steer.observe(message)
 
     def _client_id(self) -> str | None:
         cid = self.channel.client_id
@@ -364,6 +387,7 @@ class ClientSession(SessionCore):
                 )
                 pending.started.exception()  # mark retrieved
         self._pending.clear()
+        self._steer.drain_closed()
         self.view.close()
         try:
             await self._encoder.close()

@@ -26,6 +26,7 @@ async def pipe_events(
     step: Callable[[], Awaitable[tuple[str, str | None]]],
 ) -> PipeResult:
     """The pipe loop: ``step()`` gives the step (id, start serial) at the first event."""
+    steer_ids = run._steering.begin_pass()  # the steers this pass answers (stamped on its message)
     iterator = aiter_any(events).__aiter__()
     abort: asyncio.Future[Any] = asyncio.ensure_future(run.abort_signal.wait())
     encoder: Any = None
@@ -56,7 +57,8 @@ async def pipe_events(
                     await encoder.close()
                 break
             if encoder is None:
-                encoder, _ = run._encoder(*(await step()))
+                step_id, step_start_serial = await step()
+                encoder, _ = run._encoder(step_id, step_start_serial, steer_ids=steer_ids)
             await encoder.publish_output(value)
     except Exception as exc:
         reason, error = "error", exc

@@ -27,7 +27,7 @@ Step attempts (as 0.8.0): an output carrying ``step-id`` and ``step-start-serial
 that attempt of the step; only the step's canonical attempt (the ``ai-step-start`` with the latest
 serial) is folded, and a later attempt refolds the run without the superseded one, so a retried
 step replaces its failed attempt in every view. Not ported: the reorder-window log sweep (logs are
-kept for the session's life), steering, and the client branch-selection UI state (see
+kept for the session's life) and the client branch-selection UI state (see
 :mod:`ai_transport.sessions.view`).
 """
 
@@ -51,6 +51,7 @@ from .lifecycle import (
     H_ROLE,
     H_RUN_CLIENT_ID,
     H_RUN_ID,
+    H_STEER_CODEC_MESSAGE_IDS,
     H_STEP_ID,
     H_STEP_START_SERIAL,
     H_STREAM,
@@ -64,6 +65,7 @@ from .lifecycle import (
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
+from .steer import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
@@ -80,7 +82,8 @@ class Tree(LifecycleFold):
 
     Events (:meth:`on`): ``update`` (structure changed), ``output`` (a node's projection changed;
     arg: dict with ``run_id``, ``input_codec_message_id``, ``codec_message_id``, ``serial``,
-    ``events``, ``inputs``), ``run`` (a :class:`RunLifecycleEvent`), ``ably-message`` (every wire).
+    ``events``, ``inputs`` and, when the wire carried them, ``step_id``, ``step_start_serial``,
+    ``steer_codec_message_ids``), ``run`` (a :class:`RunLifecycleEvent`), ``ably-message`` (every wire).
     """
 
     def __init__(self, codec: Any) -> None:
@@ -481,17 +484,22 @@ class Tree(LifecycleFold):
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
         if serial is not None and self._is_gated(entry, serial):
             return structural  # a superseded step attempt: logged, not folded, not announced
-        self.emitter.emit(
-            "output",
-            {
-                "run_id": owner,
-                "input_codec_message_id": input_cmid,
-                "codec_message_id": cmid,
-                "serial": serial,
-                "events": outputs,
-                "inputs": inputs,
-            },
-        )
+        output: dict[str, Any] = {
+            "run_id": owner,
+            "input_codec_message_id": input_cmid,
+            "codec_message_id": cmid,
+            "serial": serial,
+            "events": outputs,
+            "inputs": inputs,
+        }
+        for field, value in (
+            ("step_id", headers.get(H_STEP_ID)),
+            ("step_start_serial", headers.get(H_STEP_START_SERIAL)),
+            ("steer_codec_message_ids", parse_steer_stamp(headers.get(H_STEER_CODEC_MESSAGE_IDS))),
+        ):
+            if value is not None:
+                output[field] = value
+        self.emitter.emit("output", output)
         return structural
 
     # -- optimistic client forks -------------------------------------------------------------

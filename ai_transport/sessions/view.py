@@ -14,7 +14,8 @@ Two branch sources decide which nodes a view shows:
 * :class:`LeafBranch` (an agent run's ``run.view``): the ancestor chain of the run's trigger, with
   ancestor runs that did not end ``complete`` left out together with the input they answered (so
   their dangling calls never reach the model); the current run is always kept. A regenerate cuts the
-  messages at the regenerated target.
+  messages at the regenerated target, and a steer no output answered yet is moved to the tail of its
+  run (:func:`~ai_transport.sessions.steer.defer_unresponded_steers`).
 
 History: :class:`HistoryHydrator` reads ``channel.history(until_attach=True)`` pages (newest first)
 and folds each page oldest-first into the shared tree, with 3 retries then 104011.
@@ -23,6 +24,7 @@ and folds each page oldest-first into the shared tree, with 3 retries then 10401
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -31,6 +33,7 @@ from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .lifecycle import H_CODEC_MESSAGE_ID, H_RUN_ID
 from .run import RunInfo
+from .steer import defer_unresponded_steers
 from .tree import Emitter, InputNode, Node, RunNode, Tree, WireApplier
 
 __all__ = ["HistoryHydrator", "LeafBranch", "TreeBranch", "View"]
@@ -179,6 +182,9 @@ class LeafBranch:
         self.run_id: str | None = None
         self.regenerate_target: str | None = None
         self.pinned = False
+        #: ``(run_id, codec_message_id) -> bool``: a steer no output answered yet (moved to the tail
+        #: of its run's messages, so the model input ends on the user's message).
+        self.is_unresponded_steer: Callable[[str, str], bool] | None = None
         self._cache: tuple[Any, list[Node]] | None = None
 
     def set_pin(self, anchor: str | None, run_id: str, regenerate_target: str | None) -> None:
@@ -238,8 +244,14 @@ class LeafBranch:
         """Messages in node order, cut before the regenerate target."""
         tree = self._tree()
         out: list[Any] = []
+        steer = self.is_unresponded_steer
         for node in nodes:
-            for m in tree.messages_of(node):
+            messages = tree.messages_of(node)
+            if steer is not None and isinstance(node, RunNode):
+                messages = defer_unresponded_steers(
+                    messages, functools.partial(steer, node.run_id)
+                )
+            for m in messages:
                 if self.regenerate_target is not None and m.codec_message_id == self.regenerate_target:
                     return out
                 out.append(m)

@@ -1,0 +1,226 @@
+"""Steering a running run, agent side (``RunSteerTracker`` / ``hasInput`` / ``onSteer`` of 0.8.0).
+
+A *steer* is a user message a client publishes into a run that is already running (an ``ai-input``
+carrying the run's ``run-id``; :meth:`~ai_transport.sessions.client.ClientRun.steer`). The agent:
+
+* notices it as it folds into the run (the tree's ``output`` event for the run carries ``inputs``)
+  and calls the run's ``on_steer()`` hook (a hint: wake the loop);
+* drives its loop with :meth:`~ai_transport.sessions.agent_run.AgentRun.has_input`: True once for
+  the triggering input (until the run produced output), then once per batch of steers folded in since
+  the previous call — each call *drains* the pending steers into the "answered by the next pass" set;
+* stamps the ids a pass drained as ``steer-codec-message-ids`` (a JSON array) on every message that
+  pass publishes (``pipe`` / ``send``), which is how a client's
+  :class:`~ai_transport.sessions.steer_client.SteerResult` resolves ``consumed: true``;
+* in ``run.view`` moves a steer no output answered yet to the tail of its run's messages, so the next
+  model input ends on the user's message (:func:`defer_unresponded_steers`).
+
+The agent loop::
+
+    run = await session.create_run(invocation, hooks={"on_steer": wake.set})
+    await run.start()
+    while run.has_input():
+        await run.pipe(model(run.input_items()))
+    await run.end("complete")
+
+Beyond 0.8.0 (history robustness): a steer whose id an earlier pass already stamped (seen in any
+folded output of the run, before or after the run opened) is never reported again, so a worker that
+re-reads history after ``start()`` does not answer a steer twice.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from ..errors import AITransportError, ErrorCode
+
+if TYPE_CHECKING:
+    from .agent_run import AgentRun
+
+__all__ = ["RunSteering", "SteerTracker", "defer_unresponded_steers", "parse_steer_stamp"]
+
+logger = logging.getLogger("ai_transport.sessions.steer")
+
+M = TypeVar("M")
+
+
+def parse_steer_stamp(value: Any) -> list[str] | None:
+    """The codec-message-ids of a ``steer-codec-message-ids`` header (a JSON array of strings).
+
+    None when absent or malformed (wire input: a bad stamp is logged and degrades to "no stamp");
+    non-string members are dropped.
+    """
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, list):
+        logger.warning("ignored malformed steer-codec-message-ids header %r", value)
+        return None
+    ids = [i for i in parsed if isinstance(i, str)]
+    return ids or None
+
+
+def defer_unresponded_steers(messages: Sequence[M], is_unresponded: Callable[[str], bool]) -> list[M]:
+    """Move every message whose ``codec_message_id`` is an unanswered steer to the tail, keeping the
+    relative order of everything else (``deferUnrespondedSteers`` of 0.8.0)."""
+    kept: list[M] = []
+    deferred: list[M] = []
+    for message in messages:
+        cmid = getattr(message, "codec_message_id", None)
+        (deferred if isinstance(cmid, str) and is_unresponded(cmid) else kept).append(message)
+    return [*kept, *deferred] if deferred else list(messages)
+
+
+class SteerTracker:
+    """Per-run steer state (``RunSteerTracker`` of 0.8.0): steers folded but not yet drained by
+    ``has_input()`` (*pending*), and those drained since the previous pass (*recently processed*,
+    stamped by the next pass)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, None] = {}
+        self._recent: dict[str, None] = {}
+
+    def add_pending(self, codec_message_id: str) -> None:
+        """Record a folded steer (idempotent)."""
+        self._pending[codec_message_id] = None
+
+    def discard(self, codec_message_id: str) -> None:
+        """Forget a steer an earlier pass answered (its stamp was folded)."""
+        self._pending.pop(codec_message_id, None)
+
+    def has_pending(self) -> bool:
+        """True while a folded steer waits to be drained."""
+        return bool(self._pending)
+
+    def drain_pending(self) -> None:
+        """Move every pending steer to the recently-processed set."""
+        self._recent.update(self._pending)
+        self._pending.clear()
+
+    def consume_recently_processed(self) -> list[str]:
+        """The steers drained since the previous pass, in fold order; clears them."""
+        ids = list(self._recent)
+        self._recent.clear()
+        return ids
+
+    def is_unresponded(self, codec_message_id: str) -> bool:
+        """True for a steer still pending or drained but not yet stamped on an output."""
+        return codec_message_id in self._pending or codec_message_id in self._recent
+
+
+class RunSteering:
+    """The steer machinery of one :class:`~ai_transport.sessions.agent_run.AgentRun`.
+
+    Armed when the run is created (it watches the session tree's ``output`` events); before the run
+    opens it buffers folded steers and answered-stamps by the run id seen on the wire (a continuation
+    re-keys the run when its trigger folds), and :meth:`seed` (end of ``start()``) hands the ones this
+    run has not answered to the tracker.
+    """
+
+    def __init__(self, run: AgentRun, on_steer: Callable[[], Any] | None) -> None:
+        self._run = run
+        self._on_steer = on_steer
+        self.tracker = SteerTracker()
+        self._produced_output = False
+        self._seeded = False
+        self._folded: dict[str, dict[str, None]] = {}
+        self._responded: dict[str, set[str]] = {}
+        self._off = run.session.tree.on("output", self._on_output)
+
+    # -- watching the tree ---------------------------------------------------------------------
+
+    def _on_output(self, event: Mapping[str, Any]) -> None:
+        run_id = event.get("run_id")
+        if not isinstance(run_id, str):
+            return  # an input-node fold is never a steer into a run
+        stamped = event.get("steer_codec_message_ids") or ()
+        if stamped:
+            self._responded.setdefault(run_id, set()).update(stamped)
+        cmid = event.get("codec_message_id")
+        is_steer = bool(event.get("inputs")) and isinstance(cmid, str)
+        if not self._seeded:
+            if is_steer:
+                self._folded.setdefault(run_id, {})[str(cmid)] = None
+            return
+        if run_id != self._run.run_id:
+            return
+        for answered in stamped:
+            self.tracker.discard(answered)
+        if not is_steer or cmid == self._run.input_codec_message_id:
+            return
+        if cmid in self._responded.get(run_id, ()):
+            return
+        self.tracker.add_pending(str(cmid))
+        self._notify()
+
+    def _notify(self) -> None:
+        hook = self._on_steer
+        if hook is None:
+            return
+        try:
+            result = hook()
+            if inspect.iscoroutine(result):
+                result.close()
+                raise TypeError("on_steer must be a plain function (it is a hint; wake your loop from it)")
+        except Exception as exc:
+            err = AITransportError(
+                f"unable to notify steer for run {self._run.run_id}; on_steer handler threw: {exc}",
+                ErrorCode.CANCEL_LISTENER_ERROR,
+                500,
+                cause=exc,
+            )
+            logger.error("%s", err.message)
+            self._run._report(err)
+
+    # -- the run's side ------------------------------------------------------------------------
+
+    def seed(self) -> None:
+        """Hand the steers folded before the run opened (and not answered) to the tracker."""
+        if self._seeded:
+            return
+        self._seeded = True
+        run_id = self._run.run_id
+        responded = self._responded.get(run_id, set())
+        seeded = False
+        for cmid in self._folded.get(run_id, {}):
+            if cmid == self._run.input_codec_message_id or cmid in responded:
+                continue
+            self.tracker.add_pending(cmid)
+            seeded = True
+        self._folded.clear()
+        if seeded:
+            self._notify()
+
+    def has_input(self) -> bool:
+        """``hasInput()`` of 0.8.0 (see :meth:`AgentRun.has_input`)."""
+        if self._run.abort_signal.is_set():
+            return False
+        had_pending = self.tracker.has_pending()
+        if had_pending:
+            self.tracker.drain_pending()
+        if not self._produced_output:
+            return True
+        return had_pending
+
+    def begin_pass(self) -> list[str]:
+        """A pass starts publishing (a ``pipe`` or a ``send``): the run has produced output; returns
+        the steer ids this pass answers (stamped on its messages)."""
+        self._produced_output = True
+        ids = self.tracker.consume_recently_processed()
+        if ids:
+            self._responded.setdefault(self._run.run_id, set()).update(ids)
+        return ids
+
+    def is_unresponded(self, codec_message_id: str) -> bool:
+        """True for a steer of this run no output answered yet (``run.view`` defers it)."""
+        return self.tracker.is_unresponded(codec_message_id)
+
+    def close(self) -> None:
+        """Stop watching the tree (the run ended or suspended)."""
+        self._off()

@@ -1,0 +1,122 @@
+"""Parity features against the reference implementation (``@ably/ai-transport@0.8.0`` + ably-js in
+node, ``tests/js/handlers/parity.mjs``) over the local emulator, in the directions users meet them:
+a JS client with our Python agent, and our Python client with a JS agent."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+pytest.importorskip("ai_transport.channels.ably_channel")
+pytest.importorskip("ai_transport.emulator")
+
+from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_parity import gated_model, steer_loop, text_turn, texts
+from support_sessions import as_dicts, eventually, user_message, wait_status
+
+from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.emulator.client import client_options, connect_info
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
+from ai_transport.sessions.steer_client import SteerOutcome
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(90), pytest.mark.js]
+
+
+async def open_channel(emu: Any, name: str, client_id: str) -> AblyChannel:
+    return await asyncio.wait_for(AblyChannel.connect(name, **client_options(emu, client_id=client_id)), 15)
+
+
+async def js(node: Any, op: str, **args: Any) -> Any:
+    return await asyncio.to_thread(node.call, "parity", op, **args)
+
+
+def js_texts(messages: list[dict]) -> list[str]:
+    out = []
+    for m in messages:
+        msg = m["message"]
+        if msg["role"] != "user":
+            out.append("assistant")
+            continue
+        out.append(
+            "".join(p.get("text", "") for it in msg["items"] if it["type"] == "message" for p in it["content"])
+        )
+    return out
+
+
+# -- steering ------------------------------------------------------------------------------------
+
+
+async def test_js_client_steers_a_running_python_agent(emulator_thread, node) -> None:
+    """The JS client steers mid-stream; our agent's ``on_steer`` fires, its next ``has_input()`` pass
+    answers the steer (the model input ends with it) and stamps ``steer-codec-message-ids``, so the
+    JS ``SteerResult.outcome`` resolves ``consumed: true``."""
+    name = unique_channel("steer-jsc")
+    ach = await open_channel(emulator_thread, name, "agent")
+    agent = AgentSession(ach)
+    await agent.connect()
+    jsc = await js(node, "pOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+    try:
+        sent = await js(node, "pSend", id=jsc["id"], text="Write a poem")
+        steered, streaming = asyncio.Event(), asyncio.Event()
+        run = await agent.create_run(sent["invocation"], hooks={"on_steer": steered.set})
+        await run.start()
+        loop = asyncio.ensure_future(
+            steer_loop(run, gated_model(steered, ["Roses are red", "Short: red."], 5, streaming))
+        )
+        await asyncio.wait_for(streaming.wait(), 15)
+        steer = await js(
+            node, "pSteer", id=jsc["id"], inputCodecMessageId=sent["inputCodecMessageId"], text="make it shorter"
+        )
+        inputs = await asyncio.wait_for(loop, 20)
+        assert len(inputs) == 2
+        assert inputs[1][-1]["content"][0]["text"] == "make it shorter"
+        await run.end("complete")
+        result = await js(node, "pSteerResult", id=jsc["id"], steerId=steer["steerId"])
+        assert result["outcome"] == {"consumed": True, "runTerminalReason": "complete"}
+        assert isinstance(result["published"]["serial"], str)
+        await js(node, "pWait", id=jsc["id"], runId=run.run_id, status="complete")
+        view = await js(node, "pView", id=jsc["id"])
+        assert js_texts(view["messages"]) == ["Write a poem", "assistant", "make it shorter", "assistant"]
+        assert view["messages"] == as_dicts(run.view.get_messages())
+    finally:
+        await js(node, "pClose", id=jsc["id"])
+        await agent.end()
+        await ach.close()
+
+
+async def test_python_client_steers_a_js_agent(emulator_thread, node) -> None:
+    """Our ``ClientRun.steer`` into a JS agent looping on ``hasInput()``: its ``onSteer`` fires once,
+    its second pass answers the steer, and our outcome resolves consumed (from the JS agent's stamp)."""
+    name = unique_channel("steer-jsa")
+    pch = await open_channel(emulator_thread, name, "alice")
+    client = ClientSession(pch)
+    await client.connect()
+    try:
+        sent = await client.view.send(user_message("Write a poem"))
+        agent = asyncio.ensure_future(
+            js(
+                node,
+                "agentSteerLoop",
+                options=connect_info(emulator_thread, client_id="agent"),
+                channel=name,
+                invocation=sent.invocation.to_json(),
+                turns=[text_turn("Roses are red", 1), text_turn("Short: red.", 2)],
+            )
+        )
+        await asyncio.wait_for(asyncio.shield(sent.started), 15)
+        await eventually(lambda: len(client.view.get_messages()) >= 2, 15)  # the first answer streams
+        result = sent.steer(user_message("make it shorter"))
+        out = await asyncio.wait_for(agent, 30)
+        assert await asyncio.wait_for(result.outcome, 10) == SteerOutcome(True, "complete")
+        assert isinstance(result.published.result(), str)
+        assert out["passes"] == 2 and out["steerHints"] == 1
+        assert out["modelInputs"][1][-1]["content"][0]["text"] == "make it shorter"
+        await wait_status(client.view, out["runId"], "complete")
+        assert texts(client.view.get_messages()) == ["Write a poem", "assistant", "make it shorter", "assistant"]
+        assert as_dicts(client.view.get_messages()) == out["messages"]
+    finally:
+        await client.close()
+        await pch.close()
