@@ -81,6 +81,10 @@ async def test_js_client_steers_a_running_python_agent(emulator_thread, node) ->
         view = await js(node, "pView", id=jsc["id"])
         assert js_texts(view["messages"]) == ["Write a poem", "assistant", "make it shorter", "assistant"]
         assert view["messages"] == as_dicts(run.view.get_messages())
+        # BaseRun.messages / status / error: this run's own turn, the same on both sides
+        js_run = await js(node, "pRun", id=jsc["id"], inputCodecMessageId=sent["inputCodecMessageId"])
+        assert js_run["messages"] == [m.to_dict() for m in run.messages]
+        assert (js_run["status"], js_run["error"], run.status, run.error) == ("complete", None, "complete", None)
     finally:
         await js(node, "pClose", id=jsc["id"])
         await agent.end()
@@ -117,6 +121,9 @@ async def test_python_client_steers_a_js_agent(emulator_thread, node) -> None:
         await wait_status(client.view, out["runId"], "complete")
         assert texts(client.view.get_messages()) == ["Write a poem", "assistant", "make it shorter", "assistant"]
         assert as_dicts(client.view.get_messages()) == out["messages"]
+        # BaseRun.messages: this run's own turn, the same on both sides
+        assert [m.to_dict() for m in sent.messages] == out["runMessages"]
+        assert (sent.status, sent.error, out["status"]) == ("complete", None, "complete")
     finally:
         await client.close()
         await pch.close()

@@ -113,7 +113,7 @@ async def test_agent_view_leaves_out_failed_runs_and_the_input_they_answered() -
             "content": [{"type": "input_text", "text": "Never mind, tell me a joke"}],
         }
     ]
-    assert unanswered_calls(run2.messages()) == []
+    assert unanswered_calls(run2.branch_messages()) == []
     await wait_status(client.view, run2.run_id, "complete")
     # the client still renders everything that happened
     assert texts(client.view.get_messages()) == [

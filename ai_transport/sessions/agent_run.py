@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
-from ..readers.calls import approved_unexecuted_calls, to_responses_input, unanswered_calls
+from .base_run import AgentConversation, BaseRun
 from .invocation import Invocation
 from .lifecycle import (
     EVENT_RUN_END,
@@ -42,11 +42,10 @@ from .lifecycle import (
     step_end_reason_for,
 )
 from .pipe_loop import pipe_events
-from .run import TERMINAL_STATUSES, PipeResult, RunInfo
+from .run import TERMINAL_STATUSES, PipeResult
 from .steer import RunSteering
 from .step import RunStep
-from .tools import function_call_output
-from .tree import RunNode
+from .tree import RunNode, Tree
 from .view import LeafBranch, View
 
 if TYPE_CHECKING:
@@ -82,7 +81,7 @@ class _RecordingWriter:
 
 
 
-class AgentRun:
+class AgentRun(BaseRun, AgentConversation):
     """One run of the agent (``AgentRun`` of 0.8.0); created by :meth:`AgentSession.create_run`."""
 
     def __init__(
@@ -137,18 +136,13 @@ class AgentRun:
         folded, so :attr:`view` shows it (``pipe``/``send``/``start`` call this before returning)."""
         return await self.session.wait_seen(self._last_serial, timeout)
 
-    # -- status --------------------------------------------------------------------------------
+    # -- BaseRun ---------------------------------------------------------------------------------
 
-    @property
-    def status(self) -> str:
-        """The run's status as folded from the channel (``active`` before anything is seen)."""
-        node = self.session.tree.get_run_node(self.run_id)
-        return node.status if node is not None else "active"
+    def _session_tree(self) -> Tree:
+        return self.session.tree
 
-    def info(self) -> RunInfo | None:
-        """:class:`RunInfo` of this run, once it is in the tree."""
-        node = self.session.tree.get_run_node(self.run_id)
-        return node.info() if node is not None else None
+    def _input_anchor(self) -> str | None:
+        return self._parent_fallback
 
     # -- trigger -------------------------------------------------------------------------------
 
@@ -617,44 +611,3 @@ class AgentRun:
         if step_client_id is not None and not isinstance(step_client_id, str):
             raise InvalidArgumentError("unable to create step; step_client_id must be a string")
         return RunStep(self, step_client_id, self._resolve_step_id(step_id))
-
-    # -- conversation helpers ------------------------------------------------------------------
-
-    def messages(self) -> list[Any]:
-        """The openai messages (``OpenAIMessage``) of :attr:`view`."""
-        return [m.message for m in self.view.get_messages()]
-
-    def input_items(self) -> list[dict[str, Any]]:
-        """``to_responses_input`` of the view: the model input for the next turn."""
-        return to_responses_input(self.messages())
-
-    def unanswered_calls(self) -> list[dict[str, Any]]:
-        """Calls still waiting for a client (approval or client-executed result)."""
-        return unanswered_calls(self.messages())
-
-    def approved_unexecuted_calls(self) -> list[dict[str, Any]]:
-        """Approved calls without output: the executions this run owes (model's own items)."""
-        return approved_unexecuted_calls(self.messages())
-
-    def owed_calls(self) -> list[dict[str, Any]] | None:
-        """The resume decision: None while a call still waits for a client (stay suspended), else the
-        approved calls to execute now (possibly empty: every call answered, call the model)."""
-        if self.unanswered_calls():
-            return None
-        return self.approved_unexecuted_calls()
-
-    async def run_owed_calls(
-        self, execute: Callable[[Mapping[str, Any]], Any | Awaitable[Any]]
-    ) -> list[dict[str, Any]] | None:
-        """Execute every owed call with ``execute(call)`` and send each output; None when the run
-        must stay suspended (see :meth:`owed_calls`). Returns the calls executed."""
-        owed = self.owed_calls()
-        if owed is None:
-            return None
-        for call in owed:
-            result = execute(call)
-            if inspect.isawaitable(result):
-                result = await result
-            await self.send(function_call_output(call, result))
-        return owed
-

@@ -26,6 +26,7 @@ from typing import Any
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .base_run import BaseRun
 from .invocation import Invocation
 from .lifecycle import (
     EVENT_AI_OUTPUT,
@@ -35,9 +36,9 @@ from .lifecycle import (
     build_cancel_message,
     build_transport_headers,
 )
-from .run import RunInfo
 from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
 from .steer_client import SteerCoordinator, SteerResult
+from .tree import Tree
 from .view import DEFAULT_HISTORY_PAGE_SIZE, TreeBranch, View
 
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
@@ -50,8 +51,10 @@ def _is_wire_only(inp: Mapping[str, Any]) -> bool:
     return kind != "user-message" and (kind == "regenerate" or inp.get("codecMessageId") is not None)
 
 
-class ClientRun:
-    """What a send started: the trigger's ids, the run it becomes, the invocation to POST."""
+class ClientRun(BaseRun):
+    """What a send started (``ClientRun`` of 0.8.0): the trigger's ids, the run it becomes (``status``,
+    ``error``, ``messages`` of :class:`~ai_transport.sessions.base_run.BaseRun`: ``active`` until
+    the run is seen), the invocation to POST, ``steer`` and ``cancel``."""
 
     def __init__(
         self, session: ClientSession, input_codec_message_id: str, input_event_id: str, run_id: str | None
@@ -81,16 +84,11 @@ class ClientRun:
         """Same as :attr:`invocation` (``toInvocation`` of 0.8.0)."""
         return self.invocation
 
-    @property
-    def status(self) -> str | None:
-        """The run's status once the run id is known."""
-        info = self.info()
-        return info.status if info is not None else None
+    def _session_tree(self) -> Tree:
+        return self._session.tree
 
-    def info(self) -> RunInfo | None:
-        """:class:`RunInfo` of the run once known."""
-        rid = self.run_id
-        return self._session.view.run(rid) if rid else None
+    def _input_anchor(self) -> str | None:
+        return self.input_codec_message_id
 
     def steer(self, input: Mapping[str, Any]) -> SteerResult:
         """Publish ``input`` (e.g. ``codec.create_user_message(...)``) into this run while it runs

@@ -205,7 +205,7 @@ export async function agentSteerLoop({ options, channel, invocation, turns, gate
     }
     await run.end({ reason: end });
     await new Promise((r) => setTimeout(r, 200));
-    return { runId: run.runId, ...log, steerHints, messages: plain(run.view.getMessages()) };
+    return { runId: run.runId, ...log, steerHints, messages: plain(run.view.getMessages()), runMessages: plain(run.messages), status: run.status };
   } finally {
     await session.end();
     client.close();

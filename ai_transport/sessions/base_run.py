@@ -1,0 +1,132 @@
+"""What both sides' runs read off the session's tree (``BaseRun`` of 0.8.0), and the agent run's
+conversation helpers.
+
+:class:`BaseRun` gives :class:`~ai_transport.sessions.agent_run.AgentRun` and
+:class:`~ai_transport.sessions.client.ClientRun` the live read members of 0.8.0's ``BaseRun``:
+``status`` (``active`` until the run is in the tree), ``error`` (the run-end error of an ``error``
+run), ``messages`` (this run's own turn: the input it answers, then all of its output across every
+suspend / resume, as openai messages) and :meth:`BaseRun.info`.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from ..readers.calls import approved_unexecuted_calls, to_responses_input, unanswered_calls
+from .nodes import InputNode
+from .run import RunInfo, RunStatus
+from .tools import function_call_output
+
+if TYPE_CHECKING:
+    from .tree import Tree
+    from .view import View
+
+__all__ = ["AgentConversation", "BaseRun"]
+
+
+class BaseRun:
+    """Mixin: the run read model (``runId`` / ``status`` / ``error`` / ``messages`` of 0.8.0).
+
+    A subclass provides ``run_id``, ``_session_tree()`` and ``_input_anchor()`` (the codec-message-id
+    of the input the run answers, used until the run's start is folded).
+    """
+
+    def _rid(self) -> str:
+        rid = getattr(self, "run_id", "")
+        return rid if isinstance(rid, str) else ""
+
+    def _session_tree(self) -> Tree:
+        raise NotImplementedError
+
+    def _input_anchor(self) -> str | None:
+        raise NotImplementedError
+
+    @property
+    def status(self) -> RunStatus:
+        """The run's status as folded from the channel (``active`` before the run is seen)."""
+        node = self._session_tree().get_run_node(self._rid()) if self._rid() else None
+        return node.status if node is not None else "active"
+
+    @property
+    def error(self) -> Any:
+        """The :class:`~ai_transport.errors.AITransportError` of a run that ended ``error``, else None."""
+        node = self._session_tree().get_run_node(self._rid()) if self._rid() else None
+        return node.error if node is not None and node.status == "error" else None
+
+    @property
+    def messages(self) -> list[Any]:
+        """This run's own turn as openai messages: its input (when the run answers an input message),
+        then every output of the run, each message once."""
+        tree = self._session_tree()
+        run = tree.get_run_node(self._rid()) if self._rid() else None
+        anchor = run.parent if run is not None and run.parent is not None else self._input_anchor()
+        seen: set[str] = set()
+        out: list[Any] = []
+        nodes: list[Any] = []
+        input_node = tree.get_node_by_codec_message_id(anchor) if anchor is not None else None
+        if isinstance(input_node, InputNode):
+            nodes.append(input_node)
+        if run is not None:
+            nodes.append(run)
+        for node in nodes:
+            for m in tree.messages_of(node):
+                if m.codec_message_id not in seen:
+                    seen.add(m.codec_message_id)
+                    out.append(m.message)
+        return out
+
+    def info(self) -> RunInfo | None:
+        """:class:`RunInfo` of this run, once it is in the tree."""
+        node = self._session_tree().get_run_node(self._rid()) if self._rid() else None
+        return node.info() if node is not None else None
+
+
+class AgentConversation:
+    """Mixin of :class:`~ai_transport.sessions.agent_run.AgentRun`: the conversation its ``view``
+    shows (the branch the run answers, ancestors included), read for the next model call."""
+
+    view: View
+
+    async def send(self, output: Any) -> str:
+        """Publish one discrete output (provided by the run)."""
+        raise NotImplementedError
+
+    def branch_messages(self) -> list[Any]:
+        """The openai messages (``OpenAIMessage``) of :attr:`view`: the conversation so far."""
+        return [m.message for m in self.view.get_messages()]
+
+    def input_items(self) -> list[dict[str, Any]]:
+        """``to_responses_input`` of the view: the model input for the next turn."""
+        return to_responses_input(self.branch_messages())
+
+    def unanswered_calls(self) -> list[dict[str, Any]]:
+        """Calls still waiting for a client (approval or client-executed result)."""
+        return unanswered_calls(self.branch_messages())
+
+    def approved_unexecuted_calls(self) -> list[dict[str, Any]]:
+        """Approved calls without output: the executions this run owes (model's own items)."""
+        return approved_unexecuted_calls(self.branch_messages())
+
+    def owed_calls(self) -> list[dict[str, Any]] | None:
+        """The resume decision: None while a call still waits for a client (stay suspended), else the
+        approved calls to execute now (possibly empty: every call answered, call the model)."""
+        if self.unanswered_calls():
+            return None
+        return self.approved_unexecuted_calls()
+
+    async def run_owed_calls(
+        self, execute: Callable[[Mapping[str, Any]], Any | Awaitable[Any]]
+    ) -> list[dict[str, Any]] | None:
+        """Execute every owed call with ``execute(call)`` and send each output; None when the run
+        must stay suspended (see :meth:`owed_calls`). Returns the calls executed."""
+        owed = self.owed_calls()
+        if owed is None:
+            return None
+        for call in owed:
+            result = execute(call)
+            if inspect.isawaitable(result):
+                result = await result
+            await self.send(function_call_output(call, result))
+        return owed
