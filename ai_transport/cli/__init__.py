@@ -29,6 +29,7 @@ examples:
   ai-transport demo                      approve the gated call (in-process channel)
   ai-transport demo --deny "not today"   deny it with a reason
   ai-transport demo --emulator           same, over the local Ably emulator and the real ably SDK
+  ai-transport demo --agents-sdk         the same agent written with the OpenAI Agents SDK
   OPENAI_API_KEY=sk-... ai-transport demo --model gpt-5-mini
                                          talk to the real OpenAI Responses API
 """
@@ -107,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         choices=["auto", "off", "minimal", "low", "medium", "high"],
         default="auto",
         help="reasoning effort sent to the model (auto: low on reasoning models, off on others)",
+    )
+    demo.add_argument(
+        "--agents-sdk",
+        action="store_true",
+        help="run the agent written with the OpenAI Agents SDK (needs the 'agents' extra)",
     )
     demo.add_argument("--channel", default=None, help="channel name (default: a fresh demo-<id>)")
     demo.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning summary")

@@ -238,7 +238,19 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
     async with _model(args, printer) as (responses, model, reasoning), _transport(
         args, channel_name, printer
     ) as channel_for:
-        agent = ToolAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
+        agent: Any
+        if getattr(args, "agents_sdk", False):
+            try:
+                from .agents_sdk import AgentsSdkAgent
+            except ImportError as e:
+                raise CliError(
+                    f"--agents-sdk needs the OpenAI Agents SDK ({e}); pip install 'ai-transport[agents]'"
+                ) from e
+
+            agent = AgentsSdkAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
+            printer.note("agent: written with the OpenAI Agents SDK (ai_transport.integrations.openai_agents)")
+        else:
+            agent = ToolAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
         client_channel = await channel_for("user")
         session = ClientSession(client_channel)
         await client_channel.subscribe(stats.on_message)
@@ -308,6 +320,9 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
         final_messages = view.get_messages()
         final_runs = view.runs()
         await session.close()
+        aclose = getattr(agent, "aclose", None)
+        if aclose is not None:
+            await aclose()
     elapsed = time.monotonic() - started
     ok = status == "complete" and left == "complete"
     summary = (
