@@ -63,23 +63,14 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from ..channels.channel import action_name
-from ..codec.headers import codec_headers, transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
 from .durable import page_until_located, with_agent_session
 from .invocation import Invocation
-from .lifecycle import (
-    EVENT_AI_INPUT,
-    EVENT_AI_OUTPUT,
-    EVENT_CANCEL,
-    H_CODEC_MESSAGE_ID,
-    H_RUN_ID,
-    RunLifecycleEvent,
-    read_cancel_target,
-)
+from .lifecycle import EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
 from .recovery import OpenStreams
-from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
+from .session import SessionCore
 from .step import RunStep
 from .tools import function_call_output, gate_calls
 from .tree import RunNode
@@ -96,12 +87,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("ai_transport.sessions.agent")
-
-_ANSWER_KINDS = frozenset({"tool-result", "tool-result-error", "tool-approval-response"})
-#: Answers held per unknown run (history folds newest first); older ones are dropped beyond this.
-_HELD_LIMIT = 1000
-
-AcceptInput = Callable[[Any, RunNode | None], bool]
 
 
 class AgentSession(SessionCore):
@@ -134,16 +119,19 @@ class AgentSession(SessionCore):
         history_backoff: float = 0.1,
     ) -> None:
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
-        self.trusted_agent_ids = (
-            set(trusted_agent_ids) if trusted_agent_ids is not None else {channel.client_id}
+        self.admission = Admission(
+            trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
+            trusted_client_ids or (),
+            accept_input,
+            self._reject,
         )
-        self.trusted_client_ids = set(trusted_client_ids or ())
-        self._accept_input = accept_input
+        #: Publisher ids whose outputs / lifecycle messages are folded.
+        self.trusted_agent_ids = self.admission.trusted_agent_ids
+        #: Client ids always accepted for inputs into a run.
+        self.trusted_client_ids = self.admission.trusted_client_ids
         self._runs: dict[str, AgentRun] = {}
         self._run_by_input_cmid: dict[str, str] = {}
         self._deferred_cancels: dict[str, Mapping[str, Any]] = {}
-        self._accepted_streams: set[str] = set()
-        self._held: dict[str, list[Mapping[str, Any]]] = {}
         self._high_water = ""
         self._seen_waiters: list[tuple[str, asyncio.Future[None]]] = []
         #: Cancellations in flight (kept referenced until done).
@@ -154,15 +142,16 @@ class AgentSession(SessionCore):
         self.open_streams = OpenStreams()
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
-        """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook)."""
+        """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook) or
+        ``skipped`` (``(message, reason)``: a channel message not folded, see :attr:`skipped`)."""
         return self._emitter.on(event, handler)
 
     # -- connection ----------------------------------------------------------------------------
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
-        if self._closed:
+        if self._closed or not self._well_formed(message):
             return
-        self._on_wire(message)
+        self._on_wire(message, checked=True)
         version = message.get("version")
         mark = max(
             str(message.get("serial") or ""),
@@ -201,80 +190,18 @@ class AgentSession(SessionCore):
     # -- trust ---------------------------------------------------------------------------------
 
     def _input_accepted(self, client_id: Any, run: RunNode | None) -> bool:
-        if self._accept_input is not None:
-            return bool(self._accept_input(client_id, run))
-        if client_id is not None and client_id in self.trusted_client_ids:
-            return True
-        return run is not None and run.input_client_id is not None and client_id == run.input_client_id
+        return self.admission.input_accepted(client_id, run)
 
     def _reject(self, message: Mapping[str, Any], why: str) -> None:
-        logger.warning(
-            "ignored %s from client %r (serial %s): %s",
-            message.get("name") or action_name(message.get("action")),
-            message.get("clientId"),
-            message.get("serial"),
-            why,
-        )
         self.rejected.append(message)
+        self._skip(message, why)
 
-    def _admit(self, message: Mapping[str, Any]) -> bool | None:
-        """True = fold, False = reject, None = hold until the run's start is folded."""
-        name = message.get("name")
-        client_id = message.get("clientId")
-        serial = message.get("serial")
-        action = action_name(message.get("action"))
-        if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
-            self._reject(
-                message, f"agent message mutated by {mutator_of(message)!r}, not a trusted agent identity"
-            )
-            return False
-        if name in AGENT_NAMES:
-            if client_id not in self.trusted_agent_ids:
-                self._reject(message, "not a trusted agent identity")
-                return False
-            if name == EVENT_AI_OUTPUT and isinstance(serial, str):
-                self._accepted_streams.add(serial)
-            return True
-        if not name:
-            if action in MUTATIONS:
-                if serial in self._accepted_streams:
-                    return True
-                if message.get("extras") is not None:
-                    self._reject(message, "mutation of a message that is not a trusted agent output")
-                return False
-            return True
-        if name == EVENT_AI_INPUT:
-            kind = codec_headers(message.get("extras")).get("kind")
-            h = transport_headers(message.get("extras"))
-            if kind in _ANSWER_KINDS or h.get(H_RUN_ID) is not None:
-                run_id = h.get(H_RUN_ID)
-                run: RunNode | None = None
-                if isinstance(run_id, str):
-                    run = self.tree.get_run_node(run_id)
-                else:
-                    cmid = h.get(H_CODEC_MESSAGE_ID)
-                    node = self.tree.get_node_by_codec_message_id(cmid) if isinstance(cmid, str) else None
-                    run = node if isinstance(node, RunNode) else None
-                if self._input_accepted(client_id, run):
-                    return True
-                if (
-                    (run is None or run.input_client_id is None)
-                    and isinstance(run_id, str)
-                    and self._accept_input is None
-                ):
-                    return None
-                self._reject(message, f"{kind} from a client this agent does not accept")
-                return False
-        return True
-
-    def _on_wire(self, message: Mapping[str, Any]) -> None:
-        verdict = self._admit(message)
+    def _on_wire(self, message: Mapping[str, Any], checked: bool = False) -> None:
+        if not checked and not self._well_formed(message):
+            return
+        verdict = self.admission.admit(message, self.tree)
         if verdict is None:
-            run_id = transport_headers(message.get("extras")).get(H_RUN_ID)
-            held = self._held.setdefault(str(run_id), [])
-            if len(held) >= _HELD_LIMIT:
-                self._reject(held.pop(0), f"more than {_HELD_LIMIT} answers held for a run never started")
-            held.append(message)
+            self.admission.hold(message)
             return
         if not verdict:
             return
@@ -282,12 +209,8 @@ class AgentSession(SessionCore):
         event = self._applier.apply(message)
         self.tree.emit_ably_message(message)
         if isinstance(event, RunLifecycleEvent) and event.type == "start":
-            self._release_held(event.run_id)
-
-    def _release_held(self, run_id: str) -> None:
-        held = self._held.pop(run_id, None)
-        for message in held or ():
-            self._on_wire(message)
+            for held in self.admission.release(event.run_id):
+                self._on_wire(held, checked=True)
 
     # -- cancel --------------------------------------------------------------------------------
 

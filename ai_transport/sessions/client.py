@@ -11,8 +11,11 @@ band: POST ``run.invocation.to_json()`` (``{inputEventId, sessionName}``) to it 
 * Answer a gated call with ``create_tool_approval_response(<codec-message-id of the message holding
   the call>, {...})`` sent with ``run_id=<the suspended run>``.
 * ``cancel(run_id)`` publishes ``ai-cancel``.
-* ``trusted_agent_ids``: when given, ``ai-output`` and lifecycle messages from other publishers are
-  ignored (default: every publisher is trusted, as 0.8.0).
+* ``trusted_agent_ids``: when given, the session applies the agent's trust rules
+  (:mod:`.admission`): ``ai-output`` and lifecycle messages from other publishers, mutations of agent
+  messages by anyone else, and inputs into a run from a client other than the one that started it
+  (or ``trusted_client_ids``) are skipped, so the view shows what the agent will act on. Default:
+  every publisher is trusted, as 0.8.0. Malformed wires are skipped either way (``skipped``).
 """
 
 from __future__ import annotations
@@ -23,20 +26,19 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ..channels.channel import action_name
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .admission import Admission
 from .base_run import BaseRun
 from .invocation import Invocation
 from .lifecycle import (
-    EVENT_AI_OUTPUT,
     H_INPUT_CODEC_MESSAGE_ID,
     CancelTarget,
     RunLifecycleEvent,
     build_cancel_message,
     build_transport_headers,
 )
-from .session import AGENT_NAMES, MUTATIONS, SessionCore, is_untrusted_agent_mutation, mutator_of
+from .session import SessionCore
 from .steer_client import SteerCoordinator, SteerResult
 from .tree import Tree
 from .view import DEFAULT_HISTORY_PAGE_SIZE, TreeBranch, View
@@ -206,7 +208,10 @@ class ClientSession(SessionCore):
     Args:
         channel: a :class:`~ai_transport.channels.channel.Channel`.
         codec: the codec (default :class:`~ai_transport.codec.codec.ResponsesCodec`).
-        trusted_agent_ids: when given, only these publishers' outputs/lifecycle are folded.
+        trusted_agent_ids: when given, only these publishers' outputs/lifecycle are folded and the
+            agent's input rules apply (see the module docstring).
+        trusted_client_ids: with ``trusted_agent_ids``, client ids always accepted for inputs into
+            a run.
         history_page_size: history page size (default 100).
         history_retries: retries of a failed history read (then 104011), with
             ``history_backoff * 2**attempt`` seconds between them.
@@ -220,15 +225,21 @@ class ClientSession(SessionCore):
         codec: Any = None,
         *,
         trusted_agent_ids: Iterable[str | None] | None = None,
+        trusted_client_ids: Iterable[str] | None = None,
         history_page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
         history_retries: int = 3,
         history_backoff: float = 0.1,
     ) -> None:
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
         self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else None
+        #: The trust rules, when ``trusted_agent_ids`` was given.
+        self.admission = (
+            Admission(self.trusted_agent_ids, trusted_client_ids or (), None, self._skip)
+            if self.trusted_agent_ids is not None
+            else None
+        )
         self._encoder = self.codec.create_encoder(channel)
         self._pending: dict[str, ClientRun] = {}
-        self._accepted: set[str] = set()
         self._steer = SteerCoordinator(
             lambda inp, cmid, headers: self._encoder.publish_input(inp, cmid, extras={"headers": headers}),
             self._client_id,
@@ -239,35 +250,24 @@ class ClientSession(SessionCore):
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error``: an agent's run ended ``error`` (the :class:`AITransportError` from its
-        ``ai-run-end``). Returns an unsubscribe function."""
+        ``ai-run-end``) or ``skipped`` (``(message, reason)``: a channel message not folded, see
+        :attr:`skipped`). Returns an unsubscribe function."""
         return self._emitter.on(event, handler)
-
-    def _trusted(self, message: Mapping[str, Any]) -> bool:
-        if self.trusted_agent_ids is None:
-            return True
-        name = message.get("name")
-        serial = message.get("serial")
-        if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
-            logger.warning("ignored agent message %s mutated by untrusted %r", serial, mutator_of(message))
-            return False
-        if name in AGENT_NAMES:
-            if message.get("clientId") not in self.trusted_agent_ids:
-                logger.warning("ignored %s from untrusted publisher %r", name, message.get("clientId"))
-                return False
-            if name == EVENT_AI_OUTPUT and isinstance(serial, str):
-                self._accepted.add(serial)
-            return True
-        if not name and action_name(message.get("action")) in MUTATIONS:
-            return serial in self._accepted
-        return True
 
     def _on_wire(self, message: Mapping[str, Any]) -> None:
         self._fold(message)
 
-    def _fold(self, message: Mapping[str, Any]) -> bool:
-        """Fold one message unless untrusted; returns whether it was folded."""
-        if not self._trusted(message):
+    def _fold(self, message: Mapping[str, Any], checked: bool = False) -> bool:
+        """Fold one message unless malformed or untrusted; returns whether it was folded."""
+        if not checked and not self._well_formed(message):
             return False
+        if self.admission is not None:
+            verdict = self.admission.admit(message, self.tree)
+            if verdict is None:
+                self.admission.hold(message)
+                return False
+            if not verdict:
+                return False
         event = self._applier.apply(message)
         if isinstance(event, RunLifecycleEvent) and event.type == "end" and event.error is not None:
             logger.error("run %s ended with an agent error: %s", event.run_id, event.error.message)
@@ -278,6 +278,9 @@ class ClientSession(SessionCore):
             if pending is not None and not pending.started.done():
                 pending.started.set_result(event.run_id)
         self.tree.emit_ably_message(message)
+        if self.admission is not None and isinstance(event, RunLifecycleEvent) and event.type == "start":
+            for held in self.admission.release(event.run_id):
+                self._fold(held, checked=True)
         return True
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
@@ -327,7 +330,7 @@ class ClientSession(SessionCore):
                 input_event_id=event_id,
             )
             if not _is_wire_only(inp):
-                self.tree.apply_message([dict(inp)], [], headers)
+                self.tree.apply_message([dict(inp)], [], headers, client_id=self.channel.client_id)
                 optimistic = cmid
             items.append((inp, cmid, event_id, headers))
         trigger = items[-1]

@@ -176,6 +176,8 @@ class _Internal:
     log: WireLog = field(default_factory=WireLog)
     optimistic: bool = False
     run_start_seen: bool = False
+    #: clientId of the wire that created an input node or a client fork run (None: anonymous).
+    owner: str | None = None
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Output wire serial -> (step id, step-start-serial of the attempt that published it).
     attribution: dict[str, tuple[str, str]] = field(default_factory=dict)

@@ -6,57 +6,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar
 
-from ..channels.channel import action_name
 from ..errors import AITransportError, ErrorCode
-from .lifecycle import (
-    EVENT_AI_OUTPUT,
-    EVENT_RUN_END,
-    EVENT_RUN_RESUME,
-    EVENT_RUN_START,
-    EVENT_RUN_SUSPEND,
-    EVENT_STEP_END,
-    EVENT_STEP_START,
-)
+from .admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
 from .tree import Emitter, Tree, WireApplier
 from .view import HistoryHydrator
+from .wire_check import wire_problem
 
 __all__ = ["AGENT_NAMES", "MUTATIONS", "SessionCore", "is_untrusted_agent_mutation", "mutator_of"]
-
-#: Message names only an agent publishes: ``ai-output`` and the run / step lifecycle.
-AGENT_NAMES: Final = frozenset(
-    {
-        EVENT_AI_OUTPUT,
-        EVENT_RUN_START,
-        EVENT_RUN_RESUME,
-        EVENT_RUN_SUSPEND,
-        EVENT_RUN_END,
-        EVENT_STEP_START,
-        EVENT_STEP_END,
-    }
-)
-
-#: The actions that change a message already on the channel.
-MUTATIONS: Final = ("message.update", "message.append", "message.delete")
-
-
-def mutator_of(message: Mapping[str, Any]) -> Any:
-    """``version.clientId`` of ``message`` (the identity that updated / appended / deleted it), or None."""
-    version = message.get("version")
-    return version.get("clientId") if isinstance(version, Mapping) else None
-
-
-def is_untrusted_agent_mutation(message: Mapping[str, Any], trusted_agent_ids: set[Any]) -> bool:
-    """True for an update / append / delete of an agent message (named in :data:`AGENT_NAMES`, or
-    name-less) whose mutator is not in ``trusted_agent_ids``."""
-    name = message.get("name")
-    mutator = mutator_of(message)
-    return (
-        action_name(message.get("action")) in MUTATIONS
-        and (mutator if isinstance(mutator, str) else None) not in trusted_agent_ids
-        and (not name or name in AGENT_NAMES)
-    )
 
 
 def default_codec() -> Any:
@@ -72,6 +30,12 @@ class SessionCore:
 
     A subclass provides ``_on_live`` (the channel listener) and ``_on_wire`` (folds one message) and
     sets ``_log`` (its module's logger).
+
+    Untrusted input: every wire from the channel (live or history) is type-checked first
+    (:func:`~.wire_check.wire_problem`); a malformed one, one the trust rules refuse and one the tree
+    refuses (a ``codec-message-id`` another client owns) is skipped, logged as a warning and counted
+    in :attr:`skipped`; ``on("skipped", handler)`` gets ``(message, reason)`` for each. Nothing anyone
+    publishes makes a session raise.
     """
 
     _log: ClassVar[logging.Logger]
@@ -94,6 +58,33 @@ class SessionCore:
         self._connected = False
         self._closed = False
         self._emitter = Emitter()
+        self._skipped = 0
+        self.tree.on("refused", self._skip)
+
+    @property
+    def skipped(self) -> int:
+        """How many channel messages this session did not fold: malformed (a field of the wrong
+        type), refused by the trust rules, or refused by the tree (see the class docstring)."""
+        return self._skipped
+
+    def _skip(self, message: Mapping[str, Any], why: str) -> None:
+        self._skipped += 1
+        self._log.warning(
+            "skipped %s from client %r (serial %r): %s",
+            message.get("name") if isinstance(message, Mapping) else None,
+            message.get("clientId") if isinstance(message, Mapping) else None,
+            message.get("serial") if isinstance(message, Mapping) else None,
+            why,
+        )
+        self._emitter.emit("skipped", message, why)
+
+    def _well_formed(self, message: Any) -> bool:
+        """Type-check a wire; a malformed one is skipped (logged, counted) and False returned."""
+        problem = wire_problem(message)
+        if problem is None:
+            return True
+        self._skip(message if isinstance(message, Mapping) else {}, f"malformed: {problem}")
+        return False
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
         raise NotImplementedError

@@ -41,9 +41,12 @@ from typing import Any
 
 from ..codec.headers import transport_headers
 from .lifecycle import (
+    EVENT_AI_INPUT,
+    EVENT_AI_OUTPUT,
     H_CODEC_MESSAGE_ID,
     H_EVENT_ID,
     H_FORK_OF,
+    H_INPUT_CLIENT_ID,
     H_INPUT_CODEC_MESSAGE_ID,
     H_INVOCATION_ID,
     H_MSG_REGENERATE,
@@ -67,6 +70,7 @@ __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
 from .steer import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
+from .tree_owners import TreeOwnership
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 
@@ -77,7 +81,7 @@ logger = logging.getLogger("ai_transport.sessions.tree")
 # Tree
 
 
-class Tree(LifecycleFold):
+class Tree(LifecycleFold, TreeOwnership):
     """All nodes of one session, their projections and the events views listen to.
 
     Events (:meth:`on`): ``update`` (structure changed), ``output`` (a node's projection changed;
@@ -91,7 +95,12 @@ class Tree(LifecycleFold):
         self._nodes: dict[str, _Internal] = {}
         self._cmid_to_key: dict[str, str] = {}
         self._sorted: list[_Internal] = []
+        #: Superseded node key -> the client that superseded it (honoured only for its own nodes).
+        self._supersedes: dict[str, str | None] = {}
         self._superseded: set[str] = set()
+        self._wire: Mapping[str, Any] = {}
+        self._run_message_ids: set[str] = set()
+        self._client: str | None = None
         self._event_ids: dict[str, dict[str, Any]] = {}
         self._seq = itertools.count()
         self.emitter = Emitter()
@@ -180,6 +189,8 @@ class Tree(LifecycleFold):
         self._nodes[key] = entry
         self._insert_sorted(entry)
         self._changed()
+        if key in self._supersedes:
+            self._sync_superseded()
 
     # -- visibility --------------------------------------------------------------------------
 
@@ -354,8 +365,18 @@ class Tree(LifecycleFold):
         headers: Mapping[str, str],
         serial: str | None = None,
         version: str | None = None,
+        client_id: str | None = None,
+        wire: Mapping[str, Any] | None = None,
     ) -> None:
-        """Fold a decoded ``ai-input`` / ``ai-output`` wire (or an optimistic local input)."""
+        """Fold a decoded ``ai-input`` / ``ai-output`` wire (or an optimistic local input).
+
+        ``client_id`` is the publisher (a local optimistic input: the session's own id); ``wire`` the
+        message, for the ``refused`` event. A user prompt's ``codec-message-id`` belongs to the client
+        that published it first (lowest serial): the same id from another client is refused (or, when
+        older, takes the node over), as is a prompt or client fork whose id names a node of another kind.
+        """
+        self._wire = wire if wire is not None else {"serial": serial, "clientId": client_id}
+        self._client = client_id
         run_id = headers.get(H_RUN_ID)
         cmid = headers.get(H_CODEC_MESSAGE_ID)
         role = headers.get(H_ROLE)
@@ -372,9 +393,9 @@ class Tree(LifecycleFold):
         structural = False
         if fork_cmid is not None:
             supersedes = headers.get(H_SUPERSEDES)
-            if supersedes is not None and supersedes not in self._superseded:
-                self._superseded.add(supersedes)
-                structural = self._changed()
+            if supersedes is not None and supersedes not in self._supersedes:
+                self._supersedes[supersedes] = self._client
+                structural = self._sync_superseded()
         if input_cmid is not None:
             structural |= self._apply_input(input_cmid, headers, serial, version, events)
         else:
@@ -388,7 +409,9 @@ class Tree(LifecycleFold):
                     else fork_cmid
                 )
             assert key is not None
-            structural |= self._apply_run(key, inputs, outputs, events, headers, serial, version)
+            structural |= self._apply_run(
+                key, inputs, outputs, events, headers, serial, version, fork_cmid is not None
+            )
         if structural:
             self.emitter.emit("update")
 
@@ -402,9 +425,22 @@ class Tree(LifecycleFold):
     ) -> bool:
         structural = False
         entry = self._nodes.get(cmid)
+        if (entry is not None and not isinstance(entry.node, InputNode)) or (
+            entry is None and cmid in self._run_message_ids
+        ):
+            self._refuse(self._wire, f"prompt codec-message-id {cmid!r} names a run or its message")
+            return False
+        if entry is not None and isinstance(entry.node, InputNode) and entry.owner != self._client:
+            held = entry.node.serial
+            if serial is None or held is None or serial >= held:
+                self._refuse(self._wire, f"codec-message-id {cmid!r} belongs to client {entry.owner!r}")
+                return False
+            # the older wire owns the id: what was folded under it came from an impostor
+            self._evict(cmid, f"codec-message-id {cmid!r} taken over by its first publisher")
+            entry = None
         if entry is None:
             node = InputNode(cmid, headers.get(H_PARENT), headers.get(H_FORK_OF), self._codec.init(), serial)
-            entry = _Internal(node, next(self._seq))
+            entry = _Internal(node, next(self._seq), owner=self._client)
             self._insert(cmid, entry)
             self._cmid_to_key[cmid] = cmid
             structural = self._changed()
@@ -435,12 +471,21 @@ class Tree(LifecycleFold):
         headers: Mapping[str, str],
         serial: str | None,
         version: str | None,
+        fork: bool = False,
     ) -> bool:
         structural = False
         cmid = headers.get(H_CODEC_MESSAGE_ID)
         input_cmid = headers.get(H_INPUT_CODEC_MESSAGE_ID)
-        structural |= self._link_fork_input(input_cmid, run_id)
         entry = self._nodes.get(run_id)
+        if entry is not None and not isinstance(entry.node, RunNode):
+            self._refuse(self._wire, f"run-id {run_id!r} names a prompt")
+            return False
+        if fork and entry is not None and isinstance(entry.node, RunNode):
+            node = entry.node
+            if self._client not in (entry.owner, node.input_client_id):
+                self._refuse(self._wire, f"client input {cmid!r} into run {run_id!r} of another client")
+                return False
+        structural |= self._link_fork_input(input_cmid, run_id)
         if entry is None and cmid is not None:
             indexed = self._nodes.get(self._cmid_to_key.get(cmid, ""))
             if (
@@ -450,18 +495,19 @@ class Tree(LifecycleFold):
             ):
                 entry = indexed
         if entry is None:
-            fork = headers.get(H_FORK_OF)
+            fork_of = headers.get(H_FORK_OF)
             node = RunNode(
                 run_id=run_id,
                 parent=headers.get(H_PARENT),
-                fork_of=self._cmid_to_key.get(fork) if fork else None,
+                fork_of=self._cmid_to_key.get(fork_of) if fork_of else None,
                 regenerates=headers.get(H_MSG_REGENERATE),
                 client_id=headers.get(H_RUN_CLIENT_ID, ""),
                 invocation_id=headers.get(H_INVOCATION_ID, ""),
                 projection=self._codec.init(),
                 start_serial=serial,
+                input_client_id=headers.get(H_INPUT_CLIENT_ID) if outputs else None,
             )
-            entry = _Internal(node, next(self._seq))
+            entry = _Internal(node, next(self._seq), owner=self._client if fork else None)
             self._insert(run_id, entry)
             structural = self._changed()
         elif (
@@ -474,7 +520,15 @@ class Tree(LifecycleFold):
             self._promote(entry)
             structural = self._changed()
         owner = entry.node.key
-        if cmid and self._cmid_to_key.get(cmid) != owner:
+        if cmid and not fork:
+            self._run_message_ids.add(cmid)
+            held = self._nodes.get(cmid)
+            if held is not None and isinstance(held.node, InputNode):
+                # a prompt that took the id of a run's message is an impostor's
+                self._evict(cmid, f"prompt codec-message-id {cmid!r} names a run's message")
+                structural = True
+        mapped = self._cmid_to_key.get(cmid) if cmid else None
+        if cmid and mapped != owner and (mapped is None or mapped not in self._nodes):
             self._cmid_to_key[cmid] = owner
             structural = self._changed()
         step_id = headers.get(H_STEP_ID)
@@ -580,12 +634,21 @@ class WireApplier:
             return None
         inputs = list(getattr(result, "inputs", []) or [])
         outputs = list(getattr(result, "outputs", []) or [])
-        if inputs or outputs or headers.get(H_RUN_ID):
+        if inputs or outputs or (headers.get(H_RUN_ID) and name in (EVENT_AI_INPUT, EVENT_AI_OUTPUT)):
             version = (
                 (message.get("version") or {}).get("serial")
                 if isinstance(message.get("version"), Mapping)
                 else None
             )
-            self.tree.apply_message(inputs, outputs, headers, serial, version or serial)
+            client_id = message.get("clientId")
+            self.tree.apply_message(
+                inputs,
+                outputs,
+                headers,
+                serial,
+                version or serial,
+                client_id if isinstance(client_id, str) else None,
+                message,
+            )
         return None
 

@@ -1,0 +1,187 @@
+"""Who may change what: the publisher-trust rules a session applies before folding a wire.
+
+Shared by :class:`~.agent.AgentSession` (always) and :class:`~.client.ClientSession` (when it is
+given ``trusted_agent_ids``), so a careful client shows exactly what the agent will act on:
+
+* ``ai-output`` and run / step lifecycle messages count only from ``trusted_agent_ids``; an update /
+  append / delete of such a message only when its ``version.clientId`` (the mutator, stamped by Ably
+  from the connection's identity) is a trusted agent too, and name-less appends only for a stream
+  whose create was accepted.
+* Approvals, tool results and any other input into an existing run (an ``ai-input`` carrying
+  ``run-id``) count only when ``accept_input(client_id, run)`` says so. Default: the publisher is the
+  client that started the run (the ``input-client-id`` the agent stamped on the run's
+  ``ai-run-start``) or is listed in ``trusted_client_ids``. A run whose start is not folded yet holds
+  its inputs (:meth:`Admission.hold`) until it is (:meth:`Admission.release`).
+* New user prompts (no ``run-id``) are accepted from anyone who may publish; the tree keeps each
+  prompt's ``codec-message-id`` to the client that first published it.
+
+See ``docs/SECURITY.md`` for the capabilities that make these rules sound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Final
+
+from ..channels.channel import action_name
+from ..codec.headers import codec_headers, transport_headers
+from .lifecycle import (
+    EVENT_AI_INPUT,
+    EVENT_AI_OUTPUT,
+    EVENT_RUN_END,
+    EVENT_RUN_RESUME,
+    EVENT_RUN_START,
+    EVENT_RUN_SUSPEND,
+    EVENT_STEP_END,
+    EVENT_STEP_START,
+    H_CODEC_MESSAGE_ID,
+    H_RUN_ID,
+)
+from .nodes import RunNode
+
+__all__ = [
+    "AGENT_NAMES",
+    "ANSWER_KINDS",
+    "MUTATIONS",
+    "AcceptInput",
+    "Admission",
+    "is_untrusted_agent_mutation",
+    "mutator_of",
+]
+
+#: Message names only an agent publishes: ``ai-output`` and the run / step lifecycle.
+AGENT_NAMES: Final = frozenset(
+    {
+        EVENT_AI_OUTPUT,
+        EVENT_RUN_START,
+        EVENT_RUN_RESUME,
+        EVENT_RUN_SUSPEND,
+        EVENT_RUN_END,
+        EVENT_STEP_START,
+        EVENT_STEP_END,
+    }
+)
+
+#: The actions that change a message already on the channel.
+MUTATIONS: Final = ("message.update", "message.append", "message.delete")
+
+#: Input kinds that answer a call of a run.
+ANSWER_KINDS: Final = frozenset({"tool-result", "tool-result-error", "tool-approval-response"})
+
+#: Answers held per unknown run (history folds newest first); older ones are dropped beyond this.
+HELD_LIMIT: Final = 1000
+
+AcceptInput = Callable[[Any, RunNode | None], bool]
+
+
+def mutator_of(message: Mapping[str, Any]) -> Any:
+    """``version.clientId`` of ``message`` (the identity that updated / appended / deleted it), or None."""
+    version = message.get("version")
+    return version.get("clientId") if isinstance(version, Mapping) else None
+
+
+def is_untrusted_agent_mutation(message: Mapping[str, Any], trusted_agent_ids: set[Any]) -> bool:
+    """True for an update / append / delete of an agent message (named in :data:`AGENT_NAMES`, or
+    name-less) whose mutator is not in ``trusted_agent_ids``."""
+    name = message.get("name")
+    mutator = mutator_of(message)
+    return (
+        action_name(message.get("action")) in MUTATIONS
+        and (mutator if isinstance(mutator, str) else None) not in trusted_agent_ids
+        and (not name or name in AGENT_NAMES)
+    )
+
+
+class Admission:
+    """The trust rules of one session (see the module docstring).
+
+    Args:
+        trusted_agent_ids: publisher ids whose outputs / lifecycle count.
+        trusted_client_ids: client ids always accepted for inputs into a run.
+        accept_input: ``(client_id, run_node) -> bool`` replacing the default input rule.
+        reject: called with ``(message, why)`` for every wire refused.
+    """
+
+    def __init__(
+        self,
+        trusted_agent_ids: Iterable[str | None],
+        trusted_client_ids: Iterable[str],
+        accept_input: AcceptInput | None,
+        reject: Callable[[Mapping[str, Any], str], None],
+    ) -> None:
+        self.trusted_agent_ids: set[Any] = set(trusted_agent_ids)
+        self.trusted_client_ids: set[Any] = set(trusted_client_ids)
+        self.accept_input = accept_input
+        self._reject = reject
+        self._accepted_streams: set[str] = set()
+        self._held: dict[str, list[Mapping[str, Any]]] = {}
+
+    def input_accepted(self, client_id: Any, run: RunNode | None) -> bool:
+        """Whether ``client_id`` may put inputs into ``run`` (approvals, tool results, cancels)."""
+        if self.accept_input is not None:
+            return bool(self.accept_input(client_id, run))
+        if client_id is not None and client_id in self.trusted_client_ids:
+            return True
+        return run is not None and run.input_client_id is not None and client_id == run.input_client_id
+
+    def admit(self, message: Mapping[str, Any], tree: Any) -> bool | None:
+        """True = fold, False = refused (already reported), None = hold until the run's start."""
+        name = message.get("name")
+        client_id = message.get("clientId")
+        serial = message.get("serial")
+        action = action_name(message.get("action"))
+        if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
+            self._reject(
+                message, f"agent message mutated by {mutator_of(message)!r}, not a trusted agent identity"
+            )
+            return False
+        if name in AGENT_NAMES:
+            if client_id not in self.trusted_agent_ids:
+                self._reject(message, "not a trusted agent identity")
+                return False
+            if name == EVENT_AI_OUTPUT and isinstance(serial, str):
+                self._accepted_streams.add(serial)
+            return True
+        if not name:
+            if action in MUTATIONS:
+                if serial in self._accepted_streams:
+                    return True
+                if message.get("extras") is not None:
+                    self._reject(message, "mutation of a message that is not a trusted agent output")
+                return False
+            return True
+        if name == EVENT_AI_INPUT:
+            kind = codec_headers(message.get("extras")).get("kind")
+            h = transport_headers(message.get("extras"))
+            run_id = h.get(H_RUN_ID)
+            if kind in ANSWER_KINDS or run_id is not None:
+                run: RunNode | None = None
+                if isinstance(run_id, str):
+                    run = tree.get_run_node(run_id)
+                else:
+                    cmid = h.get(H_CODEC_MESSAGE_ID)
+                    node = tree.get_node_by_codec_message_id(cmid) if isinstance(cmid, str) else None
+                    run = node if isinstance(node, RunNode) else None
+                if self.input_accepted(client_id, run):
+                    return True
+                if (
+                    (run is None or run.input_client_id is None)
+                    and isinstance(run_id, str)
+                    and self.accept_input is None
+                ):
+                    return None
+                self._reject(message, f"{kind} from a client this session does not accept")
+                return False
+        return True
+
+    def hold(self, message: Mapping[str, Any]) -> None:
+        """Keep an input into a run whose start is not folded yet (at most :data:`HELD_LIMIT` per run)."""
+        run_id = transport_headers(message.get("extras")).get(H_RUN_ID)
+        held = self._held.setdefault(str(run_id), [])
+        if len(held) >= HELD_LIMIT:
+            self._reject(held.pop(0), f"more than {HELD_LIMIT} answers held for a run never started")
+        held.append(message)
+
+    def release(self, run_id: str) -> list[Mapping[str, Any]]:
+        """The inputs held for ``run_id`` (now started), in arrival order."""
+        return self._held.pop(run_id, None) or []

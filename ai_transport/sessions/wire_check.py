@@ -1,0 +1,90 @@
+"""Type checks of every wire field the sessions read, at the boundary (pure).
+
+A channel is shared with clients we do not control, so anything read from it is untrusted input.
+The sessions read the message's ``name``, ``action``, ``serial``, ``clientId``, ``timestamp``,
+``version`` (``serial``, ``clientId``, ``timestamp``) and the two header tiers
+``extras.ai.transport`` / ``extras.ai.codec``, which ``@ably/ai-transport@0.8.0`` writes as flat
+string-to-string maps. :func:`wire_problem` names the first field that does not have its wire type;
+a session skips such a message whole (logged and counted in ``session.skipped``) instead of letting
+a value of the wrong type reach its tree, views or readers. ``data`` is left to the codec decoder,
+which already checks it field by field.
+
+A message without an AI envelope (no ``extras.ai``) is a *foreign* message and passes, as long as
+the fields above are well typed; a present but non-object ``extras`` / ``extras.ai`` does not.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..channels.channel import action_name
+from ..errors import type_name
+
+__all__ = ["wire_problem"]
+
+_STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
+_VERSION_STRING_FIELDS = ("serial", "clientId")
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _tier_problem(ai: Mapping[Any, Any], tier: str) -> str | None:
+    headers = ai.get(tier)
+    if headers is None:
+        return None
+    if not isinstance(headers, Mapping):
+        return f"extras.ai.{tier} is {type_name(headers)}, not an object"
+    for key, value in headers.items():
+        if not isinstance(key, str):
+            return f"extras.ai.{tier} has a {type_name(key)} key"
+        if not isinstance(value, str):
+            return f"extras.ai.{tier}[{key!r}] is {type_name(value)}, not a string"
+    return None
+
+
+def wire_problem(message: Any) -> str | None:
+    """None when every field a session reads has its wire type, else what is wrong (for the log).
+
+    Checked: the message is an object; ``name`` / ``clientId`` / ``serial`` / ``id`` /
+    ``connectionId`` are strings when present; ``action`` is a known Ably action; ``timestamp`` a
+    number; ``version`` an object whose ``serial`` / ``clientId`` are strings and ``timestamp`` a
+    number; ``extras`` and ``extras.ai`` objects; every key and value of ``extras.ai.transport`` and
+    ``extras.ai.codec`` a string.
+    """
+    if not isinstance(message, Mapping):
+        return f"message is {type_name(message)}, not an object"
+    for key in _STRING_FIELDS:
+        value = message.get(key)
+        if value is not None and not isinstance(value, str):
+            return f"{key} is {type_name(value)}, not a string"
+    action = message.get("action")
+    if action is not None and action_name(action) is None:
+        return f"action {action!r} is not an Ably message action"
+    timestamp = message.get("timestamp")
+    if timestamp is not None and not _is_number(timestamp):
+        return f"timestamp is {type_name(timestamp)}, not a number"
+    version = message.get("version")
+    if version is not None:
+        if not isinstance(version, Mapping):
+            return f"version is {type_name(version)}, not an object"
+        for key in _VERSION_STRING_FIELDS:
+            value = version.get(key)
+            if value is not None and not isinstance(value, str):
+                return f"version.{key} is {type_name(value)}, not a string"
+        vts = version.get("timestamp")
+        if vts is not None and not _is_number(vts):
+            return f"version.timestamp is {type_name(vts)}, not a number"
+    extras = message.get("extras")
+    if extras is None:
+        return None
+    if not isinstance(extras, Mapping):
+        return f"extras is {type_name(extras)}, not an object"
+    ai = extras.get("ai")
+    if ai is None:
+        return None
+    if not isinstance(ai, Mapping):
+        return f"extras.ai is {type_name(ai)}, not an object"
+    return _tier_problem(ai, "transport") or _tier_problem(ai, "codec")
