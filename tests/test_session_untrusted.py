@@ -222,7 +222,7 @@ async def _resume(session: AgentSession) -> Any:
     run = await session.create_run(PENDING["invocation"])
     await run.start(timeout=2)
     await run.view.load_all()
-    decision = (run.owed_calls(), _readers(run.messages()), as_dicts(run.view.get_messages()))
+    decision = (run.owed_calls(), _readers(run.branch_messages()), as_dicts(run.view.get_messages()))
     await session.close()
     return json.loads(json.dumps(decision))
 

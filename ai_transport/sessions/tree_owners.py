@@ -1,4 +1,4 @@
-"""Who owns what in the conversation tree: a prompt's ``codec-message-id`` belongs to the client that
+"""Who owns what in the conversation tree (and the client-fork bookkeeping): a prompt's ``codec-message-id`` belongs to the client that
 published it first, a ``supersedes`` counts only for the superseder's own node, and a node folded from
 an impostor's wire is evicted (reported with the tree's ``refused`` event, counted by the session).
 """
@@ -57,3 +57,33 @@ class TreeOwnership:
         """Report a wire the tree will not fold (``refused`` event: the session counts it)."""
         self.emitter.emit("refused", message, why)
 
+    # -- optimistic client forks -------------------------------------------------------------
+
+    def _rekey_fork_run(self, fork_cmid: str | None, run_id: str) -> _Internal | None:
+        if fork_cmid is None or fork_cmid == run_id:
+            return None
+        entry = self._nodes.get(fork_cmid)
+        if entry is None or not isinstance(entry.node, RunNode) or entry.node.run_id != fork_cmid:
+            return None
+        other = self._nodes.get(run_id)
+        if other is not None and other is not entry:
+            return None
+        del self._nodes[fork_cmid]
+        entry.node.run_id = run_id
+        self._nodes[run_id] = entry
+        for k, v in list(self._cmid_to_key.items()):
+            if v == fork_cmid:
+                self._cmid_to_key[k] = run_id
+        self._cmid_to_key[fork_cmid] = run_id
+        self._changed()
+        return entry
+
+    def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool:
+        if fork_cmid is None or fork_cmid == run_id:
+            return False
+        if self._rekey_fork_run(fork_cmid, run_id) is not None:
+            return True
+        if fork_cmid not in self._cmid_to_key:
+            self._cmid_to_key[fork_cmid] = run_id
+            self._changed()
+        return False
