@@ -54,7 +54,7 @@ async def test_js_receives_python_stream(node: Any, emulator_thread: EmulatorThr
         assert got[0]["clientId"] == "py-writer" and got[0]["extras"] == {"ai": {"s": "start"}}
         for i, m in enumerate(got[1:]):
             assert m["action"] == "message.append"
-            assert m["data"] == fragments[i] and "name" not in m
+            assert m["data"] == fragments[i] and m["name"] == "ai-output"
             assert m["serial"] == serial and m["version"]["serial"] == versions[i]
             assert m["extras"] == {"ai": {"i": i}}
         # attached before the stream began: untilAttach history excludes it, plain history has the aggregate
@@ -102,7 +102,7 @@ async def test_python_receives_js_stream(node: Any, emulator_thread: EmulatorThr
             got = await inbox.take(1 + len(fragments))
             assert got[0].action == MessageAction.MESSAGE_CREATE and got[0].client_id == "js-writer"
             assert [m.data for m in got[1:]] == fragments
-            assert all(m.action == MessageAction.MESSAGE_APPEND and m.name is None for m in got[1:])
+            assert all(m.action == MessageAction.MESSAGE_APPEND and m.name == got[0].name for m in got[1:])
             assert [m.version.serial for m in got[1:]] == res["versions"]
             assert all(m.extras == {"headers": {"x": "1"}} for m in got)
             upd = await call(

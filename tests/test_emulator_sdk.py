@@ -70,7 +70,7 @@ async def test_append_delivers_fragments_then_history_aggregate(emulator: Emulat
         assert got[0].action == MessageAction.MESSAGE_CREATE and got[0].name == "ai-output"
         for i, (m, frag) in enumerate(zip(got[1:], ["Hel", "lo", ", ", "world"])):
             assert m.action == MessageAction.MESSAGE_APPEND
-            assert m.name is None
+            assert m.name == "ai-output"  # Ably carries the message's name on each append
             assert m.data == frag
             assert m.serial == serial
             assert m.version.serial == versions[i]
@@ -102,7 +102,7 @@ async def test_late_attach_gets_aggregate_as_update_then_fragments(emulator: Emu
         first, second = await inbox.take(2)
         assert first.action == MessageAction.MESSAGE_UPDATE
         assert first.data == "abcdef" and first.name == "ai-output" and first.serial == serial
-        assert second.action == MessageAction.MESSAGE_APPEND and second.data == "gh" and second.name is None
+        assert second.action == MessageAction.MESSAGE_APPEND and second.data == "gh" and second.name == "ai-output"
         await inbox.quiet()
 
 
@@ -132,7 +132,9 @@ async def test_update_and_delete(emulator: Emulator, binary: bool) -> None:
             MessageAction.MESSAGE_UPDATE,
             MessageAction.MESSAGE_DELETE,
         ]
-        assert [v.data for v in versions.items] == ["v1", "v2", "v2"]
+        # a delete empties the data (Ably), name and extras stay
+        assert [v.data for v in versions.items] == ["v1", "v2", None]
+        assert delete.data is None and delete.name == "n" and got.data is None
 
 
 async def test_history_paging_and_directions(emulator: Emulator, binary: bool) -> None:

@@ -57,7 +57,8 @@ def apply_delivery(view: dict[str, dict[str, Any]], msg: dict[str, Any]) -> None
     """What a subscriber (AI Transport style) does with a delivery."""
     if msg["action"] == 5:
         cur = view[msg["serial"]]
-        cur["data"] = cur.get("data", "") + msg.get("data", "")
+        base = cur.get("data")  # None after a delete (a deleted message has no data)
+        cur["data"] = msg.get("data") if base is None else base + msg.get("data", "")
         cur["extras"] = msg.get("extras")
         cur["version"] = msg["version"]
     else:
@@ -140,6 +141,7 @@ def test_append_semantics() -> None:
     )
     assert app.live == {
         "id": "p:0",
+        "name": "out",
         "data": "b",
         "extras": {"y": 2},
         "clientId": "me",

@@ -129,6 +129,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     emu.add_argument("--host", default="127.0.0.1", help="interface to bind (default %(default)s)")
     emu.add_argument("--port", type=int, default=8090, help="port to listen on (default %(default)s; 0 = any free port)")
+    emu.add_argument(
+        "--sandbox",
+        action="store_true",
+        help=(
+            "run a local Ably test sandbox instead: POST /apps provisions an isolated emulator per app "
+            "(keys with capabilities, strict tokens), DELETE /apps/<id> removes it "
+            "(for ABLY_LOCAL_SANDBOX_URL in ably-js's test suite)"
+        ),
+    )
 
     tail = sub.add_parser(
         "tail",

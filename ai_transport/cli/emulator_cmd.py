@@ -40,12 +40,26 @@ Run the demo over it:
 """
 
 
+def sandbox_help(url: str) -> str:
+    """How to run an Ably SDK test suite against the local sandbox at ``url``."""
+    return f"""\
+Ably local sandbox listening on {url}   (in memory; Ctrl-C to stop)
+  POST {url}/apps          provision an app (appspec body) on its own emulator
+  DELETE {url}/apps/<id>   tear it down (Basic auth with one of its keys)
+
+ably-js's node test suite:
+    ABLY_LOCAL_SANDBOX_URL={url} ABLY_TEST_TRANSPORTS=web_socket npx mocha --exit test/realtime/channel.test.js
+"""
+
+
 async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Start the emulator on ``args.host:args.port``, print connection help, serve until cancelled."""
     out = out or sys.stdout
+    from ..emulator.sandbox import Sandbox
     from ..emulator.server import Emulator
 
-    emulator: Any = Emulator(host=args.host, port=args.port)
+    sandbox = bool(getattr(args, "sandbox", False))
+    emulator: Any = Sandbox(host=args.host, port=args.port) if sandbox else Emulator(host=args.host, port=args.port)
     try:
         await emulator.start()
     except OSError as e:
@@ -53,7 +67,10 @@ async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = No
             raise CliError(f"port {args.port} on {args.host} is already in use; pick another with --port N "
                            "(or --port 0 for any free port)") from e
         raise CliError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}") from e
-    print(connection_help(emulator.url, emulator.key), file=out, flush=True)
+    if sandbox:
+        print(sandbox_help(emulator.url), file=out, flush=True)
+    else:
+        print(connection_help(emulator.url, emulator.key), file=out, flush=True)
     try:
         await asyncio.Event().wait()
     finally:

@@ -1,16 +1,18 @@
 """Keys, tokens and capabilities for the emulator.
 
 * Key auth: ``key=<name>:<secret>`` (realtime) or ``Authorization: Basic base64(name:secret)``
-  (REST); the secret must match a configured key. A key grants every capability.
+  (REST); the secret must match a configured key. A key grants its configured capability
+  (``key_capabilities``; every capability when none is configured).
 * Token auth: ``accessToken`` / ``access_token`` (realtime) or ``Authorization: Bearer
   base64(token)`` (REST). Tokens issued by ``POST /keys/{keyName}/requestToken`` carry their
   capability, ``clientId`` and expiry, all enforced. **Dev mode**: any other token string is
   accepted as a wildcard token (every capability, any ``clientId``), unless the emulator was
   created with ``strict_tokens=True``.
 
-Capabilities are Ably's JSON map ``{"<channel or pattern>": ["publish", "subscribe", …]}``;
-``"*"`` matches every channel, ``"prefix:*"`` every channel starting with ``prefix:``, and an
-operation ``"*"`` every operation.
+Capabilities (parsing, matching, the key/token intersection): :mod:`.capability`. Token
+requests are validated as Ably does: a timestamp more than :data:`TIMESTAMP_WINDOW_MS` from the
+server clock (40104), a reused nonce (40101), a ttl that is not a positive integer up to
+:data:`MAX_TTL_MS` (40003), an empty clientId (40012) are refused.
 """
 
 from __future__ import annotations
@@ -19,11 +21,11 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from .capability import capability_allows, dumps_capability, intersect, parse_capability, resource_matches
 from .protocol import EmulatorError
 from .store import now_ms
 
@@ -33,6 +35,10 @@ __all__ = ["DEFAULT_KEY", "Authority", "Principal", "capability_allows"]
 DEFAULT_KEY = "local.dev:secret"
 
 DEFAULT_TTL_MS = 60 * 60 * 1000
+#: The longest token a token request may ask for (Ably: 24 hours).
+MAX_TTL_MS = 24 * 60 * 60 * 1000
+#: How far a token request's timestamp may be from the server clock.
+TIMESTAMP_WINDOW_MS = 10 * 60 * 1000
 
 
 @dataclass
@@ -53,7 +59,7 @@ class Principal:
         """True when the capability grants anything on ``channel``."""
         if self.capability is None:
             return True
-        return any(_resource_matches(res, channel) and ops for res, ops in self.capability.items())
+        return any(resource_matches(res, channel) and ops for res, ops in self.capability.items())
 
     def check(self, channel: str, operation: str) -> None:
         """Raise 40160 unless ``operation`` is allowed on ``channel``."""
@@ -70,43 +76,16 @@ class Principal:
             raise EmulatorError("Token expired", 40142, 401)
 
 
-def _resource_matches(resource: str, channel: str) -> bool:
-    if resource == "*" or resource == channel:
-        return True
-    return resource.endswith("*") and channel.startswith(resource[:-1])
-
-
-def capability_allows(capability: dict[str, list[str]] | None, channel: str, operation: str) -> bool:
-    """Whether ``capability`` (None = all) grants ``operation`` on ``channel``."""
-    if capability is None:
-        return True
-    for resource, ops in capability.items():
-        if _resource_matches(resource, channel) and ("*" in ops or operation in ops):
-            return True
-    return False
-
-
-def parse_capability(value: Any) -> dict[str, list[str]] | None:
-    """A capability from its JSON text or map form; None (= all) when absent."""
-    if value is None or value == "":
-        return None
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except ValueError:
-            raise EmulatorError("capability is not valid JSON", 40000, 400) from None
-    if not isinstance(value, dict) or not all(
-        isinstance(k, str) and isinstance(v, list) and all(isinstance(o, str) for o in v)
-        for k, v in value.items()
-    ):
-        raise EmulatorError("capability must map channel names to lists of operations", 40000, 400)
-    return value
-
-
 class Authority:
     """The emulator's keys and issued tokens."""
 
-    def __init__(self, keys: list[str] | None = None, *, strict_tokens: bool = False) -> None:
+    def __init__(
+        self,
+        keys: list[str] | None = None,
+        *,
+        strict_tokens: bool = False,
+        key_capabilities: dict[str, Any] | None = None,
+    ) -> None:
         self.keys: dict[str, str] = {}
         for key in keys if keys is not None else [DEFAULT_KEY]:
             name, _, secret = key.partition(":")
@@ -115,6 +94,11 @@ class Authority:
             self.keys[name] = secret
         self.strict_tokens = strict_tokens
         self.tokens: dict[str, Principal] = {}
+        #: key name -> its capability (absent = everything)
+        self.key_capabilities: dict[str, dict[str, list[str]] | None] = {
+            name: parse_capability(cap) for name, cap in (key_capabilities or {}).items()
+        }
+        self._nonces: dict[str, int] = {}  # "keyName:nonce" -> timestamp, while inside the window
 
     # -- credentials -------------------------------------------------------------------------
 
@@ -124,7 +108,7 @@ class Authority:
         expected = self.keys.get(name)
         if expected is None or not hmac.compare_digest(expected, secret):
             raise EmulatorError("Invalid key in request", 40101, 401)
-        return Principal(key_name=name, client_id=client_id)
+        return Principal(key_name=name, capability=self.key_capabilities.get(name), client_id=client_id)
 
     def by_token(self, token: str) -> Principal:
         """Authenticate a token string (issued, or any string in dev mode)."""
@@ -178,21 +162,27 @@ class Authority:
         client_id: str | None = None,
         ttl: int | None = None,
     ) -> dict[str, Any]:
-        """Issue a token and return its TokenDetails."""
+        """Issue a token and return its TokenDetails (``capability`` is intersected with the key's).
+
+        An anonymous token's TokenDetails carry no ``clientId``.
+        """
+        capability = intersect(capability, self.key_capabilities.get(key_name))
         issued = now_ms()
         expires = issued + (int(ttl) if ttl else DEFAULT_TTL_MS)
         token = f"emu.{key_name}.{secrets.token_urlsafe(18)}"
         self.tokens[token] = Principal(
             key_name=key_name, token=token, capability=capability, client_id=client_id, expires=expires
         )
-        return {
+        details: dict[str, Any] = {
             "token": token,
             "keyName": key_name,
             "issued": issued,
             "expires": expires,
-            "capability": json.dumps(capability if capability is not None else {"*": ["*"]}),
-            "clientId": client_id,
+            "capability": dumps_capability(capability),
         }
+        if client_id is not None:
+            details["clientId"] = client_id
+        return details
 
     def request_token(self, key_name: str, body: Any, authorization: str | None) -> dict[str, Any]:
         """Handle ``POST /keys/{key_name}/requestToken`` (signed TokenRequest or key-authorised)."""
@@ -224,6 +214,51 @@ class Authority:
             principal = self.from_header(authorization)
             if principal.key_name != key_name:
                 raise EmulatorError("A token request without a mac must be authorised by its key", 40101, 401)
+        ttl = _check_ttl(body.get("ttl"))
+        if mac:
+            self._check_timestamp_and_nonce(key_name, body)
         capability = parse_capability(body.get("capability"))
-        client_id = body.get("clientId") or None
-        return self.issue(key_name, capability=capability, client_id=client_id, ttl=body.get("ttl"))
+        client_id = body.get("clientId")
+        if client_id == "":
+            raise EmulatorError("clientId must be a non-empty string", 40012, 400)
+        if client_id is not None and not isinstance(client_id, str):
+            raise EmulatorError("clientId must be a string", 40012, 400)
+        return self.issue(key_name, capability=capability, client_id=client_id, ttl=ttl)
+
+    def _check_timestamp_and_nonce(self, key_name: str, body: dict[str, Any]) -> None:
+        now = now_ms()
+        timestamp = body.get("timestamp")
+        if isinstance(timestamp, str) and timestamp.isdigit():
+            timestamp = int(timestamp)
+        if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
+            raise EmulatorError("Token request timestamp is missing or not a number", 40003, 400)
+        if abs(now - timestamp) > TIMESTAMP_WINDOW_MS:
+            raise EmulatorError("Timestamp not current", 40104, 401)
+        nonce = body.get("nonce")
+        if not isinstance(nonce, str) or not nonce:
+            raise EmulatorError("Token request nonce must be a non-empty string", 40003, 400)
+        for seen, ts in list(self._nonces.items()):
+            if now - ts > TIMESTAMP_WINDOW_MS:
+                del self._nonces[seen]
+        slot = f"{key_name}:{nonce}"
+        if slot in self._nonces:
+            raise EmulatorError("Token request nonce already used", 40101, 401)
+        self._nonces[slot] = int(timestamp)
+
+
+def _check_ttl(value: Any) -> int | None:
+    """A token request's ``ttl`` (ms) as an int; None when absent; 40003 when invalid."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        try:
+            value = int(value)
+        except ValueError:
+            raise EmulatorError(f"ttl must be an integer number of ms, got {value!r}", 40003, 400) from None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+        raise EmulatorError(f"ttl must be an integer number of ms, got {value!r}", 40003, 400)
+    if value <= 0:
+        raise EmulatorError(f"ttl must be positive, got {value}", 40003, 400)
+    if value > MAX_TTL_MS:
+        raise EmulatorError(f"ttl {value} exceeds the maximum token lifetime {MAX_TTL_MS} ms", 40003, 400)
+    return int(value)

@@ -46,12 +46,16 @@ class EmulatorCore:
         remain_present_for: int = 15_000,
         echo_before_ack: bool = False,
         server_id: str = "ai-transport-emulator",
+        key_capabilities: dict[str, Any] | None = None,
+        mutable_namespaces: list[str] | None = None,
     ) -> None:
         self.host = host
         self._requested_port = port
         self.port = port
         self.keys = list(keys) if keys is not None else [DEFAULT_KEY]
-        self.authority = Authority(self.keys, strict_tokens=strict_tokens)
+        self.authority = Authority(self.keys, strict_tokens=strict_tokens, key_capabilities=key_capabilities)
+        #: namespaces whose channels allow update / delete / append (None = every channel)
+        self.mutable_namespaces = set(mutable_namespaces) if mutable_namespaces is not None else None
         self.store = Store()
         self.max_message_size = max_message_size
         self.max_idle_interval = max_idle_interval
@@ -108,10 +112,12 @@ class EmulatorCore:
             action = msg.get("action")
             if action is None or action == MessageAction.CREATE:
                 principal.check(channel, "publish")
-            elif action == MessageAction.DELETE:
-                self._check_op(principal, client_id, channel, msg, "delete")
             else:
-                self._check_op(principal, client_id, channel, msg, "update")
+                self._check_mutable(channel)
+                if action == MessageAction.DELETE:
+                    self._check_op(principal, client_id, channel, msg, "delete")
+                else:
+                    self._check_op(principal, client_id, channel, msg, "update")
             cid = msg.get("clientId")
             if cid is not None:
                 if not isinstance(cid, str):
@@ -132,6 +138,19 @@ class EmulatorCore:
         return self.store.apply(
             channel, messages, connection_id=connection_id, client_id=client_id, id_prefix=id_prefix
         )
+
+    def _check_mutable(self, channel: str) -> None:
+        """93002 unless ``channel``'s namespace has the mutable-messages rule (when rules are configured)."""
+        if self.mutable_namespaces is None:
+            return
+        namespace = channel.split(":", 1)[0] if ":" in channel else None
+        if namespace not in self.mutable_namespaces:
+            raise EmulatorError(
+                f"Message updates, deletes and appends are not enabled on channel {channel!r} "
+                "(its namespace has no mutable-messages rule)",
+                93002,
+                400,
+            )
 
     def _check_op(
         self, principal: Principal, client_id: str | None, channel: str, msg: dict[str, Any], op: str

@@ -100,8 +100,10 @@ class Flag(IntEnum):
     ANNOTATION_SUBSCRIBE = 1 << 22
 
 
-#: Modes granted when an ATTACH requests none.
-DEFAULT_MODES = Flag.PRESENCE | Flag.PUBLISH | Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE
+#: Modes granted when an ATTACH requests none (as Ably: annotation_publish, not annotation_subscribe).
+DEFAULT_MODES = (
+    Flag.PRESENCE | Flag.PUBLISH | Flag.SUBSCRIBE | Flag.PRESENCE_SUBSCRIBE | Flag.ANNOTATION_PUBLISH
+)
 MODE_MASK = (
     Flag.PRESENCE
     | Flag.PUBLISH

@@ -14,13 +14,12 @@ from websockets.http11 import Request
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
+from .attach import check_channel_name, echoed_params, requested_modes
 from .auth import Principal
 from .connection import Attachment, Connection, WsSession
 from .core import MAX_WS_FRAME, log
 from .presence import PresenceHandlers
 from .protocol import (
-    DEFAULT_MODES,
-    MODE_MASK,
     Action,
     EmulatorError,
     Flag,
@@ -208,6 +207,8 @@ class RealtimeHandlers(PresenceHandlers):
         else:
             raise EmulatorError("No authentication information provided", 40101, 401)
         bound = principal.client_id
+        if bound == "*" and requested in (None, "*"):
+            return principal, "*"  # a wildcard identity: CONNECTED says so, as Ably does
         if bound in (None, "*"):
             return principal, requested if requested != "*" else None
         if requested is not None and requested != bound:
@@ -227,7 +228,8 @@ class RealtimeHandlers(PresenceHandlers):
             session.send({"action": int(Action.ERROR), "error": err.to_dict()})
             return None
         echo = query.get("echo", "true").lower() != "false"
-        resume_key = query.get("resume") or query.get("recover")
+        recover_key = query.get("recover")
+        resume_key = query.get("resume") or recover_key
         resume_error: EmulatorError | None = None
         if resume_key:
             old = self._by_key.get(resume_key)
@@ -236,6 +238,12 @@ class RealtimeHandlers(PresenceHandlers):
                     old.session.close(1000, "superseded by a resumed transport")
                     old.session.closed = True
                 self._pause(old)
+                if recover_key and not query.get("resume"):
+                    # a recovered connection gets a fresh key: the old one (still held by the
+                    # client recovered from) no longer resumes it, so the two never alternate
+                    self._by_key.pop(old.key, None)
+                    old.key = f"{old.id}!{secrets.token_urlsafe(12)}"
+                    self._by_key[old.key] = old
                 old.session = session
                 old.expires_at = None
                 old.principal = principal
@@ -243,7 +251,12 @@ class RealtimeHandlers(PresenceHandlers):
                 old.echo = echo
                 session.send(self._connected_frame(old))
                 return old
-            resume_error = EmulatorError("Unable to recover connection: connection key not found", 80008, 400)
+            if recover_key and not query.get("resume"):
+                resume_error = EmulatorError(
+                    "Unable to recover connection: invalid or unspecified connection key", 80018, 400
+                )
+            else:
+                resume_error = EmulatorError("Unable to recover connection: connection key not found", 80008, 400)
         self._conn_counter += 1
         conn = Connection(
             f"emu-{self._conn_counter}-{secrets.token_hex(3)}", principal, client_id, session.fmt, echo
@@ -301,7 +314,7 @@ class RealtimeHandlers(PresenceHandlers):
         elif action == Action.ATTACH:
             self._on_attach(conn, session, frame)
         elif action == Action.DETACH:
-            if not isinstance(channel, str) or not channel:
+            if not isinstance(channel, str):
                 raise EmulatorError("DETACH without a channel", 40010, 400)
             conn.attachments.pop(channel, None)
             self._presence_leave_connection(conn, channel)
@@ -354,10 +367,14 @@ class RealtimeHandlers(PresenceHandlers):
 
     def _on_attach(self, conn: Connection, session: WsSession, frame: dict[str, Any]) -> None:
         channel = frame.get("channel")
-        if not isinstance(channel, str) or not channel:
+        if not isinstance(channel, str):
             raise EmulatorError("ATTACH without a channel", 40010, 400)
         principal = conn.principal
+        raw_params = frame.get("params")
+        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
         try:
+            check_channel_name(channel)
+            requested = requested_modes(frame.get("flags"), params)
             principal.check_expiry()
             if not principal.allows_any(channel):
                 raise EmulatorError(
@@ -367,8 +384,7 @@ class RealtimeHandlers(PresenceHandlers):
             session.send({"action": int(Action.ERROR), "channel": channel, "error": err.to_dict()})
             return
         raw_flags = frame.get("flags")
-        flags = raw_flags if isinstance(raw_flags, int) else 0
-        requested = flags & MODE_MASK or int(DEFAULT_MODES)
+        flags = raw_flags if isinstance(raw_flags, int) and not isinstance(raw_flags, bool) else 0
         granted = 0
         if principal.allows(channel, "publish"):
             granted |= Flag.PUBLISH
@@ -392,23 +408,25 @@ class RealtimeHandlers(PresenceHandlers):
         att.subscribe = bool(modes & Flag.SUBSCRIBE)
         self._subs.setdefault(channel, {})[conn.id] = att
 
-        raw_params = frame.get("params")
-        params: dict[str, Any] = raw_params if isinstance(raw_params, dict) else {}
-        honoured: dict[str, str] = {}
+        honoured = echoed_params(params)
         backlog: list[tuple[Event | None, dict[str, Any]]] = []
         channel_serial = frame.get("channelSerial")
+        resumed = continuing
         if continuing:
             pass  # nothing was lost on this transport: frames after channelSerial are in flight
         elif isinstance(channel_serial, str) and channel_serial:
+            # continuity from the client's channelSerial: everything after it is replayed below
+            resumed = True
             if att.base is None or channel_serial > att.base:
                 att.base = channel_serial
             for ev in log_.events_after(channel_serial):
                 seen = att.has_seen(ev.message_serial)
                 att.seen.add(ev.message_serial)
                 backlog.append((ev, ev.live if seen else ev.aggregate))
-        elif params.get("rewind") not in (None, ""):
+        elif params.get("rewind") not in (None, "") and not flags & Flag.ATTACH_RESUME:
+            # ATTACH_RESUME: the client already had this attachment (it re-attaches after a
+            # detach-less interruption), so a rewind is not replayed again
             rewind = str(params["rewind"])
-            honoured["rewind"] = rewind
             for agg in self._rewind(channel, rewind):
                 att.seen.add(agg["serial"])
                 backlog.append((None, agg))
@@ -420,7 +438,7 @@ class RealtimeHandlers(PresenceHandlers):
             "flags": int(
                 modes
                 | (Flag.HAS_BACKLOG if backlog else 0)
-                | (Flag.RESUMED if continuing else 0)
+                | (Flag.RESUMED if resumed else 0)
                 | (Flag.HAS_PRESENCE if has_presence else 0)
             ),
         }
@@ -461,11 +479,15 @@ class RealtimeHandlers(PresenceHandlers):
         msg_serial = frame.get("msgSerial")
         if isinstance(msg_serial, bool) or not isinstance(msg_serial, int):
             raise EmulatorError("MESSAGE without an integer msgSerial", 40000, 400)
-        channel = frame.get("channel")
+        channel = ""
         messages = frame.get("messages")
         try:
-            if not isinstance(channel, str) or not channel:
-                raise EmulatorError("MESSAGE without a channel", 40010, 400)
+            channel = check_channel_name(frame.get("channel"))
+            att = conn.attachments.get(channel)
+            if att is not None and not att.modes & Flag.PUBLISH:
+                raise EmulatorError(
+                    f"channel {channel!r} was attached without the PUBLISH mode", 40165, 401
+                )
             if not isinstance(messages, list):
                 raise EmulatorError("MESSAGE without a messages array", 40000, 400)
             events = self._accept(

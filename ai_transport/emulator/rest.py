@@ -9,6 +9,7 @@ import urllib.parse
 from typing import TYPE_CHECKING, Any
 
 from .auth import Principal
+from .connection import Connection
 from .core import MAX_BODY, log
 from .http_io import (
     _REASONS,
@@ -267,17 +268,33 @@ class RestHandlers(PresenceHandlers):
 
     def _rest_publish(self, principal: Principal, channel: str, messages: list[Any], fmt: str) -> list[str]:
         self._rest_counter += 1
+        on_behalf = self._on_behalf_of(messages)
+        connection_id = on_behalf.id if on_behalf is not None else None
         events = self._accept(
             principal,
             principal.client_id,
             channel,
             messages,
             fmt,
-            connection_id=None,
+            connection_id=connection_id,
             id_prefix=f"rest{self._rest_counter}-{secrets.token_hex(4)}",
         )
-        self._fan_out(channel, events, publisher=None, frame_id=None, connection_id=None)
+        self._fan_out(channel, events, publisher=on_behalf, frame_id=None, connection_id=connection_id)
         return [e.serial for e in events]
+
+    def _on_behalf_of(self, messages: list[Any]) -> Connection | None:
+        """The realtime connection a REST publish names by ``connectionKey`` (its messages then
+        carry that ``connectionId``, as in Ably); 40006 for an unknown key or several keys."""
+        keys = {m.pop("connectionKey") for m in messages if isinstance(m, dict) and "connectionKey" in m}
+        if not keys:
+            return None
+        if len(keys) > 1:
+            raise EmulatorError("messages in one publish must share one connectionKey", 40006, 400)
+        key = keys.pop()
+        conn = self._by_key.get(key) if isinstance(key, str) else None
+        if conn is None:
+            raise EmulatorError(f"Invalid connectionKey {key!r}", 40006, 400)
+        return conn
 
     def _rest_mutate(
         self, principal: Principal, channel: str, message: dict[str, Any], fmt: str

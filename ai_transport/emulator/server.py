@@ -34,7 +34,10 @@ class Emulator(RestHandlers, RealtimeHandlers):
     no server heartbeats), ``connection_state_ttl`` (ms a dropped connection stays resumable),
     ``remain_present_for`` (ms a dropped connection's presence members stay; 15000),
     ``echo_before_ack`` (deliver a publish to subscribers, the publisher's echo included, before
-    its ACK; default False: ACK first — real Ably does either, so consumers must handle both).
+    its ACK; default False: ACK first — real Ably does either, so consumers must handle both),
+    ``key_capabilities`` (``{"keyName": capability JSON or map}``; a key without one grants
+    everything), ``mutable_namespaces`` (namespaces whose channels allow update / delete /
+    append, else 93002; default None: every channel).
     """
 
     # -- lifecycle ---------------------------------------------------------------------------

@@ -7,14 +7,17 @@ what. Serials come from one process-wide counter per :class:`Store`, zero-padded
 Mutations (Ably "mutable messages"):
 
 * update (1): ``data``/``encoding`` replaced; ``name``, ``extras`` replaced when supplied;
-* delete (2): marked deleted (content kept);
+* delete (2): marked deleted; like an update, ``data``/``encoding`` become the delete's own
+  (usually none: a deleted message's data is empty, as in Ably), ``name``/``extras`` kept
+  unless supplied;
 * append (5): ``data`` = old + fragment (text+text or bytes+bytes), ``extras`` replaced by the
   append's ``extras``, ``name`` replaced when supplied.
 
 Each stored message keeps its aggregate (``action`` 1 after update/append, 2 after delete, 0 while
 unmodified) and the list of versions. Every accepted operation is also an :class:`Event` in the
 channel's log; a subscriber that already holds the message receives ``Event.live`` (for an
-append: the fragment only), one that does not receives the aggregate as of that event.
+append: the fragment only, with the message's ``name``), one that does not receives the
+aggregate as of that event.
 """
 
 from __future__ import annotations
@@ -236,7 +239,7 @@ class Store:
             version["clientId"] = op_client
         agg = dict(old)
         agg["version"] = version
-        if action == MessageAction.UPDATE:
+        if action in (MessageAction.UPDATE, MessageAction.DELETE):
             agg.pop("data", None)
             agg.pop("encoding", None)
             for key in ("data", "encoding"):
@@ -245,9 +248,7 @@ class Store:
             for key in ("name", "extras"):
                 if msg.get(key) is not None:
                     agg[key] = msg[key]
-            agg["action"] = int(MessageAction.UPDATE)
-        elif action == MessageAction.DELETE:
-            agg["action"] = int(MessageAction.DELETE)
+            agg["action"] = int(action)
         else:  # APPEND
             frag = msg.get("data")
             if frag is not None:
@@ -270,6 +271,8 @@ class Store:
         entry.versions.append(agg)
         if action == MessageAction.APPEND:
             live: dict[str, Any] = {"id": old.get("id")}
+            if agg.get("name") is not None:
+                live["name"] = agg["name"]
             if msg.get("data") is not None:
                 live["data"] = msg["data"]
                 if msg.get("encoding"):

@@ -1,0 +1,66 @@
+"""What an ATTACH asks for, checked as Ably checks it: channel names, modes, channel params.
+
+Pure functions (no I/O, no state):
+
+* :func:`check_channel_name`: 40010 for an empty name, a name starting with ``:`` (empty
+  namespace) or an unclosed ``[qualifier]``; Ably fails that channel only, not the connection.
+* :func:`requested_modes`: the mode bits asked for, from ``params.modes`` (comma-separated
+  names, which win, as in Ably) or the ATTACH ``flags``; :data:`~.protocol.DEFAULT_MODES` when
+  neither asks.
+* :func:`echoed_params`: the channel params ATTACHED echoes (``modes``, ``delta``, ``rewind``,
+  ``occupancy``); others (e.g. ``agent``) are accepted and not echoed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .protocol import DEFAULT_MODES, MODE_MASK, EmulatorError, Flag
+
+__all__ = ["ECHOED_PARAMS", "MODE_NAMES", "check_channel_name", "echoed_params", "requested_modes"]
+
+#: Channel mode names (``params.modes`` / ably-js ``modes``) and their flag bits.
+MODE_NAMES: dict[str, int] = {
+    "presence": int(Flag.PRESENCE),
+    "publish": int(Flag.PUBLISH),
+    "subscribe": int(Flag.SUBSCRIBE),
+    "presence_subscribe": int(Flag.PRESENCE_SUBSCRIBE),
+    "annotation_publish": int(Flag.ANNOTATION_PUBLISH),
+    "annotation_subscribe": int(Flag.ANNOTATION_SUBSCRIBE),
+}
+
+#: Channel params ATTACHED echoes back when the ATTACH carried them.
+ECHOED_PARAMS = ("modes", "delta", "rewind", "occupancy")
+
+
+def check_channel_name(name: Any) -> str:
+    """Return ``name`` if Ably accepts it as a channel name; raise 40010 otherwise."""
+    if not isinstance(name, str) or not name:
+        raise EmulatorError("Invalid channel name: a channel name must be a non-empty string", 40010, 400)
+    if name.startswith(":"):
+        raise EmulatorError(f"Invalid channel name {name!r}: the namespace is empty", 40010, 400)
+    if name.startswith("[") and "]" not in name:
+        raise EmulatorError(f"Invalid channel name {name!r}: unclosed channel qualifier", 40010, 400)
+    return name
+
+
+def requested_modes(flags: Any, params: dict[str, Any]) -> int:
+    """The mode bits an ATTACH asks for (``params.modes`` first, then ``flags``, else the default)."""
+    modes_param = params.get("modes")
+    if modes_param not in (None, ""):
+        if not isinstance(modes_param, str):
+            raise EmulatorError("params.modes must be a comma-separated string", 40000, 400)
+        bits = 0
+        for name in modes_param.split(","):
+            bit = MODE_NAMES.get(name.strip().lower())
+            if bit is None:
+                raise EmulatorError(f"params.modes: unknown channel mode {name.strip()!r}", 40000, 400)
+            bits |= bit
+        return bits
+    mode_bits = flags & MODE_MASK if isinstance(flags, int) and not isinstance(flags, bool) else 0
+    return mode_bits or int(DEFAULT_MODES)
+
+
+def echoed_params(params: dict[str, Any]) -> dict[str, str]:
+    """The params ATTACHED echoes: every :data:`ECHOED_PARAMS` entry the ATTACH carried."""
+    return {k: str(params[k]) for k in ECHOED_PARAMS if params.get(k) not in (None, "")}
