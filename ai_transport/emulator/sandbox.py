@@ -10,8 +10,8 @@ The contract of Ably's test sandbox as ably-js's node suite uses it with
   namespaces, channels, endpoint, port, tls}``; clients are routed to ``endpoint:port``.
 * ``DELETE /apps/<appId>`` (Basic auth with one of the app's keys) stops that emulator.
 
-Channel fixtures (``channels[].presence``) are recorded on the app (:attr:`SandboxApp.channels`)
-and seeded into the emulator when it emulates presence (``seed_presence``).
+Channel fixtures (``channels[].presence``) are entered as present members of the app's emulator
+(``seed_presence``) and kept on the app (:attr:`SandboxApp.channels`).
 
 ``async with Sandbox(port=0) as sandbox: sandbox.url`` or ``ai-transport emulator --sandbox``.
 """
@@ -174,11 +174,13 @@ class Sandbox:
         )
         await emulator.start()
         app = SandboxApp(app_id, emulator, keys, [dict(n) for n in namespaces], list(channels))
-        seed = getattr(emulator, "seed_presence", None)
-        if callable(seed):
-            for fixture in channels:
-                if isinstance(fixture, dict) and isinstance(fixture.get("presence"), list):
-                    seed(fixture.get("name"), fixture["presence"])
+        for fixture in channels:
+            if isinstance(fixture, dict) and isinstance(fixture.get("presence"), list):
+                try:
+                    emulator.seed_presence(str(fixture.get("name") or ""), fixture["presence"])
+                except ValueError as exc:
+                    await emulator.stop()
+                    raise EmulatorError(f"appspec channel fixture: {exc}", 40000, 400) from None
         self.apps[app_id] = app
         log.info("sandbox: app %s on %s", app_id, emulator.url)
         return app
