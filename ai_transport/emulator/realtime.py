@@ -207,8 +207,10 @@ class RealtimeHandlers(PresenceHandlers):
         else:
             raise EmulatorError("No authentication information provided", 40101, 401)
         bound = principal.client_id
-        if bound == "*" and requested in (None, "*"):
-            return principal, "*"  # a wildcard identity: CONNECTED says so, as Ably does
+        if bound == "*" and requested in (None, "*") and principal.key_name is not None:
+            # an issued wildcard token: CONNECTED says "*", as Ably does (a dev-mode token stays
+            # anonymous, which ably-python 3.1.4 needs to enter presence on behalf of others)
+            return principal, "*"
         if bound in (None, "*"):
             return principal, requested if requested != "*" else None
         if requested is not None and requested != bound:
@@ -484,7 +486,7 @@ class RealtimeHandlers(PresenceHandlers):
         try:
             channel = check_channel_name(frame.get("channel"))
             att = conn.attachments.get(channel)
-            if att is not None and not att.modes & Flag.PUBLISH:
+            if att is not None and not att.modes & Flag.PUBLISH and conn.principal.allows(channel, "publish"):
                 raise EmulatorError(
                     f"channel {channel!r} was attached without the PUBLISH mode", 40165, 401
                 )
