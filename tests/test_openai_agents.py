@@ -355,3 +355,20 @@ async def test_cancel_from_the_client_cancels_the_sdk_run_and_closes_the_stream(
         # the SDK run stopped: no tool ran, the model was asked once
         assert tools.executed == [] and len(server.requests) == 1
         await client.close()
+
+
+async def test_the_weather_example_hands_off_and_resumes(capsys: pytest.CaptureFixture[str]) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "examples" / "openai_agents" / "weather.py"
+    spec = importlib.util.spec_from_file_location("agents_weather_example", path)
+    assert spec is not None and spec.loader is not None
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert await example.demo(["--deny", "rather not"]) == 0
+    out = capsys.readouterr().out
+    assert "  [call] transfer_to_weather_desk({})" in out and '[output] {"assistant": "weather desk"}' in out
+    assert "-- client: deny get_weather" in out and "  [output] rather not" in out
+    assert "assistant> I did not check the live weather (rather not)." in out
+    assert out.rstrip().endswith("-- run complete; 1 run, 3 model calls")
