@@ -31,6 +31,7 @@ from .presence import (
 )
 from .presence_ably import AblyPresence
 from .presence_memory import InProcessPresence
+from .state import ChannelStateChange, StateListener, is_continuity_lost
 
 __all__ = [
     "ACTIONS",
@@ -38,6 +39,7 @@ __all__ = [
     "AblyChannel",
     "AblyPresence",
     "Channel",
+    "ChannelStateChange",
     "HistoryPage",
     "InProcessChannel",
     "InProcessClient",
@@ -51,9 +53,11 @@ __all__ = [
     "PresenceChannel",
     "PresenceListener",
     "PresenceMember",
+    "StateListener",
     "Writer",
     "action_name",
     "collect_history",
+    "is_continuity_lost",
     "iter_history",
     "presence_action_name",
 ]

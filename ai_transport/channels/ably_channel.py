@@ -33,6 +33,7 @@ from .channel import InboundMessage, Listener, OutboundMessage, action_name
 from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
 from .presence_ably import AblyPresence
+from .state import ChannelStateChange
 
 __all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
 
@@ -182,6 +183,7 @@ class AblyChannel(ListenerDelivery):
         self._task: asyncio.Task[None] | None = None
         self._sdk_subscribed = False
         self._closed = False
+        self.raw.on(self._on_sdk_state)
         self._presence: AblyPresence | None = None
 
     @property
@@ -274,6 +276,24 @@ class AblyChannel(ListenerDelivery):
             while not self._queue.empty():
                 self._queue.get_nowait()
 
+    def _on_sdk_state(self, change: Any = None, *_: Any) -> None:
+        # Every SDK channel event (state changes and ``update``: an ATTACHED while attached).
+        if change is None or self._closed:
+            return
+        try:
+            current = getattr(change, "current", None)
+            previous = getattr(change, "previous", None)
+            state = ChannelStateChange(
+                str(getattr(current, "value", current)),
+                str(getattr(previous, "value", previous)),
+                bool(getattr(change, "resumed", False)),
+                getattr(change, "reason", None),
+            )
+        except Exception:
+            logger.debug("unreadable channel state change %r", change, exc_info=True)
+            return
+        self._emit_state(state)
+
     def _on_sdk_message(self, message: Any) -> None:
         # Synchronous on purpose: the SDK calls it in frame order; the queue keeps that order.
         if self._queue is not None and self._listeners:
@@ -283,7 +303,11 @@ class AblyChannel(ListenerDelivery):
         assert self._queue is not None
         queue = self._queue
         while True:
-            message, listeners = await queue.get()
+            item = await queue.get()
+            if isinstance(item, ChannelStateChange):
+                self._call_state_listeners(item)
+                continue
+            message, listeners = item
             try:
                 inbound = from_ably_message(message)
             except Exception:
@@ -404,6 +428,10 @@ class AblyChannel(ListenerDelivery):
             return
         self._closed = True
         self._listeners.clear()
+        try:
+            self.raw.off(self._on_sdk_state)
+        except Exception:
+            logger.debug("state listener removal failed", exc_info=True)
         if self._sdk_subscribed:
             try:
                 self.raw.unsubscribe(self._on_sdk_message)

@@ -187,3 +187,9 @@ class Channel(Writer, Protocol):
     async def close(self) -> None:
         """Release the channel (and its connection where it owns one)."""
         ...
+
+    def on_state_change(self, listener: Callable[[Any], None]) -> Callable[[], None]:
+        """Call ``listener`` with every :class:`~ai_transport.channels.state.ChannelStateChange`
+        (``attached`` with ``resumed``, ``suspended``, ``failed``, ``detached`` …), in order with
+        message delivery; returns a function that removes it."""
+        ...

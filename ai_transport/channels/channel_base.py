@@ -17,6 +17,7 @@ from typing import Any, ClassVar
 
 from ..errors import ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .channel import Listener
+from .state import ChannelStateChange, StateListener
 
 __all__ = ["ListenerDelivery", "check_message_fields", "check_message_serial"]
 
@@ -71,6 +72,39 @@ class ListenerDelivery:
 
     async def _deliver_loop(self) -> None:
         raise NotImplementedError
+
+    def on_state_change(self, listener: StateListener) -> Callable[[], None]:
+        """Call ``listener(change)`` on every :class:`~ai_transport.channels.state.ChannelStateChange`
+        (in order with message delivery); returns a function that removes it."""
+        if not callable(listener):
+            raise InvalidTypeError(
+                f"unable to listen to state changes; listener must be callable, got {type_name(listener)}",
+                ErrorCode.INVALID_ARGUMENT,
+            )
+        listeners = self.__dict__.setdefault("_state_listeners", [])
+        listeners.append(listener)
+
+        def off() -> None:
+            if listener in listeners:
+                listeners.remove(listener)
+
+        return off
+
+    def _emit_state(self, change: ChannelStateChange) -> None:
+        """Report ``change``: through the delivery queue when one runs (keeps message order), else now."""
+        if not self.__dict__.get("_state_listeners"):
+            return
+        if self._queue is not None and self._task is not None:
+            self._queue.put_nowait(change)
+        else:
+            self._call_state_listeners(change)
+
+    def _call_state_listeners(self, change: ChannelStateChange) -> None:
+        for listener in list(self.__dict__.get("_state_listeners", ())):
+            try:
+                listener(change)
+            except Exception:
+                self._log.exception("state listener raised on channel %r", self.name)
 
     def _add_listener(self, listener: Listener) -> None:
         """Validate ``listener``, start the delivery task if needed and register the listener."""

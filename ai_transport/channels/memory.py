@@ -52,6 +52,7 @@ from .channel import InboundMessage, Listener, OutboundMessage
 from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
 from .presence_memory import InProcessPresence
+from .state import ChannelStateChange
 
 __all__ = [
     "SERIAL_WIDTH",
@@ -311,6 +312,7 @@ class InProcessChannel(ListenerDelivery):
         self._state = state
         self._listeners: list[Listener] = []
         self._attached = False
+        self._interrupted = False
         self._attach_serial: str | None = None
         self._att = _Attachment()
         self._queue: asyncio.Queue[tuple[InboundMessage, tuple[Listener, ...]] | None] | None = None
@@ -356,10 +358,29 @@ class InProcessChannel(ListenerDelivery):
         self._check_open("attach")
         if self._attached:
             return
+        previous = self.state
         self._attached = True
         self._attach_serial = self._state.channel_serial
         self._att = _Attachment()
         self._state.attachments.append(self)
+        self._emit_state(ChannelStateChange("attached", previous))
+
+    def interrupt(self) -> None:
+        """Fault injection: lose the transport. Nothing is delivered until :meth:`reattach`;
+        messages published meanwhile are only in history (a resume that failed)."""
+        self._interrupted = True
+
+    async def reattach(self) -> None:
+        """End an :meth:`interrupt`: re-attach without continuity (``attached``, ``resumed``
+        false, a new attach serial), as Ably does when a connection could not be resumed."""
+        self._check_open("reattach")
+        self._interrupted = False
+        if not self._attached:
+            await self.attach()
+            return
+        self._attach_serial = self._state.channel_serial
+        self._att = _Attachment()
+        self._emit_state(ChannelStateChange("attached", "attaching", resumed=False))
 
     async def detach(self) -> None:
         """Detach: stop delivery (queued, not yet delivered messages are dropped)."""
@@ -377,6 +398,7 @@ class InProcessChannel(ListenerDelivery):
         if self._queue is not None:
             while not self._queue.empty():
                 self._queue.get_nowait()
+        self._emit_state(ChannelStateChange("detached", "attached"))
 
     async def close(self) -> None:
         """Detach and stop the delivery task."""
@@ -401,13 +423,16 @@ class InProcessChannel(ListenerDelivery):
             item = await queue.get()
             if item is None:
                 return
+            if isinstance(item, ChannelStateChange):
+                self._call_state_listeners(item)
+                continue
             msg, listeners = item
             await self._call_listeners(listeners, functools.partial(_copy_message, msg))
 
     # Called by the publishing side (synchronously, inside the publisher's operation).
 
     def _enqueue(self, msg: dict[str, Any]) -> None:
-        if self._queue is None or not self._listeners:
+        if self._queue is None or not self._listeners or self._interrupted:
             return
         self._queue.put_nowait((msg, tuple(self._listeners)))  # type: ignore[arg-type]
 

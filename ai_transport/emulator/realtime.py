@@ -413,6 +413,12 @@ class RealtimeHandlers(PresenceHandlers):
         honoured = echoed_params(params)
         backlog: list[tuple[Event | None, dict[str, Any]]] = []
         channel_serial = frame.get("channelSerial")
+        lost = getattr(self, "_continuity_lost", None)
+        if lost and not continuing and (conn.client_id, channel) in lost:
+            # drop_transports(lose_continuity=True): the client's channelSerial is past the
+            # retention window, so nothing is replayed and the attach is not RESUMED
+            lost.discard((conn.client_id, channel))
+            channel_serial = None
         resumed = continuing
         if continuing:
             pass  # nothing was lost on this transport: frames after channelSerial are in flight
@@ -522,21 +528,28 @@ class RealtimeHandlers(PresenceHandlers):
 
     # -- introspection -----------------------------------------------------------------------
 
-    def drop_transports(self, connection_id: str | None = None, *, forget: bool = False) -> int:
+    def drop_transports(
+        self, connection_id: str | None = None, *, forget: bool = False, lose_continuity: bool = False
+    ) -> int:
         """Abruptly cut live websockets (all, or one connection's); return how many were cut.
 
         The connections stay resumable for ``connection_state_ttl``: an SDK reconnects with
         ``resume`` and re-attaches with its last ``channelSerial``, and the emulator replays every
         event it missed. ``forget=True`` also discards the connection state, so the resume fails
         (CONNECTED with error 80008 and a new connectionId) and only the ``channelSerial``
-        re-attach restores continuity. Call on the emulator's loop (or through
-        :meth:`EmulatorThread.call`).
+        re-attach restores continuity. ``lose_continuity=True`` also makes each cut connection's
+        next re-attach (per clientId and channel) ignore its ``channelSerial``, as Ably does past
+        its retention window: nothing missed is replayed and ATTACHED has no RESUMED flag. Call on
+        the emulator's loop (or through :meth:`EmulatorThread.call`).
         """
         n = 0
         for conn in list(self.connections.values()):
             if conn.session is None or (connection_id is not None and conn.id != connection_id):
                 continue
             session = conn.session
+            if lose_continuity:
+                lost: set[tuple[str | None, str]] = self.__dict__.setdefault("_continuity_lost", set())
+                lost.update((conn.client_id, name) for name in conn.attachments)
             session.closed = True
             with contextlib.suppress(Exception):
                 session.writer.transport.abort()

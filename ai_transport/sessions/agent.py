@@ -105,6 +105,7 @@ class AgentSession(SessionCore):
     """
 
     _log = logger
+    _continuity_verb = "continue"
 
     def __init__(
         self,
@@ -142,9 +143,17 @@ class AgentSession(SessionCore):
         self.open_streams = OpenStreams()
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
-        """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook) or
-        ``skipped`` (``(message, reason)``: a channel message not folded, see :attr:`skipped`)."""
+        """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook; or
+        channel continuity was lost: 104006, open runs were aborted and the tree is refolded from
+        history, see :class:`~.session.SessionCore`) or ``skipped`` (``(message, reason)``: a channel
+        message not folded, see :attr:`skipped`)."""
         return self._emitter.on(event, handler)
+
+    def _before_rebuild(self) -> None:
+        for run in list(self._runs.values()):
+            run.abort_signal.set()
+        self.admission._held.clear()
+        self.open_streams.clear()
 
     # -- connection ----------------------------------------------------------------------------
 

@@ -250,8 +250,9 @@ class ClientSession(SessionCore):
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error``: an agent's run ended ``error`` (the :class:`AITransportError` from its
-        ``ai-run-end``) or ``skipped`` (``(message, reason)``: a channel message not folded, see
-        :attr:`skipped`). Returns an unsubscribe function."""
+        ``ai-run-end``; or channel continuity was lost: 104006, the views are rebuilt from history, see
+        :class:`~.session.SessionCore`) or ``skipped`` (``(message, reason)``: a channel message not
+        folded, see :attr:`skipped`). Returns an unsubscribe function."""
         return self._emitter.on(event, handler)
 
     def _on_wire(self, message: Mapping[str, Any]) -> None:

@@ -4,10 +4,12 @@ plumbing and the publisher-trust predicates (see the trust notes of :mod:`.agent
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from ..channels.state import ChannelStateChange, is_continuity_lost
 from ..errors import AITransportError, ErrorCode
 from .admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
 from .tree import Emitter, Tree, WireApplier
@@ -36,6 +38,16 @@ class SessionCore:
     refuses (a ``codec-message-id`` another client owns) is skipped, logged as a warning and counted
     in :attr:`skipped`; ``on("skipped", handler)`` gets ``(message, reason)`` for each. Nothing anyone
     publishes makes a session raise.
+
+    **Continuity.** The session listens to the channel's state changes (``on_state_change``). After
+    the first attach, a change that may have skipped messages (``failed``, ``suspended``,
+    ``detached``, or ``attached`` with ``resumed`` false) is a loss of continuity: the session emits
+    one ``error`` 104006 (``ChannelContinuityLost`` of 0.8.0), an agent aborts its open runs (their
+    pipes end ``cancelled``), the tree is reset and refolded from history (as many pages as were
+    folded before, up to the new attach point), and the views update. Live delivery resumes after the
+    re-attach, so nothing published during the gap is missed: it is in history up to the attach
+    point and live after it. ``await session.rebuilt()`` waits for the refold. An agent run that was
+    still locating its trigger fails with 40033; wake the worker again.
     """
 
     _log: ClassVar[logging.Logger]
@@ -60,6 +72,13 @@ class SessionCore:
         self._emitter = Emitter()
         self._skipped = 0
         self.tree.on("refused", self._skip)
+        self._off_state: Callable[[], None] | None = None
+        self._has_attached_once = False
+        self._rebuild_task: asyncio.Task[None] | None = None
+        #: Live wires held while the tree is refolded from history after a loss of continuity.
+        self._holding: list[Mapping[str, Any]] | None = None
+        #: How many times channel continuity was lost (each emitted one 104006 ``error``).
+        self.continuity_losses = 0
 
     @property
     def skipped(self) -> int:
@@ -89,6 +108,14 @@ class SessionCore:
     def _on_live(self, message: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
+    def _listen(self, message: Mapping[str, Any]) -> None:
+        # After a loss of continuity, live wires wait until history (the aggregates up to the new
+        # attach point) is folded, so a replayed append lands on its message rather than starting it.
+        if self._holding is not None:
+            self._holding.append(message)
+            return
+        self._on_live(message)
+
     def _on_wire(self, message: Mapping[str, Any]) -> None:
         raise NotImplementedError
 
@@ -98,13 +125,90 @@ class SessionCore:
             raise AITransportError("unable to connect; session is closed", ErrorCode.SESSION_CLOSED, 400)
         if self._connected:
             return
-        await self.channel.subscribe(self._on_live)
+        on_state = getattr(self.channel, "on_state_change", None)
+        if callable(on_state) and self._off_state is None:
+            self._has_attached_once = getattr(self.channel, "state", None) == "attached"
+            self._off_state = on_state(self._on_state_change)
+        await self.channel.subscribe(self._listen)
         await self.channel.attach()
         self._connected = True
 
-    def _unsubscribe_quietly(self) -> None:
+    # -- continuity ----------------------------------------------------------------------------
+
+    #: The verb of the 104006 message (``unable to <verb>; channel continuity lost``).
+    _continuity_verb: ClassVar[str] = "deliver events"
+
+    def _on_state_change(self, change: ChannelStateChange) -> None:
+        if self._closed:
+            return
+        if not self._has_attached_once:
+            # before the first attach there is no continuity to lose
+            self._has_attached_once = change.current == "attached"
+            return
+        if is_continuity_lost(change):
+            self._lose_continuity(change)
+
+    def _before_rebuild(self) -> None:
+        """Subclass hook, called on a loss of continuity before the tree is reset."""
+
+    def _lose_continuity(self, change: ChannelStateChange) -> None:
+        """Emit 104006, reset the tree and refold as many history pages as were folded before."""
+        suffix = ", resumed: false" if change.current == "attached" else ""
+        err = AITransportError(
+            f"unable to {self._continuity_verb}; channel continuity lost ({change.current}{suffix})",
+            ErrorCode.CHANNEL_CONTINUITY_LOST,
+            500,
+            cause=change.reason if isinstance(change.reason, BaseException) else None,
+        )
+        self._log.error("%s", err.message)
+        self.continuity_losses += 1
+        self._before_rebuild()
+        pages = max(1, self.hydrator.pages_folded)
+        self.tree.reset()
+        self._applier.decoder = self.codec.create_decoder()
+        self.hydrator.reset()
+        if self._holding is None:
+            self._holding = []
+        self._emitter.emit("error", err)
+        if self._rebuild_task is not None:
+            self._rebuild_task.cancel()
+        self._rebuild_task = asyncio.ensure_future(self._rebuild(pages))
+
+    async def _rebuild(self, pages: int) -> None:
+        hydrator = self.hydrator
         try:
-            self.channel.unsubscribe(self._on_live)
+            await hydrator.fold_until(lambda: hydrator.pages_folded >= pages)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            self._log.exception("could not rebuild the tree from history after a loss of continuity")
+        finally:
+            if self._rebuild_task is asyncio.current_task():
+                held, self._holding = self._holding or [], None
+                for message in held:
+                    self._on_live(message)
+        self.tree.emitter.emit("update")
+
+    async def rebuilt(self) -> None:
+        """Wait until the refold from history after the latest loss of continuity is done."""
+        task = self._rebuild_task
+        if task is not None and not task.done():
+            await asyncio.shield(task)
+
+    def _stop_continuity(self) -> None:
+        if self._off_state is not None:
+            off, self._off_state = self._off_state, None
+            try:
+                off()
+            except Exception:
+                self._log.debug("removing the state listener failed", exc_info=True)
+        if self._rebuild_task is not None and not self._rebuild_task.done():
+            self._rebuild_task.cancel()
+
+    def _unsubscribe_quietly(self) -> None:
+        self._stop_continuity()
+        try:
+            self.channel.unsubscribe(self._listen)
         except Exception:
             self._log.debug("unsubscribe failed", exc_info=True)
 

@@ -111,6 +111,20 @@ class Tree(LifecycleFold, TreeOwnership):
         self._visible_cache: tuple[Any, list[Node]] | None = None
         self._children_cache: tuple[int, dict[str | None, list[Node]]] | None = None
 
+    def reset(self) -> None:
+        """Forget every node (a loss of channel continuity: the session refolds from history);
+        listeners stay, versions keep increasing, ``update`` is emitted."""
+        self._nodes = {}
+        self._cmid_to_key = {}
+        self._sorted = []
+        self._superseded = set()
+        self._event_ids = {}
+        self._visible_cache = None
+        self._children_cache = None
+        self.status_version += 1
+        self._changed()
+        self.emitter.emit("update")
+
     def _changed(self) -> bool:
         self.version += 1
         return True

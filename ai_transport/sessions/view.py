@@ -67,6 +67,18 @@ class HistoryHydrator:
         self._exhausted = False
         self._folding = False
         self._lock = asyncio.Lock()
+        self._generation = 0
+        #: History pages folded since the last :meth:`reset`.
+        self.pages_folded = 0
+
+    def reset(self) -> None:
+        """Start again from the newest page (after a loss of continuity); a fold in flight stops."""
+        self._generation += 1
+        self._page = None
+        self._first_yielded = False
+        self._started = False
+        self._exhausted = False
+        self.pages_folded = 0
 
     def has_next(self) -> bool:
         """True while older history may exist."""
@@ -94,12 +106,16 @@ class HistoryHydrator:
         )
 
     async def _next_items(self) -> list[Any] | None:
+        generation = self._generation
         if not self._started:
             self._started = True
             await self._channel.attach()
-            self._page = await self._fetch(
+            page = await self._fetch(
                 lambda: self._channel.history(limit=self._page_size, direction="backwards", until_attach=True)
             )
+            if generation != self._generation:
+                return None  # reset meanwhile: this page belongs to the old attach
+            self._page = page
         if self._page is None:
             return None
         if not self._first_yielded:
@@ -109,24 +125,32 @@ class HistoryHydrator:
             self._page = None
             return None
         page = await self._fetch(self._page.next)
+        if generation != self._generation:
+            return None
         self._page = page
         return list(page.items) if page is not None else None
 
     async def fold_until(self, should_stop: Callable[[], bool]) -> bool:
         """Fold older pages until ``should_stop()`` or history is exhausted; returns exhausted."""
         async with self._lock:
+            generation = self._generation
             while not self._exhausted and not should_stop():
                 items = await self._next_items()
+                if generation != self._generation:
+                    break  # reset while the page was in flight: it belongs to the old tree
                 if items is None:
                     self._exhausted = True
                     break
                 self._folding = True
+                self.pages_folded += 1
                 try:
                     for wire in reversed(items):
                         self._on_wire(wire)
                 finally:
                     self._folding = False
-                if self._page is None or (self._first_yielded and not self._page.has_next()):
+                if generation == self._generation and (
+                    self._page is None or (self._first_yielded and not self._page.has_next())
+                ):
                     self._exhausted = True
         return self._exhausted
 
