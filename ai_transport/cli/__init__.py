@@ -30,6 +30,7 @@ examples:
   ai-transport demo --deny "not today"   deny it with a reason
   ai-transport demo --emulator           same, over the local Ably emulator and the real ably SDK
   ai-transport demo --agents-sdk         the same agent written with the OpenAI Agents SDK
+  ai-transport demo --temporal           same, each wake-up a Temporal workflow (local dev server)
   OPENAI_API_KEY=sk-... ai-transport demo --model gpt-5-mini
                                          talk to the real OpenAI Responses API
 """
@@ -75,6 +76,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=(
             "use the Ably emulator and the real ably SDK instead of the in-process channel; "
             "without URL a fresh emulator is started on a free port"
+        ),
+    )
+    demo.add_argument(
+        "--temporal",
+        nargs="?",
+        const="start",
+        default=None,
+        metavar="ADDRESS",
+        help=(
+            "run every agent wake-up as a Temporal workflow (worker in this process, implies "
+            "--emulator); without ADDRESS a local Temporal dev server is started"
         ),
     )
     demo.add_argument(

@@ -176,6 +176,37 @@ async def _transport(args: argparse.Namespace, channel_name: str, printer: LiveP
             await emulator.stop()
 
 
+@contextlib.asynccontextmanager
+async def _agent(
+    args: argparse.Namespace, channel_for: ChannelFactory, responses: Any, model: str,
+    reasoning: dict[str, Any] | None, printer: LivePrinter,
+) -> Any:
+    """The agent woken per input: :class:`ToolAgent` in this process, or with ``--temporal`` a
+    Temporal workflow per wake-up (:mod:`.temporal_demo`)."""
+    temporal = getattr(args, "temporal", None)
+    if getattr(args, "agents_sdk", False) and temporal:
+        raise CliError("--agents-sdk and --temporal cannot be combined (the Temporal agent is the demo's own)")
+    if getattr(args, "agents_sdk", False):
+        try:
+            from .agents_sdk import AgentsSdkAgent
+        except ImportError as e:
+            raise CliError(
+                f"--agents-sdk needs the OpenAI Agents SDK ({e}); pip install 'ai-transport[agents]'"
+            ) from e
+
+        printer.note("agent: written with the OpenAI Agents SDK (ai_transport.integrations.openai_agents)")
+        yield AgentsSdkAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
+        return
+    if not temporal:
+        yield ToolAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
+        return
+    from .temporal_demo import temporal_agent
+
+    address = None if temporal == "start" else temporal
+    async with temporal_agent(address, channel_for, responses, model, reasoning, printer.note) as agent:
+        yield agent
+
+
 def _pending_approvals(view: Any, run_id: str) -> list[tuple[str, str, dict[str, Any]]]:
     """``(codec_message_id, call_id, state)`` of calls of run ``run_id`` awaiting approval."""
     out = []
@@ -235,22 +266,11 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
     channel_name = args.channel or f"demo-{uuid.uuid4().hex[:8]}"
     stats = DemoStats()
     wakes = 0
+    if getattr(args, "temporal", None) and not args.emulator:
+        args.emulator = "start"  # Temporal workers reach the channel over Ably: the emulator
     async with _model(args, printer) as (responses, model, reasoning), _transport(
         args, channel_name, printer
-    ) as channel_for:
-        agent: Any
-        if getattr(args, "agents_sdk", False):
-            try:
-                from .agents_sdk import AgentsSdkAgent
-            except ImportError as e:
-                raise CliError(
-                    f"--agents-sdk needs the OpenAI Agents SDK ({e}); pip install 'ai-transport[agents]'"
-                ) from e
-
-            agent = AgentsSdkAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
-            printer.note("agent: written with the OpenAI Agents SDK (ai_transport.integrations.openai_agents)")
-        else:
-            agent = ToolAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
+    ) as channel_for, _agent(args, channel_for, responses, model, reasoning, printer) as agent:
         client_channel = await channel_for("user")
         session = ClientSession(client_channel)
         await client_channel.subscribe(stats.on_message)

