@@ -7,6 +7,7 @@ from typing import Any
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
+from temporalio.exceptions import ApplicationError
 
 with workflow.unsafe.imports_passed_through():
     from ai_transport.temporal.workflow import RunHandle, with_run
@@ -37,4 +38,27 @@ class WithRunProbe:
                 {"default": {"start_to_close_timeout": timedelta(seconds=args["timeoutSeconds"])}}
                 if "timeoutSeconds" in args else None
             ),
+        )
+
+
+@workflow.defn(name="FramingProbe")
+class FramingProbe:
+    """The framing activities from workflow code: ``end`` publishes ``ai-run-end``, ``suspend``
+    ``ai-run-suspend``; ``suspend_then_fail`` suspends and then fails the body (cleanup is gated)."""
+
+    @workflow.run
+    async def run(self, args: dict[str, Any]) -> str:
+        async def body(run: RunHandle) -> str:
+            mode = args["mode"]
+            if mode == "end":
+                await run.end("complete")
+            else:
+                await run.suspend()
+            if mode == "suspend_then_fail":
+                raise ApplicationError("failed after suspending", non_retryable=True)
+            return str(mode)
+
+        return await with_run(
+            args["invocation"], body,
+            activity_options={"default": {"start_to_close_timeout": timedelta(seconds=30)}},
         )

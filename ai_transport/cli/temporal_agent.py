@@ -179,6 +179,7 @@ class WeatherActivities:
         from .agent import gate_calls
 
         async with self._adopted(input) as run:
+            await run.view.load_all()  # the whole conversation: the model's input
             owed = run.owed_calls()
             if owed is None:  # a call still waits for the client
                 await run.suspend()
