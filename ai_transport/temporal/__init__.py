@@ -25,7 +25,6 @@ _LAZY = {
     "FramingOptions": "ai_transport.temporal.activities",
     "create_framing_activities": "ai_transport.temporal.activities",
     "adopt_and_load": "ai_transport.temporal.activities",
-    "page_until_located": "ai_transport.temporal.activities",
     "step_id_for": "ai_transport.temporal.step_id",
     "heartbeating": "ai_transport.temporal.heartbeat",
     "DevServer": "ai_transport.temporal.dev_server",
@@ -40,7 +39,6 @@ __all__ = [
     "adopt_and_load",
     "create_framing_activities",
     "heartbeating",
-    "page_until_located",
     "step_id_for",
     "temporal_cli_path",
 ]
@@ -51,7 +49,6 @@ if TYPE_CHECKING:
         FramingOptions,
         adopt_and_load,
         create_framing_activities,
-        page_until_located,
     )
     from .dev_server import DevServer, temporal_cli_path
     from .heartbeat import heartbeating

@@ -22,6 +22,8 @@ from temporalio import activity
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..sessions.agent import AgentSession
+from ..sessions.agent_run import AgentRun
+from ..sessions.durable import with_agent_session
 from ..sessions.invocation import Invocation
 from ..sessions.run import TERMINAL_STATUSES
 from ..sessions.view import DEFAULT_HISTORY_PAGE_SIZE
@@ -43,7 +45,7 @@ __all__ = [
     "FramingOptions",
     "adopt_and_load",
     "create_framing_activities",
-    "page_until_located",
+    "page_history_for_trigger",
 ]
 
 logger = logging.getLogger("ai_transport.temporal")
@@ -92,19 +94,21 @@ class FramingOptions:
                 )
 
 
-async def page_until_located(
+async def page_history_for_trigger(
     session: AgentSession,
     input_event_id: str,
     *,
     max_pages: int = DEFAULT_MAX_HISTORY_PAGES,
     on_page: Callable[[], None] | None = None,
 ) -> int:
-    """Fold history pages (newest first) until the trigger ``input_event_id`` is in the tree.
+    """Fold channel history pages (newest first, the session's page size) until the trigger
+    ``input_event_id`` is in the tree; returns the pages read.
 
     Stops as soon as it surfaces: opening a run needs no inference, so it never reads the rest of the
-    conversation. Raises 104010 when ``max_pages`` pages did not reveal it and history has more; when
-    history is exhausted the caller's ``run.start()`` waits a bounded moment for a live arrival.
-    Returns the pages read.
+    conversation. Raises 104010 when ``max_pages`` pages did not reveal it and history has more;
+    when history is exhausted, ``run.start()`` then waits a bounded moment for a live arrival.
+    Counts channel pages (``sessions.durable.page_until_located`` counts view pages, and a view
+    that shows nothing before its trigger is located reveals all history in its first page).
     """
     pages = 0
 
@@ -127,15 +131,12 @@ async def page_until_located(
     return pages
 
 
-async def adopt_and_load(session: AgentSession, invocation: Invocation, ids: Mapping[str, Any]) -> Any:
+async def adopt_and_load(session: AgentSession, invocation: Invocation, ids: Mapping[str, Any]) -> AgentRun:
     """Adopt the open run ``ids`` (``{runId, invocationId}``) on ``session`` and load it.
 
     ``load()`` status-gates: it raises when the run is suspended or already terminal.
     """
-    adopting: Any = session  # adopt_run: durable runs (#12)
-    run = adopting.adopt_run(invocation, str(ids["runId"]), str(ids["invocationId"]))
-    if inspect.isawaitable(run):
-        run = await run
+    run = session.adopt_run(invocation, str(ids["runId"]), str(ids["invocationId"]))
     await run.load()
     return run
 
@@ -181,16 +182,11 @@ class FramingActivities:
         if inspect.isawaitable(channel):
             channel = await channel
         try:
-            session = AgentSession(
-                channel, opts.codec, history_page_size=opts.history_page_size, **dict(opts.session_options)
-            )
-            try:
-                await session.connect()
-                async with heartbeating(opts.heartbeat if heartbeat is None else heartbeat):
-                    return await body(session, inv)
-            finally:
-                # Detach, never end: a run left open stays open on the wire for the next activity.
-                await session.close()
+            # Detached afterwards, never ended: a run left open stays open for the next activity.
+            async with with_agent_session(
+                channel, codec=opts.codec, history_page_size=opts.history_page_size, **dict(opts.session_options)
+            ) as session, heartbeating(opts.heartbeat if heartbeat is None else heartbeat):
+                return await body(session, inv)
         finally:
             try:
                 await channel.close()
@@ -211,7 +207,9 @@ class FramingActivities:
 
         async def body(session: AgentSession, inv: Invocation) -> RunIdentity:
             run = await session.create_run(inv, run_id=invocation_id, invocation_id=invocation_id)
-            await page_until_located(
+            # The trigger was published before this process attached: page history until it
+            # surfaces, no further. start() then publishes nothing if it cannot be found.
+            await page_history_for_trigger(
                 session,
                 inv.input_event_id,
                 max_pages=self.options.max_history_pages,
