@@ -14,6 +14,8 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 pytest.importorskip("agents")
 
@@ -25,6 +27,7 @@ from support_sessions import approval, open_session, shapes, user_message, wait_
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.integrations.openai_agents import run_agent
 from ai_transport.responses.local_server import (
+    ErrorReply,
     LocalResponsesServer,
     ScriptedFunctionCall,
     ScriptedReasoning,
@@ -35,7 +38,7 @@ from ai_transport.responses.local_server import (
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
 
-pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(60)]
+pytestmark = [pytest.mark.timeout(60)]  # async tests run in asyncio mode "auto"
 
 NO_TRACING = RunConfig(tracing_disabled=True)
 SETTINGS = ModelSettings(
@@ -66,9 +69,12 @@ async def scripted_model(
 ) -> AsyncIterator[tuple[LocalResponsesServer, AsyncOpenAI]]:
     """The local Responses server answering each request with ``script(body)``'s outputs."""
 
-    def responder(request: Any) -> StreamReply:
+    def responder(request: Any) -> Any:
         body = request.json()
-        return StreamReply.from_events(build_response_events(script(body), request=body), delay=delay)
+        outputs = script(body)
+        if isinstance(outputs, ErrorReply):
+            return outputs
+        return StreamReply.from_events(build_response_events(outputs, request=body), delay=delay)
 
     async with LocalResponsesServer(responder) as server:
         client = AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0)
@@ -372,3 +378,86 @@ async def test_the_weather_example_hands_off_and_resumes(capsys: pytest.CaptureF
     assert "-- client: deny get_weather" in out and "  [output] rather not" in out
     assert "assistant> I did not check the live weather (rather not)." in out
     assert out.rstrip().endswith("-- run complete; 1 run, 3 model calls")
+
+
+async def test_a_model_error_after_an_approval_ends_the_run_with_the_error() -> None:
+    tools = Tools()
+
+    def script(body: dict[str, Any]) -> Any:
+        if not outputs_of(body):
+            return [ScriptedFunctionCall("get_weather", {"city": "Paris"})]
+        return ErrorReply.from_error("The model is overloaded.", type="server_error", status=400)
+
+    async with scripted_model(script) as (_server, oai):
+        agent = weather_agent(oai, tools)
+        hub, client, _ = await open_session()
+        sent = await ask(client, "Weather in Paris?")
+        run, outcome = await wake(hub, sent.invocation.to_json(), agent)
+        await wait_status(client.view, run.run_id, "suspended")
+        cmid, call = call_message(client, "get_weather")
+        answered = await answer(client, run.run_id, (cmid, call, True, None))
+        _, outcome = await wake(hub, answered.invocation.to_json(), agent)
+        assert outcome == "error"
+        await wait_status(client.view, run.run_id, "error")
+        info = client.view.run(run.run_id)
+        assert info.error is not None and "The model is overloaded." in info.error.message
+        # the approved call ran once and its output stays on the channel for the next attempt
+        assert tools.executed == [("get_weather", {"city": "Paris"})]
+        assert shapes(client.view.get_messages())[-1] == ("assistant", ["function_call_output"])
+        await client.close()
+
+
+CITIES = ["Paris", "Lyon", "Oslo"]
+
+
+def gated_calls_script(body: dict[str, Any]) -> list[Any]:
+    n = int(body["input"][0]["content"][0]["text"].split()[1])
+    if not outputs_of(body):
+        return [ScriptedFunctionCall("get_weather", {"city": c}) for c in CITIES[:n]]
+    return [ScriptedText("Done.")]
+
+
+async def decisions_scenario(decisions: list[bool], waves: list[int]) -> None:
+    """``len(decisions)`` gated calls in one turn, answered in ``waves`` (one wake-up per wave)."""
+    tools = Tools()
+    async with scripted_model(gated_calls_script) as (server, oai):
+        agent = weather_agent(oai, tools)
+        hub, client, _ = await open_session()
+        sent = await ask(client, f"Check {len(decisions)} cities")
+        run, outcome = await wake(hub, sent.invocation.to_json(), agent)
+        assert outcome == "suspended"
+        await wait_status(client.view, run.run_id, "suspended")
+        calls = [call_message(client, "get_weather", c) for c in CITIES[: len(decisions)]]
+        todo = list(zip(calls, decisions, range(len(decisions))))
+        for i, size in enumerate(waves):
+            if not todo:
+                break
+            wave, todo = todo[:size], todo[size:]
+            if i == len(waves) - 1:
+                wave, todo = wave + todo, []
+            answered = await answer(
+                client, run.run_id, *[(*c, ok, None if ok else f"no {n}") for c, ok, n in wave]
+            )
+            _, outcome = await wake(hub, answered.invocation.to_json(), agent)
+            assert outcome == ("complete" if not todo else "suspended")
+            if todo:  # a call still waits: nothing ran, the model was not asked again
+                assert tools.executed == [] and len(server.requests) == 1
+        await wait_status(client.view, run.run_id, "complete")
+        approved = [CITIES[n] for ok, n in zip(decisions, range(len(decisions))) if ok]
+        assert sorted(c["city"] for _, c in tools.executed) == sorted(approved)  # each exactly once
+        assert len(server.requests) == 2
+        last = outputs_of(server.request_bodies()[-1])
+        assert len(last) == len(decisions)
+        for ((_, call), ok, n) in zip(calls, decisions, range(len(decisions))):
+            expected = json.dumps({"city": CITIES[n], "conditions": "showers"}) if ok else f"no {n}"
+            assert last[call["call_id"]] == expected
+        await client.close()
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    decisions=st.lists(st.booleans(), min_size=1, max_size=3),
+    waves=st.lists(st.integers(min_value=1, max_value=2), min_size=1, max_size=3),
+)
+def test_any_decisions_in_any_waves_run_each_approved_call_once(decisions: list[bool], waves: list[int]) -> None:
+    asyncio.run(decisions_scenario(decisions, waves))
