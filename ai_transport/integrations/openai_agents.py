@@ -211,14 +211,11 @@ async def pipe_streamed(
                     outputs.append(raw)
     finally:
         abort.cancel()
-    if reason == "cancelled":
+    if reason != "complete":  # cancelled by the client, the SDK failed, or publishing failed
         result.cancel()
         with contextlib.suppress(Exception):
-            async for _ in stream:
-                pass
-        await close_turn()
-    elif reason == "error":
-        await close_turn(error)
+            await asyncio.wait_for(_drain(stream), 10)
+        await close_turn(error if reason == "error" else None)
     interruptions = list(result.interruptions) if reason == "complete" else []
     pending = [i for i in interruptions if decisions.get(_call_id(i) or "") in (None, "pending")]
     if turn is not None:
@@ -236,8 +233,10 @@ async def pipe_streamed(
     return StreamedPipeResult(reason, error, interruptions, pending)
 
 
-def _stateless_config(run_config: RunConfig | None) -> RunConfig:
-    return run_config if run_config is not None else RunConfig()
+async def _drain(stream: Any) -> None:
+    """Consume what a cancelled SDK run still yields (the SDK asks callers to keep reading)."""
+    async for _ in stream:
+        pass
 
 
 async def run_agent(
@@ -260,7 +259,7 @@ async def run_agent(
             await run.suspend()
             return "suspended"
         graph = AgentGraph(agent)
-        config = _stateless_config(run_config)
+        config = run_config if run_config is not None else RunConfig()
         record = ChannelRecord.read(run)
         current = graph.current(record.prior)
         await run.run_owed_calls(lambda call: execute_call(current, call, context, config))
