@@ -271,8 +271,8 @@ def test_cors_preflight_allows_authorization(emulator_thread: EmulatorThread) ->
         },
     )
     assert r.status_code == 204
-    assert r.headers["access-control-allow-origin"] == "*"
+    assert r.headers["access-control-allow-origin"] == "http://localhost:3000"  # echoed, not "*"
     assert "authorization" in r.headers["access-control-allow-headers"].lower()
     got = httpx.get(f"{emulator_thread.url}/time", headers={"Origin": "http://localhost:3000"})
-    assert got.headers["access-control-allow-origin"] == "*"
+    assert got.headers["access-control-allow-origin"] == "http://localhost:3000"
     assert "Link" in got.headers["access-control-expose-headers"]

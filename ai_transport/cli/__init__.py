@@ -142,6 +142,21 @@ def build_parser() -> argparse.ArgumentParser:
     emu.add_argument("--host", default="127.0.0.1", help="interface to bind (default %(default)s)")
     emu.add_argument("--port", type=int, default=8090, help="port to listen on (default %(default)s; 0 = any free port)")
     emu.add_argument(
+        "--strict-tokens", action="store_true", help="refuse tokens the emulator did not issue (no dev mode)"
+    )
+    emu.add_argument(
+        "--dev-tokens-on-any-host",
+        action="store_true",
+        help="allow dev mode (any token string is a wildcard token) on a non-loopback --host (loudly warned)",
+    )
+    emu.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="a browser Origin (scheme://host[:port]) allowed besides loopback ones (repeatable)",
+    )
+    emu.add_argument(
         "--sandbox",
         action="store_true",
         help=(

@@ -59,9 +59,21 @@ async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = No
     from ..emulator.server import Emulator
 
     sandbox = bool(getattr(args, "sandbox", False))
-    emulator: Any = Sandbox(host=args.host, port=args.port) if sandbox else Emulator(host=args.host, port=args.port)
+    emulator: Any = (
+        Sandbox(host=args.host, port=args.port)
+        if sandbox
+        else Emulator(
+            host=args.host,
+            port=args.port,
+            strict_tokens=bool(getattr(args, "strict_tokens", False)),
+            dev_tokens_on_any_host=bool(getattr(args, "dev_tokens_on_any_host", False)),
+            allowed_origins=list(getattr(args, "allow_origin", None) or []),
+        )
+    )
     try:
         await emulator.start()
+    except ValueError as e:
+        raise CliError(str(e)) from e
     except OSError as e:
         if e.errno == errno.EADDRINUSE:
             raise CliError(f"port {args.port} on {args.host} is already in use; pick another with --port N "

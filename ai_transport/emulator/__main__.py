@@ -22,6 +22,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--strict-tokens", action="store_true", help="refuse tokens the emulator did not issue"
     )
+    parser.add_argument(
+        "--dev-tokens-on-any-host",
+        action="store_true",
+        help="allow dev mode (wildcard tokens) on a non-loopback --host (loudly warned)",
+    )
+    parser.add_argument(
+        "--allow-origin", action="append", default=[], help="a browser Origin allowed besides loopback (repeatable)"
+    )
     parser.add_argument("--max-message-size", type=int, default=65536)
     parser.add_argument(
         "--max-idle-interval", type=int, default=0, help="ms between server heartbeats x2 (0 = off)"
@@ -41,6 +49,8 @@ def main(argv: list[str] | None = None) -> None:
             args.port,
             keys=args.key,
             strict_tokens=args.strict_tokens,
+            dev_tokens_on_any_host=args.dev_tokens_on_any_host,
+            allowed_origins=args.allow_origin,
             max_message_size=args.max_message_size,
             max_idle_interval=args.max_idle_interval,
             echo_before_ack=args.echo_before_ack,

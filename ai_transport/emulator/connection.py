@@ -35,6 +35,9 @@ class Attachment:
     # pauses the attachment until the client re-attaches with its channelSerial, which replays
     # everything after it exactly once; a re-attach while live continues (RESUMED, no replay).
     live: bool = False
+    # the channel's latest serial when this connection first attached: without the ``history``
+    # capability a channelSerial re-attach replays nothing older (see guard.may_replay)
+    joined: str | None = None
 
     def has_seen(self, serial: str) -> bool:
         """Whether this attachment already delivered (or the client already had) ``serial``."""

@@ -9,6 +9,7 @@ from typing import Any
 
 from .auth import DEFAULT_KEY, Authority, Principal
 from .connection import Attachment, Connection
+from .guard import check_operation_identity
 from .presence_store import PresenceStore
 from .protocol import (
     Action,
@@ -48,6 +49,8 @@ class EmulatorCore:
         server_id: str = "ai-transport-emulator",
         key_capabilities: dict[str, Any] | None = None,
         mutable_namespaces: list[str] | None = None,
+        allowed_origins: list[str] | None = None,
+        dev_tokens_on_any_host: bool = False,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -57,6 +60,10 @@ class EmulatorCore:
         #: namespaces whose channels allow update / delete / append (None = every channel)
         self.mutable_namespaces = set(mutable_namespaces) if mutable_namespaces is not None else None
         self.store = Store()
+        #: browser Origins accepted besides loopback ones (``"*"``: every origin)
+        self.allowed_origins = list(allowed_origins or ())
+        self.strict_tokens = strict_tokens
+        self.dev_tokens_on_any_host = dev_tokens_on_any_host
         self.max_message_size = max_message_size
         self.max_idle_interval = max_idle_interval
         self.connection_state_ttl = connection_state_ttl
@@ -118,6 +125,7 @@ class EmulatorCore:
                     self._check_op(principal, client_id, channel, msg, "delete")
                 else:
                     self._check_op(principal, client_id, channel, msg, "update")
+            check_operation_identity(principal, client_id, msg, i)
             cid = msg.get("clientId")
             if cid is not None:
                 if not isinstance(cid, str):
@@ -155,13 +163,18 @@ class EmulatorCore:
     def _check_op(
         self, principal: Principal, client_id: str | None, channel: str, msg: dict[str, Any], op: str
     ) -> None:
-        if principal.allows(channel, "publish") or principal.allows(channel, f"message-{op}-any"):
+        """Ably (``messages/updates-deletes.mdx``, Capabilities): ``message-{op}-any`` for any message,
+        ``message-{op}-own`` for one whose publisher's clientId is the (identified) caller's. The
+        emulator also lets ``publish`` count as ``-own`` (lenient); never as ``-any``."""
+        if principal.allows(channel, f"message-{op}-any"):
             return
-        if principal.allows(channel, f"message-{op}-own"):
+        if principal.allows(channel, f"message-{op}-own") or principal.allows(channel, "publish"):
             serial = msg.get("serial")
             log_ = self.store.channels.get(channel)
             entry = log_.entries.get(serial) if log_ and isinstance(serial, str) else None
-            if entry is None or (client_id and entry.aggregate.get("clientId") == client_id):
+            if entry is None or (
+                client_id and client_id != "*" and entry.aggregate.get("clientId") == client_id
+            ):
                 return
         principal.check(channel, f"message-{op}-any")
 

@@ -18,6 +18,7 @@ from .attach import check_channel_name, echoed_params, requested_modes
 from .auth import Principal
 from .connection import Attachment, Connection, WsSession
 from .core import MAX_WS_FRAME, log
+from .guard import may_replay
 from .presence import PresenceHandlers
 from .protocol import (
     Action,
@@ -29,6 +30,11 @@ from .protocol import (
 from .store import Event, now_ms
 
 __all__ = ["RealtimeHandlers"]
+
+def _flag(frame: dict[str, Any], flag: int) -> bool:
+    raw = frame.get("flags")
+    return isinstance(raw, int) and not isinstance(raw, bool) and bool(raw & flag)
+
 
 class RealtimeHandlers(PresenceHandlers):
     """The realtime side: websocket connections, the protocol's frames, attach / publish / detach."""
@@ -339,8 +345,14 @@ class RealtimeHandlers(PresenceHandlers):
                 if not isinstance(token, str) or not token:
                     raise EmulatorError("AUTH without auth.accessToken", 40101, 401)
                 principal, client_id = self._authenticate({"clientId": conn.client_id or ""}, token)
-                if client_id != conn.client_id and conn.client_id is not None:
-                    raise EmulatorError("Incompatible clientId on re-authentication", 40102, 401)
+                if client_id != conn.client_id:
+                    # a connection keeps the identity it connected with (anonymous stays anonymous)
+                    raise EmulatorError(
+                        f"Incompatible clientId on re-authentication: the connection is {conn.client_id!r}, "
+                        f"the new token is for {client_id!r}",
+                        40102,
+                        401,
+                    )
             except EmulatorError as err:
                 session.send({"action": int(Action.ERROR), "error": err.to_dict()})
                 session.close(1000, "")
@@ -382,6 +394,14 @@ class RealtimeHandlers(PresenceHandlers):
                 raise EmulatorError(
                     f"Channel denied access based on given capability; channel {channel!r}", 40160, 401
                 )
+            wants_rewind = params.get("rewind") not in (None, "")
+            if wants_rewind and not _flag(frame, Flag.ATTACH_RESUME) and not may_replay(principal, channel):
+                raise EmulatorError(
+                    f"Channel denied access based on given capability; rewind on channel {channel!r} "
+                    "retrieves history and needs the 'history' capability",
+                    40160,
+                    401,
+                )
         except EmulatorError as err:
             session.send({"action": int(Action.ERROR), "channel": channel, "error": err.to_dict()})
             return
@@ -405,7 +425,7 @@ class RealtimeHandlers(PresenceHandlers):
         att = conn.attachments.get(channel)
         continuing = att is not None and att.live
         if att is None:
-            att = conn.attachments[channel] = Attachment(channel)
+            att = conn.attachments[channel] = Attachment(channel, joined=log_.latest_serial)
         att.modes = modes
         att.subscribe = bool(modes & Flag.SUBSCRIBE)
         self._subs.setdefault(channel, {})[conn.id] = att
@@ -423,8 +443,20 @@ class RealtimeHandlers(PresenceHandlers):
         if continuing:
             pass  # nothing was lost on this transport: frames after channelSerial are in flight
         elif isinstance(channel_serial, str) and channel_serial:
-            # continuity from the client's channelSerial: everything after it is replayed below
+            # continuity from the client's channelSerial: everything after it is replayed below;
+            # without 'history' nothing older than this connection's own first attach
             resumed = True
+            if not may_replay(principal, channel) and att.joined is not None and channel_serial < att.joined:
+                log.warning(
+                    "emulator: connection %s re-attached %r from %s without the history capability; "
+                    "replaying from %s only",
+                    conn.id,
+                    channel,
+                    channel_serial,
+                    att.joined,
+                )
+                channel_serial = att.joined
+                resumed = False
             if att.base is None or channel_serial > att.base:
                 att.base = channel_serial
             for ev in log_.events_after(channel_serial):

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from .auth import Principal
 from .connection import Connection
 from .core import MAX_BODY, log
+from .guard import origin_allowed
 from .http_io import (
     _REASONS,
     MSGPACK,
@@ -65,6 +66,19 @@ class RestHandlers(PresenceHandlers):
             except ValueError:
                 writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
                 return
+            origin = headers.get("origin")
+            if not origin_allowed(origin, self.allowed_origins):
+                log.warning("emulator: refused a request from browser origin %r (not loopback or allowed)", origin)
+                err = EmulatorError(
+                    f"Origin {origin!r} is not allowed: the emulator accepts loopback origins and its "
+                    "allowed_origins (--allow-origin) only",
+                    40300,
+                    403,
+                )
+                resp = _error_response(err)
+                self._write_response(writer, HttpRequest("GET", "/", headers), resp, False)
+                await writer.drain()
+                return
             if "websocket" in headers.get("upgrade", "").lower():
                 await self._serve_websocket(head, reader, writer)
                 return
@@ -87,6 +101,9 @@ class RestHandlers(PresenceHandlers):
                 log.exception("emulator: REST handler failed")
                 resp = _error_response(EmulatorError(f"internal error: {exc}", 50000, 500))
             keep_alive = headers.get("connection", "").lower() != "close"
+            if origin is not None:  # echo the (allowed) browser origin rather than "*"
+                resp.headers.setdefault("Access-Control-Allow-Origin", origin)
+                resp.headers.setdefault("Vary", "Origin")
             self._write_response(writer, req, resp, keep_alive)
             await writer.drain()
             if not keep_alive:

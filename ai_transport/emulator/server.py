@@ -19,6 +19,7 @@ from typing import Any
 from typing_extensions import Self
 
 from .core import MAX_HEAD, log
+from .guard import check_bind
 from .realtime import RealtimeHandlers
 from .rest import RestHandlers
 
@@ -37,13 +38,16 @@ class Emulator(RestHandlers, RealtimeHandlers):
     its ACK; default False: ACK first — real Ably does either, so consumers must handle both),
     ``key_capabilities`` (``{"keyName": capability JSON or map}``; a key without one grants
     everything), ``mutable_namespaces`` (namespaces whose channels allow update / delete /
-    append, else 93002; default None: every channel).
+    append, else 93002; default None: every channel), ``allowed_origins`` (browser Origins accepted
+    besides loopback ones; others get 403 / 40300 on websocket and REST), ``dev_tokens_on_any_host``
+    (allow dev mode on a non-loopback bind, loudly logged; else that needs ``strict_tokens``).
     """
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def start(self) -> Emulator:
-        """Bind and start serving."""
+        """Bind and start serving (dev mode on a non-loopback host: see :func:`~.guard.check_bind`)."""
+        check_bind(self.host, self.strict_tokens, self.dev_tokens_on_any_host)
         self._server = await asyncio.start_server(
             self._on_client, self.host, self._requested_port, limit=MAX_HEAD
         )

@@ -235,7 +235,9 @@ class Store:
         version: dict[str, Any] = {"serial": vserial, "timestamp": ts}
         version.update(_clean_version(msg.get("version")))
         op_client = msg.get("clientId") or client_id
-        if op_client and op_client != "*" and "clientId" not in version:
+        if client_id and client_id != "*":
+            version["clientId"] = client_id  # an identified client: Ably stamps who did it
+        elif op_client and op_client != "*" and "clientId" not in version:
             version["clientId"] = op_client
         agg = dict(old)
         agg["version"] = version
