@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from .auth import DEFAULT_KEY
 from .client import ably_realtime, ably_rest, client_options, connect_info, endpoint_for, request_token
+from .limits import RateLimits
 from .protocol import EmulatorError
 from .server import Emulator, EmulatorThread
 
@@ -23,6 +24,7 @@ __all__ = [
     "Emulator",
     "EmulatorError",
     "EmulatorThread",
+    "RateLimits",
     "ably_realtime",
     "ably_rest",
     "client_options",

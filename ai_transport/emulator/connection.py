@@ -86,6 +86,13 @@ class WsSession:
                     if self.writer.can_write_eof():
                         self.writer.write_eof()
 
+    def queued(self) -> int:
+        """Bytes written but not yet taken by the peer (the transport's buffer)."""
+        try:
+            return int(self.writer.transport.get_write_buffer_size())
+        except (AttributeError, RuntimeError):
+            return 0
+
     def send(self, frame: dict[str, Any]) -> None:
         """Encode and send one ProtocolMessage (messages must already be rendered for ``fmt``)."""
         if self.closed or self.proto.state is not State.OPEN:

@@ -10,6 +10,7 @@ from typing import Any
 from .auth import DEFAULT_KEY, Authority, Principal
 from .connection import Attachment, Connection
 from .guard import check_operation_identity
+from .limits import InboundLimiter, RateLimits
 from .presence_store import PresenceStore
 from .protocol import (
     Action,
@@ -51,6 +52,7 @@ class EmulatorCore:
         mutable_namespaces: list[str] | None = None,
         allowed_origins: list[str] | None = None,
         dev_tokens_on_any_host: bool = False,
+        rate_limits: RateLimits | None = None,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -80,6 +82,10 @@ class EmulatorCore:
         self._conn_counter = 0
         self._rest_counter = 0
         self._client_tasks: set[asyncio.Task[Any]] = set()
+        self.limits = rate_limits if rate_limits is not None else RateLimits.off()
+        self.limiter = InboundLimiter(self.limits, self._deliver_rolled_up)
+        #: Subscriber transports cut because their outbound queue passed the bound (80020).
+        self.outbound_disconnects = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -178,6 +184,12 @@ class EmulatorCore:
                 return
         principal.check(channel, f"message-{op}-any")
 
+    def _deliver_rolled_up(self, conn_id: str, channel: str, events: list[Event]) -> None:
+        """Fan out appends a connection's appendRollupWindow held (merged into one delivery)."""
+        self._fan_out(
+            channel, events, publisher=self.connections.get(conn_id), frame_id=None, connection_id=conn_id
+        )
+
     def _fan_out(
         self,
         channel: str,
@@ -225,4 +237,20 @@ class EmulatorCore:
                 payload = cache[cache_key] = encode_frame(frame, conn.fmt)
             assert conn.session is not None
             conn.session.send_raw(payload)
+            if conn.session.queued() > self.limits.max_outbound_bytes:
+                self._cut_slow_subscriber(conn)
+
+    def _cut_slow_subscriber(self, conn: Connection) -> None:
+        """A subscriber too far behind: drop its transport (80020, see :mod:`.limits`)."""
+        session = conn.session
+        if session is None:
+            return
+        self.outbound_disconnects += 1
+        log.warning(
+            "emulator: connection %s has more than %d bytes unsent; disconnecting it (80020)",
+            conn.id,
+            self.limits.max_outbound_bytes,
+        )
+        session.closed = True
+        session.writer.transport.abort()
 

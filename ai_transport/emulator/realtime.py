@@ -19,6 +19,7 @@ from .auth import Principal
 from .connection import Attachment, Connection, WsSession
 from .core import MAX_WS_FRAME, log
 from .guard import may_replay
+from .limits import FatalRateError, parse_rollup_window
 from .presence import PresenceHandlers
 from .protocol import (
     Action,
@@ -180,6 +181,7 @@ class RealtimeHandlers(PresenceHandlers):
             if subs is not None:
                 subs.pop(conn.id, None)
         conn.attachments.clear()
+        self.limiter.close(conn.id)
 
     def _connected_frame(self, conn: Connection, error: EmulatorError | None = None) -> dict[str, Any]:
         frame: dict[str, Any] = {
@@ -192,7 +194,7 @@ class RealtimeHandlers(PresenceHandlers):
                 "connectionStateTtl": self.connection_state_ttl,
                 "maxIdleInterval": self.max_idle_interval,
                 "maxMessageSize": self.max_message_size,
-                "maxInboundRate": 1000,
+                "maxInboundRate": int(self.limits.connection_rate or 1000),
                 "maxFrameSize": MAX_WS_FRAME,
                 "serverId": self.server_id,
             },
@@ -232,6 +234,7 @@ class RealtimeHandlers(PresenceHandlers):
         self._sweep()
         try:
             principal, client_id = self._authenticate(query)
+            window = parse_rollup_window(query.get("appendRollupWindow"), self.limits.append_rollup_window)
         except EmulatorError as err:
             session.send({"action": int(Action.ERROR), "error": err.to_dict()})
             return None
@@ -257,6 +260,7 @@ class RealtimeHandlers(PresenceHandlers):
                 old.principal = principal
                 old.fmt = session.fmt
                 old.echo = echo
+                self.limiter.open(old.id, window)
                 session.send(self._connected_frame(old))
                 return old
             if recover_key and not query.get("resume"):
@@ -272,10 +276,13 @@ class RealtimeHandlers(PresenceHandlers):
         conn.session = session
         self.connections[conn.id] = conn
         self._by_key[conn.key] = conn
+        self.limiter.open(conn.id, window)
         session.send(self._connected_frame(conn, resume_error))
         return conn
 
     def _on_payload(self, conn: Connection, session: WsSession, payload: bytes, text: bool) -> None:
+        if session.closed:
+            return
         try:
             frame = decode_frame(payload.decode("utf-8") if text else payload)
         except (EmulatorError, UnicodeDecodeError) as exc:
@@ -530,6 +537,7 @@ class RealtimeHandlers(PresenceHandlers):
                 )
             if not isinstance(messages, list):
                 raise EmulatorError("MESSAGE without a messages array", 40000, 400)
+            self.limiter.admit(conn.id, channel, messages)
             events = self._accept(
                 conn.principal,
                 conn.client_id,
@@ -539,6 +547,12 @@ class RealtimeHandlers(PresenceHandlers):
                 connection_id=conn.id,
                 id_prefix=f"{conn.id}:{msg_serial}",
             )
+        except FatalRateError as err:
+            log.warning("emulator: %s (connection %s); closing it", err.message, conn.id)
+            session.send({"action": int(Action.ERROR), "error": err.to_dict()})
+            session.close(1000, "rate limit")
+            session.closed = True  # frames already received on this transport are ignored
+            return
         except EmulatorError as err:
             session.send(
                 {"action": int(Action.NACK), "msgSerial": msg_serial, "count": 1, "error": err.to_dict()}
@@ -553,7 +567,11 @@ class RealtimeHandlers(PresenceHandlers):
         if not self.echo_before_ack:
             session.send(ack)
         self._fan_out(
-            channel, events, publisher=conn, frame_id=f"{conn.id}:{msg_serial}", connection_id=conn.id
+            channel,
+            self.limiter.route(conn.id, channel, events),
+            publisher=conn,
+            frame_id=f"{conn.id}:{msg_serial}",
+            connection_id=conn.id,
         )
         if self.echo_before_ack:
             session.send(ack)

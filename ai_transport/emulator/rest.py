@@ -287,6 +287,8 @@ class RestHandlers(PresenceHandlers):
         self._rest_counter += 1
         on_behalf = self._on_behalf_of(messages)
         connection_id = on_behalf.id if on_behalf is not None else None
+        if isinstance(messages, list):
+            self.limiter.admit(None, channel, messages)
         events = self._accept(
             principal,
             principal.client_id,
@@ -316,6 +318,7 @@ class RestHandlers(PresenceHandlers):
     def _rest_mutate(
         self, principal: Principal, channel: str, message: dict[str, Any], fmt: str
     ) -> list[Event]:
+        self.limiter.admit(None, channel, [message])
         events = self._accept(
             principal, principal.client_id, channel, [message], fmt, connection_id=None, id_prefix=""
         )

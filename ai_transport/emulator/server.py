@@ -40,7 +40,12 @@ class Emulator(RestHandlers, RealtimeHandlers):
     everything), ``mutable_namespaces`` (namespaces whose channels allow update / delete /
     append, else 93002; default None: every channel), ``allowed_origins`` (browser Origins accepted
     besides loopback ones; others get 403 / 40300 on websocket and REST), ``dev_tokens_on_any_host``
-    (allow dev mode on a non-loopback bind, loudly logged; else that needs ``strict_tokens``).
+    (allow dev mode on a non-loopback bind, loudly logged; else that needs ``strict_tokens``),
+    ``rate_limits`` (a :class:`~ai_transport.emulator.limits.RateLimits`: ``RateLimits()`` enforces
+    Ably's inbound limits (50/s per connection and per channel, 42911 / 42913 / 42921) and its
+    default ``appendRollupWindow`` of 40 ms; default :meth:`RateLimits.off`: no rate limits, no
+    roll-up unless a connection asks for one; either way each subscriber's unsent bytes are bounded
+    by ``max_outbound_bytes``, see :mod:`ai_transport.emulator.limits`).
     """
 
     # -- lifecycle ---------------------------------------------------------------------------
