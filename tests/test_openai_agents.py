@@ -461,3 +461,36 @@ async def decisions_scenario(decisions: list[bool], waves: list[int]) -> None:
 )
 def test_any_decisions_in_any_waves_run_each_approved_call_once(decisions: list[bool], waves: list[int]) -> None:
     asyncio.run(decisions_scenario(decisions, waves))
+
+
+def two_rounds_script(body: dict[str, Any]) -> list[Any]:
+    done = calls_of(body, "get_weather")
+    if not done:
+        return [ScriptedReasoning(["Paris first."]), ScriptedFunctionCall("get_weather", {"city": "Paris"})]
+    if len(done) == 1:
+        return [ScriptedReasoning(["Now Lyon."]), ScriptedFunctionCall("get_weather", {"city": "Lyon"})]
+    return [ScriptedText("Both checked.")]
+
+
+async def test_a_second_approval_round_in_the_same_run_replays_the_latest_turn() -> None:
+    tools = Tools()
+    async with scripted_model(two_rounds_script) as (server, oai):
+        agent = weather_agent(oai, tools)
+        hub, client, _ = await open_session()
+        sent = await ask(client, "Paris, then Lyon")
+        run, outcome = await wake(hub, sent.invocation.to_json(), agent)
+        for city, expected in (("Paris", "suspended"), ("Lyon", "complete")):
+            assert outcome == "suspended"
+            await wait_status(client.view, run.run_id, "suspended")
+            answered = await answer(client, run.run_id, (*call_message(client, "get_weather", city), True, None))
+            _, outcome = await wake(hub, answered.invocation.to_json(), agent)
+            assert outcome == expected
+        await wait_status(client.view, run.run_id, "complete")
+        assert tools.executed == [("get_weather", {"city": "Paris"}), ("get_weather", {"city": "Lyon"})]
+        assert len(server.requests) == 3 and len(client.view.runs()) == 1
+        last = server.request_bodies()[-1]["input"]
+        assert [i.get("type") for i in last] == [
+            "message", "reasoning", "function_call", "function_call_output",
+            "reasoning", "function_call", "function_call_output",
+        ]
+        await client.close()
