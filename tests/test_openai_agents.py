@@ -494,3 +494,27 @@ async def test_a_second_approval_round_in_the_same_run_replays_the_latest_turn()
             "reasoning", "function_call", "function_call_output",
         ]
         await client.close()
+
+
+async def test_two_workers_woken_by_the_same_approval_run_the_tool_once() -> None:
+    pytest.importorskip("ai_transport.sessions.claims")  # exactly-once claims (durable runs)
+    tools = Tools()
+    async with scripted_model(deny_script) as (server, oai):
+        agent = weather_agent(oai, tools)
+        hub, client, _ = await open_session()
+        sent = await ask(client, "Weather in Paris?")
+        run, _ = await wake(hub, sent.invocation.to_json(), agent)
+        await wait_status(client.view, run.run_id, "suspended")
+        answered = await answer(client, run.run_id, (*call_message(client, "get_weather"), True, None))
+        body = answered.invocation.to_json()
+        outcomes = await asyncio.gather(wake(hub, body, agent), wake(hub, body, agent))
+        assert sorted(o for _, o in outcomes) == ["complete", "yielded"]
+        await wait_status(client.view, run.run_id, "complete")
+        assert tools.executed == [("get_weather", {"city": "Paris"})]
+        assert len(server.requests) == 2  # the loser never asked the model
+        assert shapes(client.view.get_messages())[1:] == [
+            ("assistant", ["message", "function_call"]),
+            ("assistant", ["function_call_output"]),
+            ("assistant", ["message"]),
+        ]
+        await client.close()

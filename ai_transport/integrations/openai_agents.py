@@ -18,6 +18,8 @@ One wake-up of a worker (the invocation a client's input produced)::
 1. **Stay suspended** while a call still waits for a client (``run.owed_calls()`` is None).
 2. **Execute approved calls exactly once** through :meth:`AgentRun.run_owed_calls` (each output is
    published before the SDK continues), with the agent's own function tool, invoked the SDK's way.
+   Where ``run_owed_calls`` claims the calls on the channel (durable runs), a worker that lost the
+   claims stops here (``yielded``): the SDK never runs there, so no tool runs twice.
 3. **Rebuild the SDK's input from the channel**: the conversation before the turn the run suspended
    on (:func:`~ai_transport.readers.to_responses_input` + replay hygiene for ``store: false``), and
    that turn itself, *replayed* to the SDK by a model that answers with the recorded items
@@ -251,7 +253,8 @@ async def run_agent(
     """Handle one wake-up of ``run`` (started, its view loaded) with the Agents SDK ``agent``.
 
     Returns how the run was left: ``suspended``, ``complete``, ``cancelled`` or ``error`` (the run's
-    ``ai-run-suspend`` / ``ai-run-end`` is published). ``context``, ``run_config``, ``max_turns`` and
+    ``ai-run-suspend`` / ``ai-run-end`` is published), or ``yielded`` when another worker woken for
+    the same input holds the run (exactly-once claims; this worker published nothing). ``context``, ``run_config``, ``max_turns`` and
     ``hooks`` are passed to ``Runner.run_streamed``. See the module docstring for the steps.
     """
     try:
@@ -263,6 +266,10 @@ async def run_agent(
         record = ChannelRecord.read(run)
         current = graph.current(record.prior)
         await run.run_owed_calls(lambda call: execute_call(current, call, context, config))
+        if getattr(run, "yielded", False):
+            # Exactly-once claims (durable runs): another worker woken for the same input holds the
+            # run's calls and carries the run on; this one neither runs the SDK nor publishes.
+            return "yielded"
         record = ChannelRecord.read(run)
         prior: Any = sanitize_input(to_responses_input(record.prior), store=False).input
         resolved = set(record.outputs)
