@@ -69,6 +69,7 @@ from .agent_run import AgentRun
 from .durable import page_until_located, with_agent_session
 from .invocation import Invocation
 from .lifecycle import EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
+from .presence import AgentPresence
 from .recovery import OpenStreams
 from .session import SessionCore
 from .step import RunStep
@@ -102,6 +103,9 @@ class AgentSession(SessionCore):
         history_page_size: history page size (default 100).
         history_retries: retries of a failed history read (then 104011), with
             ``history_backoff * 2**attempt`` seconds between them.
+        enter_presence: enter the channel's presence set while connected (default True), with
+            data ``{"role": "agent", **presence_data}`` (:mod:`~.presence`; Python-only).
+        presence_data: extra presence data of the agent's member.
     """
 
     _log = logger
@@ -118,8 +122,12 @@ class AgentSession(SessionCore):
         history_page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
         history_retries: int = 3,
         history_backoff: float = 0.1,
+        enter_presence: bool = True,
+        presence_data: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
+        #: The agent's own presence member (entered on connect, left on close).
+        self.agent_presence = AgentPresence(channel, presence_data, enter_presence)
         self.admission = Admission(
             trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
             trusted_client_ids or (),
@@ -156,6 +164,12 @@ class AgentSession(SessionCore):
         self.open_streams.clear()
 
     # -- connection ----------------------------------------------------------------------------
+
+    async def connect(self) -> None:
+        """Subscribe and attach, then enter presence as the agent (best effort, see :mod:`~.presence`)."""
+        await super().connect()
+        if not self.agent_presence.entered:
+            await self.agent_presence.enter()
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
         if self._closed or not self._well_formed(message):
@@ -338,5 +352,6 @@ class AgentSession(SessionCore):
         for run in self._runs.values():
             run.abort_signal.set()
         self._runs.clear()
+        await self.agent_presence.leave()
         await self._detach_quietly()
 

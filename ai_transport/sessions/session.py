@@ -9,9 +9,11 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
+from ..channels.presence import Presence
 from ..channels.state import ChannelStateChange, is_continuity_lost
 from ..errors import AITransportError, ErrorCode
 from .admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
+from .presence import presence_of
 from .tree import Emitter, Tree, WireApplier
 from .view import HistoryHydrator
 from .wire_check import wire_problem
@@ -104,6 +106,11 @@ class SessionCore:
             return True
         self._skip(message if isinstance(message, Mapping) else {}, f"malformed: {problem}")
         return False
+
+    @property
+    def presence(self) -> Presence:
+        """The channel's presence set (JS ``session.presence``; see :mod:`~.presence`)."""
+        return presence_of(self.channel)
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
         raise NotImplementedError

@@ -1,0 +1,159 @@
+"""``session.presence`` on agent and client sessions; the agent is present while connected.
+
+In-process, over the emulator with the real ably-python SDK, with ably-js in node as the UI, and a
+real agent worker process killed mid-session (its member leaves after the disconnection grace).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support_channels import Recorder, unique_name
+from support_emulator import emulator_thread  # noqa: F401
+from support_sessions import open_session
+
+from ai_transport.channels import AblyChannel, InProcessHub
+from ai_transport.emulator import EmulatorThread, ably_realtime, connect_info
+from ai_transport.errors import AITransportError
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
+from ai_transport.sessions.presence import AGENT_ROLE, is_agent_member, present_agents
+
+pytestmark = pytest.mark.timeout(90)
+
+WORKER = Path(__file__).with_name("support_presence_worker.py")
+
+
+async def test_agent_is_present_while_connected_in_process() -> None:
+    _hub, client, agent = await open_session(presence_data={"model": "m1"})
+    members = await client.presence.get()
+    assert [(m["clientId"], m["data"]) for m in members] == [("agent", {"model": "m1", "role": AGENT_ROLE})]
+    assert [m["clientId"] for m in await present_agents(client.presence)] == ["agent"]
+    assert agent.presence is agent.channel.presence  # the channel's own set, as JS exposes it
+    rec = Recorder()
+    await client.presence.subscribe(rec)
+    await client.presence.enter({"typing": False})
+    assert {m["clientId"] for m in await agent.presence.get()} == {"agent", "alice"}
+    assert [m["clientId"] for m in await present_agents(agent.presence)] == ["agent"]
+    await agent.close()
+    await rec.wait_count(2)
+    assert [(e["action"], e["clientId"], is_agent_member(e)) for e in rec.messages] == [
+        ("enter", "alice", False),
+        ("leave", "agent", True),
+    ]
+    assert await present_agents(client.presence) == []
+    await client.close()
+
+
+async def test_opting_out_and_anonymous_agents_do_not_enter() -> None:
+    hub = InProcessHub()
+    quiet = AgentSession(hub.client("agent").channel("c"), enter_presence=False)
+    await quiet.connect()
+    anonymous = AgentSession(hub.client(None).channel("c"))
+    await anonymous.connect()
+    watcher = ClientSession(hub.client("w").channel("c"))
+    assert await watcher.presence.get() == []
+    assert not quiet.agent_presence.entered and not anonymous.agent_presence.entered
+    with pytest.raises(TypeError):
+        AgentSession(hub.client("a").channel("c"), presence_data="not a mapping")  # type: ignore[arg-type]
+    for s in (quiet, anonymous, watcher):
+        await s.close()
+
+
+async def test_presence_needs_a_channel_with_a_presence_set() -> None:
+    class Bare:
+        name = "bare"
+        client_id = "x"
+
+    session = ClientSession(Bare())
+    with pytest.raises(AITransportError) as info:
+        _ = session.presence
+    assert info.value.code == 40000 and "bare" in info.value.message
+
+
+async def _js(node: Any, op: str, **args: Any) -> Any:
+    return await asyncio.to_thread(node.call, "presence_js", op, **args)
+
+
+@pytest.mark.js
+async def test_python_agent_and_js_ui_over_the_emulator(node: Any, emulator_thread: EmulatorThread) -> None:
+    name = unique_name("presence")
+    ui = await _js(node, "open", options=connect_info(emulator_thread, client_id="alice"))
+    realtime = ably_realtime(emulator_thread, client_id="agent")
+    agent = AgentSession(AblyChannel(name, realtime, owns_client=True), presence_data={"model": "m1"})
+    try:
+        await _js(node, "subscribe", handle=ui["handle"], channel=name)
+        await agent.connect()
+        assert agent.agent_presence.entered
+        (entered,) = await _js(node, "events", handle=ui["handle"], channel=name, count=1)
+        assert (entered["action"], entered["clientId"]) == ("enter", "agent")
+        assert entered["data"] == {"model": "m1", "role": "agent"}
+        members = await _js(node, "get", handle=ui["handle"], channel=name)
+        assert [(m["action"], m["clientId"]) for m in members] == [("present", "agent")]
+        # the UI enters; the Python agent sees it through session.presence
+        await _js(node, "act", handle=ui["handle"], channel=name, action="enter", data={"typing": True})
+        for _ in range(100):
+            if {m["clientId"] for m in await agent.presence.get()} == {"agent", "alice"}:
+                break
+            await asyncio.sleep(0.05)
+        alice = (await agent.presence.get(client_id="alice"))[0]
+        assert alice["data"] == {"typing": True} and alice["connectionId"] == ui["connectionId"]
+        await _js(node, "act", handle=ui["handle"], channel=name, action="leave", data=None)
+        await agent.close()  # the agent leaves at once
+        got = await _js(node, "events", handle=ui["handle"], channel=name, count=4)
+        assert [(e["action"], e["clientId"]) for e in got] == [
+            ("enter", "agent"),
+            ("enter", "alice"),
+            ("leave", "alice"),
+            ("leave", "agent"),
+        ]
+        assert await _js(node, "get", handle=ui["handle"], channel=name) == []
+    finally:
+        await agent.close()
+        await _js(node, "close", handle=ui["handle"])
+
+
+@pytest.mark.js
+async def test_a_killed_worker_leaves_after_the_grace(node: Any, emulator_thread: EmulatorThread) -> None:
+    name = unique_name("presence")
+    grace = 700
+    ui = await _js(node, "open", options=connect_info(emulator_thread, client_id="ui"))
+    watcher = ClientSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="py-ui"), owns_client=True))
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, str(WORKER), str(emulator_thread.port), name, str(grace), stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        await watcher.connect()
+        rec = Recorder()
+        await watcher.presence.subscribe(rec)
+        await _js(node, "subscribe", handle=ui["handle"], channel=name)
+        assert proc.stdout is not None
+        line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode().split()
+        assert line[0] == "ready"
+        worker_conn = line[1]
+        await rec.wait_for(lambda ms: any(m["action"] in ("enter", "present") for m in ms), 10)
+        (online,) = await present_agents(watcher.presence)
+        assert online["connectionId"] == worker_conn and online["data"]["worker"] == "w1"
+        proc.kill()  # the worker vanishes: no CLOSE, no leave of its own
+        killed_at = time.time() * 1000
+        await proc.wait()
+        await rec.wait_for(lambda ms: any(m["action"] == "leave" for m in ms), 15)
+        leave = next(m for m in rec.messages if m["action"] == "leave")
+        assert (leave["clientId"], leave["connectionId"]) == ("agent", worker_conn)
+        assert leave["timestamp"] >= killed_at + grace - 50  # held for the grace, then synthesized
+        assert not leave["id"].startswith(worker_conn)
+        assert await present_agents(watcher.presence) == []
+        js_events = await _js(node, "events", handle=ui["handle"], channel=name, count=2, timeoutMs=15000)
+        assert [(e["action"], e["clientId"]) for e in js_events][-1] == ("leave", "agent")
+        assert await _js(node, "get", handle=ui["handle"], channel=name) == []
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+        await watcher.close()
+        await _js(node, "close", handle=ui["handle"])
