@@ -12,6 +12,25 @@ Two halves, split by where they run:
 Ably carries the conversation; Temporal carries execution. Everything durable about the
 conversation is on the channel (each activity re-reads what it needs); everything durable about
 the execution (which activity ran, retries, timers) is in the workflow history.
+
+Same activity type names (``openRun`` …) and JSON payloads (``{invocation, invocationId}`` →
+``{runId, invocationId}``) as 0.8.0, so workflows and workers of the two SDKs interoperate.
+Deliberate differences from 0.8.0:
+
+* the factory is ``create_channel(session_name) -> Channel`` (a session here takes a channel, not an
+  Ably client); the activity closes that channel. ``session_options`` passes trust settings through;
+  there is no ``logger`` option (``logging`` name ``ai_transport.temporal``);
+* ``openRun`` bounds its history search by *channel* pages (``max_history_pages`` pages of
+  ``history_page_size`` messages) and raises 104010 without publishing when they are used up;
+* a name clash between your activities and the plugin's is the worker's error (0.8.0: plugin wins);
+  the plugin also passes ``ai_transport`` through the workflow sandbox;
+* ``with_run(invocation, body, *, invocation_id=None, activity_options=None)`` takes keyword options
+  (snake_case keys ``default`` / ``open_run`` … of ``execute_activity`` keyword arguments); the
+  cleanup runs under ``asyncio.shield`` after a failure or a cancel (a *terminated* workflow runs no
+  code, in either SDK), and its message is the innermost cause's (an ``ActivityError`` says only
+  "Activity task failed");
+* activity cancellation is Temporal's own (``CancelledError`` in the activity), not a signal passed
+  to the run.
 """
 
 from __future__ import annotations
