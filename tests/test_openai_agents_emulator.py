@@ -4,6 +4,8 @@
   the gated call; the agent is the demo's weather agent written with the Agents SDK. Its view equals
   the JS client's view of the same conversation answered by our own ``AgentRun.pipe`` agent
   (:class:`~ai_transport.cli.agent.ToolAgent`), ids aside.
+* A JS client cancels mid-stream: the SDK run is cancelled (no tool, no further model request) and the
+  JS client sees the run and its step cancelled with the text streamed so far.
 * A resume after a process restart: ``examples/openai_agents/worker.py`` handles each wake-up in a
   fresh process, so the approval is applied by a worker that knows only the channel.
 """
@@ -22,17 +24,26 @@ import pytest
 
 pytest.importorskip("agents")
 
+from agents import RunConfig
+from openai import AsyncOpenAI
 from support_emulator import emulator_thread, unique_channel  # noqa: F401  (fixture)
 from support_sessions import approval, user_message, wait_status
 
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.cli.agent import ToolAgent
-from ai_transport.cli.agents_sdk import AgentsSdkAgent
+from ai_transport.cli.agents_sdk import AgentsSdkAgent, weather_agent
 from ai_transport.cli.demo import SCRIPTED_MODEL
 from ai_transport.cli.scenario import get_weather, scripted_turn
 from ai_transport.emulator.client import client_options, connect_info
+from ai_transport.integrations.openai_agents import run_agent
 from ai_transport.responses.client import ResponsesClient
-from ai_transport.responses.local_server import LocalResponsesServer, StreamReply
+from ai_transport.responses.local_server import (
+    LocalResponsesServer,
+    ScriptedText,
+    StreamReply,
+    build_response_events,
+)
+from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
@@ -151,3 +162,43 @@ async def test_a_fresh_worker_process_applies_the_approval(emulator_thread) -> N
     finally:
         await client.close()
         await channel.close()
+
+
+async def test_a_js_client_cancels_the_sdk_run_mid_stream(emulator_thread, node) -> None:
+    name = unique_channel("agents-cancel")
+    chunks = build_response_events([ScriptedText("la " * 2000)])
+
+    async with LocalResponsesServer(lambda r: StreamReply.from_events(chunks, delay=0.005)) as server:
+        oai = AsyncOpenAI(base_url=server.base_url, api_key="local", max_retries=0)
+        channel = await asyncio.wait_for(AblyChannel.connect(name, **client_options(emulator_thread, client_id="agent")), 15)
+        session = AgentSession(channel)
+        await session.connect()
+        jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+        try:
+            sent = await js(node, "clientSend", id=jsc["id"], text="Sing")
+            run = await session.create_run(sent["invocation"])
+            await run.start()
+            await run.view.load_all()
+            task = asyncio.ensure_future(run_agent(run, weather_agent("scripted", oai), run_config=RunConfig(tracing_disabled=True)))
+
+            async def streaming() -> None:
+                while True:
+                    view = await js(node, "clientMessages", id=jsc["id"])
+                    if len(view["messages"]) > 1 and "la la la" in json.dumps(view["messages"][1]):
+                        return
+                    await asyncio.sleep(0.05)
+
+            await asyncio.wait_for(streaming(), 20)
+            await js(node, "clientCancel", id=jsc["id"], runId=run.run_id)
+            assert await asyncio.wait_for(task, 20) == "cancelled"
+            await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="cancelled")
+            view = await js(node, "clientMessages", id=jsc["id"])
+            text = view["messages"][1]["message"]["items"][0]["content"][0]["text"]
+            assert text.startswith("la la la") and len(text) < len("la " * 2000)
+            assert [s["status"] for s in view["runs"][0]["steps"]] == ["cancelled"]
+            assert len(server.requests) == 1
+        finally:
+            await js(node, "clientClose", id=jsc["id"])
+            await session.close()
+            await channel.close()
+            await oai.close()

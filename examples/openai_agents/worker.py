@@ -91,7 +91,7 @@ async def main() -> int:
         if local is not None:
             await local.close()
     print(json.dumps({"outcome": outcome}))
-    return 0 if outcome in ("suspended", "complete") else 1
+    return 0 if outcome in ("suspended", "complete", "yielded") else 1
 
 
 if __name__ == "__main__":
