@@ -18,9 +18,18 @@ class WithRunProbe:
     """``with_run`` around a body chosen by ``args["mode"]``: ``ok`` returns, ``fail`` runs an activity
     that fails for good, ``wait`` waits until cancelled."""
 
+    def __init__(self) -> None:
+        self._stage = "opening"
+
+    @workflow.query
+    def stage(self) -> str:
+        """``opening`` until the run is open, then ``body``."""
+        return self._stage
+
     @workflow.run
     async def run(self, args: dict[str, Any]) -> str:
         async def body(run: RunHandle) -> str:
+            self._stage = "body"
             mode = args["mode"]
             if mode == "fail":
                 await workflow.execute_activity(

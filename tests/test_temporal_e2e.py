@@ -170,7 +170,7 @@ async def test_killed_worker_mid_stream_is_retried_on_another_and_replaces_its_a
     common = ["--temporal", temporal_server.address, "--emulator", emulator_thread.url,
               "--task-queue", task_queue("kill")]
     starter = Proc(str(EXAMPLES / "starter.py"), *common, "--channel", name)
-    doomed = Proc(str(EXAMPLES / "worker.py"), *common, "--delay", "0.12")
+    doomed = Proc(str(EXAMPLES / "worker.py"), *common, "--delay", "0.25")
     procs += [starter, doomed]
     await asyncio.gather(starter.wait_for("starter following"), doomed.wait_for("polling"))
 

@@ -161,8 +161,8 @@ async def test_a_cancelled_workflow_still_cleans_up(temporal_client):
             WithRunProbe.run, {"invocation": INVOCATION, "mode": "wait"}, id="turn-cancel",
             task_queue=queue, execution_timeout=timedelta(minutes=5),
         )
-        for _ in range(200):
-            if rec.names():
+        for _ in range(400):  # cancel once the body runs (a cancel during openRun cleans up nothing)
+            if await handle.query(WithRunProbe.stage) == "body":
                 break
             await asyncio.sleep(0.05)
         await handle.cancel()
