@@ -267,3 +267,23 @@ def test_newness_by_id_then_timestamp_when_synthesized(a: Any, b: Any, ta: int, 
     assert newer_than(x, y) == (a > b)
     synthetic = dict(x, id=f"synthetic:{a[0]}:{a[1]}")
     assert newer_than(synthetic, y) == (ta >= tb)
+
+
+async def test_rest_batch_presence(emulator: Emulator) -> None:
+    allowed, denied = unique_channel("presence"), unique_channel("presence")
+    async with realtime_client(emulator, client_id="member") as member:
+        for name in (allowed, denied):
+            ch = member.channels.get(name)
+            await ch.attach()
+            await ch.presence.enter("here")
+        token = emulator.authority.issue(
+            emulator.key.split(":")[0], capability={allowed: ["subscribe"], denied: ["publish"]}
+        )["token"]
+        async with rest_client(emulator, token=token) as rest:
+            page = await rest.request("GET", "/presence", "3", params={"channels": f"{denied},{allowed}"})
+            (body,) = page.items  # a single JSON object
+            assert (body["successCount"], body["failureCount"]) == (1, 1)
+            first, second = body["results"]
+            assert first["channel"] == denied and first["error"]["code"] == 40160 and "presence" not in first
+            assert second["channel"] == allowed and "error" not in second
+            assert [(m["clientId"], m["action"], m["data"]) for m in second["presence"]] == [("member", 1, "here")]

@@ -19,7 +19,9 @@ Realtime (Ably protocol, features spec RTP*):
 
 REST: ``GET /channels/<ch>/presence`` (``subscribe`` capability; ``limit``, ``clientId``,
 ``connectionId``) lists members as PRESENT; ``GET /channels/<ch>/presence/history``
-(``history`` capability; ``start``, ``end``, ``limit``, ``direction``) lists every operation.
+(``history`` capability; ``start``, ``end``, ``limit``, ``direction``) lists every operation;
+``GET /presence?channels=a,b`` (batch presence) answers ``{successCount, failureCount, results}``
+with each channel's members or its error.
 """
 
 from __future__ import annotations
@@ -297,6 +299,23 @@ class PresenceHandlers(EmulatorCore):
         else:
             return None
         return [render_message(row["m"], fmt) for row in page], link
+
+    def _rest_batch_presence(self, principal: Principal, query: dict[str, str], fmt: str) -> dict[str, Any]:
+        """``GET /presence?channels=a,b``: each channel's members, or its error (e.g. capability)."""
+        names = [n for n in (query.get("channels") or "").split(",") if n]
+        if not names:
+            raise EmulatorError("channels parameter is required", 40000, 400)
+        results: list[dict[str, Any]] = []
+        for name in names:
+            try:
+                principal.check_expiry()
+                principal.check(name, "subscribe")
+            except EmulatorError as err:
+                results.append({"channel": name, "error": err.to_dict()})
+                continue
+            results.append({"channel": name, "presence": [render_message(m, fmt) for m in self.presence.present(name)]})
+        failures = sum(1 for r in results if "error" in r)
+        return {"successCount": len(results) - failures, "failureCount": failures, "results": results}
 
     def _presence_occupancy(self, channel: str) -> dict[str, int]:
         """``presenceConnections`` / ``presenceMembers`` / ``presenceSubscribers`` for channel details."""

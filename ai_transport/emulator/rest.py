@@ -208,6 +208,8 @@ class RestHandlers(PresenceHandlers):
                 segments[1], self._decode_request_body(req), req.headers.get("authorization")
             )
             return reply(details)
+        if segments == ["presence"] and req.method in ("GET", "HEAD"):
+            return reply(self._rest_batch_presence(self._rest_auth(req), req.query, fmt))
         if segments[0] != "channels" or len(segments) < 2:
             raise EmulatorError(f"no route for {req.method} {req.path}", 40400, 404)
 
