@@ -167,3 +167,22 @@ async def test_property_get_is_the_set_of_members_whose_last_op_was_not_leave(op
     assert folded == expected
     for ch in [*chans.values(), watcher]:
         await ch.close()
+
+
+async def test_in_process_interrupt_delivers_no_presence_until_reattach() -> None:
+    hub = InProcessHub()
+    watcher = hub.channel("i", client_id="w")
+    rec = Recorder()
+    await watcher.presence.subscribe(rec)
+    watcher.interrupt()
+    agent = hub.channel("i", client_id="agent")
+    await agent.presence.enter("on")
+    await rec.settle(0.05)
+    assert rec.messages == []  # lost with the transport
+    await watcher.reattach()
+    assert [m["clientId"] for m in await watcher.presence.get()] == ["agent"]  # the set is still known
+    await agent.presence.leave()
+    await rec.wait_count(1)
+    assert rec.messages[0]["action"] == "leave"
+    for ch in (watcher, agent):
+        await ch.close()

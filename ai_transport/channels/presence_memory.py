@@ -107,7 +107,7 @@ class InProcessPresence:
             members[key] = event
         for att in list(self._channel._state.attachments):
             presence = att._presence
-            if presence is not None:
+            if presence is not None and not att._interrupted:  # a lost transport delivers nothing
                 presence._delivery.push(event)
 
     def _leave_all(self) -> None:
