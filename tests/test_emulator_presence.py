@@ -287,3 +287,23 @@ async def test_rest_batch_presence(emulator: Emulator) -> None:
             assert first["channel"] == denied and first["error"]["code"] == 40160 and "presence" not in first
             assert second["channel"] == allowed and "error" not in second
             assert [(m["clientId"], m["action"], m["data"]) for m in second["presence"]] == [("member", 1, "here")]
+
+
+async def test_channel_modes_gate_presence_with_the_sdk(emulator: Emulator) -> None:
+    from ably.types.channelmode import ChannelMode
+    from ably.types.channeloptions import ChannelOptions
+
+    name = unique_channel("presence")
+    async with realtime_client(emulator, client_id="a") as a, realtime_client(emulator, client_id="b") as b:
+        # a: may enter but not see presence; b: sees presence but may not enter
+        ach = a.channels.get(name, ChannelOptions(modes=[ChannelMode.PRESENCE, ChannelMode.SUBSCRIBE]))
+        bch = b.channels.get(name, ChannelOptions(modes=[ChannelMode.PRESENCE_SUBSCRIBE]))
+        blind, seeing = Inbox(), Inbox()
+        await ach.presence.subscribe(blind.push)
+        await bch.presence.subscribe(seeing.push)
+        await ach.presence.enter("x")
+        assert (await seeing.next()).client_id == "a"
+        with pytest.raises(AblyException) as info:
+            await bch.presence.enter("y")
+        assert info.value.code == 40160
+        await blind.quiet(0.3)
