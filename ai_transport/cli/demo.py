@@ -203,7 +203,11 @@ async def _agent(
     from .temporal_demo import temporal_agent
 
     address = None if temporal == "start" else temporal
-    async with temporal_agent(address, channel_for, responses, model, reasoning, printer.note) as agent:
+
+    async def agent_channel(_session_name: str) -> Any:  # the demo has one channel
+        return await channel_for("agent")
+
+    async with temporal_agent(address, agent_channel, responses, model, reasoning, printer.note) as agent:
         yield agent
 
 

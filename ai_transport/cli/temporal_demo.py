@@ -51,13 +51,14 @@ class TemporalAgent:
 @contextlib.asynccontextmanager
 async def temporal_agent(
     address: str | None,
-    channel_for: Callable[[str], Awaitable[Any]],
+    create_channel: Callable[[str], Awaitable[Any]],
     responses: Any,
     model: str,
     reasoning: Mapping[str, Any] | None,
     note: Callable[[str], None],
 ) -> AsyncIterator[TemporalAgent]:
-    """A worker polling a fresh task queue (on a dev server started here unless ``address``)."""
+    """A worker polling a fresh task queue (on a dev server started here unless ``address``);
+    ``create_channel(session_name)`` gives every activity its own agent connection."""
     try:
         from temporalio.client import Client
         from temporalio.worker import Worker
@@ -78,13 +79,10 @@ async def temporal_agent(
         client = await Client.connect(address)
         queue = f"ai-transport-demo-{uuid.uuid4().hex[:8]}"
 
-        async def agent_channel(_session_name: str) -> Any:
-            return await channel_for("agent")
-
-        activities = WeatherActivities(agent_channel, responses, model, reasoning=reasoning)
+        activities = WeatherActivities(create_channel, responses, model, reasoning=reasoning)
         worker = Worker(
             client, task_queue=queue, workflows=[WeatherTurn], activities=activities.all,
-            plugins=[AblyTransportPlugin(agent_channel)],
+            plugins=[AblyTransportPlugin(create_channel)],
         )
         async with worker:
             note(f"temporal: worker polling {queue}; one WeatherTurn workflow per wake-up")
