@@ -307,3 +307,25 @@ async def test_channel_modes_gate_presence_with_the_sdk(emulator: Emulator) -> N
             await bch.presence.enter("y")
         assert info.value.code == 40160
         await blind.quiet(0.3)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["c1", "c2"]), st.sampled_from(["x", "y"]), st.sampled_from(["m1", "m2"]),
+                  st.sampled_from([2, 3, 4])),
+        max_size=25,
+    )
+)
+def test_store_members_of_a_connection_matches_the_sets(ops: list[tuple[str, str, str, int]]) -> None:
+    store = PresenceStore()
+    for n, (conn, channel, cid, action) in enumerate(ops):
+        store.apply(channel, {"id": f"{conn}:{n}:0", "action": action, "clientId": cid, "connectionId": conn})
+    for conn in ("c1", "c2"):
+        expected = sorted(
+            (ch, m["clientId"]) for ch in ("x", "y") for m in store.members(ch) if m["connectionId"] == conn
+        )
+        assert sorted((ch, m["clientId"]) for ch, m in store.members_of(conn)) == expected
+        assert [m["clientId"] for _, m in store.members_of(conn, "x")] == sorted(
+            m["clientId"] for m in store.members("x") if m["connectionId"] == conn
+        )

@@ -73,6 +73,8 @@ class PresenceStore:
     def __init__(self) -> None:
         self.channels: dict[str, PresenceChannel] = {}
         self._seq = 0
+        # connectionId -> {(channel, member key)}: a connection's members without a scan
+        self._by_conn: dict[str, set[tuple[str, MemberKey]]] = {}
 
     def channel(self, name: str) -> PresenceChannel:
         """The presence state of ``name`` (created on first use)."""
@@ -105,6 +107,11 @@ class PresenceStore:
             if existing is None:
                 return None
             del ch.members[key]
+            mine = self._by_conn.get(key[0])
+            if mine is not None:
+                mine.discard((name, key))
+                if not mine:
+                    del self._by_conn[key[0]]
             if "data" not in out:
                 for k in ("data", "encoding"):
                     if k in existing:
@@ -114,6 +121,7 @@ class PresenceStore:
                 return None  # a re-entry with the member's own id (RTP17g): nothing changes
             out["action"] = int(PresenceAction.UPDATE if existing is not None else PresenceAction.ENTER)
             ch.members[key] = out  # an existing member keeps its place (first-entry order)
+            self._by_conn.setdefault(key[0], set()).add((name, key))
         self._seq += 1
         ch.history.append((self._seq, out))
         return out
@@ -121,12 +129,9 @@ class PresenceStore:
     def members_of(self, connection_id: str, name: str | None = None) -> list[tuple[str, dict[str, Any]]]:
         """``(channel, member)`` for every member entered by ``connection_id`` (on ``name`` only if given)."""
         out = []
-        for ch in self.channels.values() if name is None else [self.channels.get(name)]:
-            if ch is None:
-                continue
-            for (conn, _), member in ch.members.items():
-                if conn == connection_id:
-                    out.append((ch.name, member))
+        for channel, key in sorted(self._by_conn.get(connection_id, ())):
+            if name is None or channel == name:
+                out.append((channel, self.channels[channel].members[key]))
         return out
 
     def history_of(
