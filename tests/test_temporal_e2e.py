@@ -247,13 +247,14 @@ class BrokenModel:
 
 
 async def test_a_failed_workflow_leaves_the_run_ended_with_an_error(
-    emulator_thread, temporal_client
+    emulator_thread, temporal_client, node
 ):
     name = unique_channel("temporal-fail")
     queue = task_queue("fail")
     create = agent_channels(emulator_thread)
     acts = WeatherActivities(create, BrokenModel(), "m")
     client, invocation = await ask(emulator_thread, name)
+    jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="bob"), channel=name)
     try:
         async with running_worker(
             temporal_client, queue, workflows=[WeatherTurn], activities=acts.all,
@@ -268,7 +269,14 @@ async def test_a_failed_workflow_leaves_the_run_ended_with_an_error(
         await wait_status(client.view, run_id, "error", 15)
         info = client.view.run(run_id)
         assert info is not None and "model endpoint unreachable" in info.error.message
+        # the reference client unsticks too
+        seen = await js(node, "clientWait", id=jsc["id"], runId=run_id, status="error", timeoutMs=15000)
+        assert seen["status"] == "error"
+        await js(node, "clientLoadAll", id=jsc["id"])
+        runs = (await js(node, "clientMessages", id=jsc["id"]))["runs"]
+        assert "model endpoint unreachable" in runs[0]["error"]["message"]
     finally:
+        await js(node, "clientClose", id=jsc["id"])
         await client.close()
         await client.channel.close()
 
