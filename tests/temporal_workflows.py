@@ -71,3 +71,22 @@ class FramingProbe:
             args["invocation"], body,
             activity_options={"default": {"start_to_close_timeout": timedelta(seconds=30)}},
         )
+
+
+@workflow.defn(name="WithRunProbe")
+class SkipsCleanupProbe:
+    """``WithRunProbe`` as it would be if ``with_run`` forgot its cleanup (the replay test's control):
+    opens the run, fails the body, schedules no ``cleanupRun``."""
+
+    @workflow.run
+    async def run(self, args: dict[str, Any]) -> str:
+        ids = await workflow.execute_activity(
+            "openRun", {"invocation": args["invocation"], "invocationId": workflow.info().workflow_id},
+            result_type=dict, start_to_close_timeout=timedelta(minutes=2),
+            retry_policy=RetryPolicy(maximum_attempts=3),
+        )
+        await workflow.execute_activity(
+            "boom", "model unavailable", start_to_close_timeout=timedelta(seconds=10),
+            retry_policy=RetryPolicy(maximum_attempts=1),
+        )
+        return str(ids)

@@ -8,7 +8,7 @@ given ``dev_server_existing_path`` (:func:`temporal_cli_path` gives you one).
 :class:`DevServer` runs ``temporal server start-dev`` headless on a loopback port with the in-memory
 store (or a temp-file store), waits until the frontend answers, and stops it again::
 
-    with DevServer() as server:
+    async with DevServer() as server:          # or `with`, outside a running loop
         client = await Client.connect(server.address)
 
 Used by the tests' session fixture, ``ai-transport demo --temporal`` and ``examples/temporal``.
@@ -25,6 +25,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from types import TracebackType
@@ -167,11 +168,19 @@ class DevServer:
             client = await Client.connect(self.address, namespace=self.namespace)
             await client.service_client.check_health()
 
-        try:
-            asyncio.run(asyncio.wait_for(probe(), 5))
-        except Exception:
-            return False
-        return True
+        answered: list[bool] = []
+
+        def run_probe() -> None:  # its own thread and loop: start() may be called from a running loop
+            try:
+                asyncio.run(asyncio.wait_for(probe(), 5))
+                answered.append(True)
+            except Exception:
+                answered.append(False)
+
+        thread = threading.Thread(target=run_probe, name="temporal-dev-probe", daemon=True)
+        thread.start()
+        thread.join(10)
+        return bool(answered and answered[0])
 
     def stop(self) -> None:
         """Terminate the server (kill after 10 s)."""
@@ -186,6 +195,14 @@ class DevServer:
 
     def __enter__(self) -> Self:
         return self.start()
+
+    async def __aenter__(self) -> Self:
+        return await asyncio.to_thread(self.start)
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await asyncio.to_thread(self.stop)
 
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
