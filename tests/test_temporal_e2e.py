@@ -138,7 +138,7 @@ class Proc:
         for line in self.p.stdout:
             self.lines.append(line.rstrip("\n"))
 
-    async def wait_for(self, text: str, timeout: float = 30) -> None:
+    async def wait_for(self, text: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
         while not any(text in line for line in self.lines):
             if self.p.poll() is not None or time.monotonic() > deadline:
