@@ -176,3 +176,46 @@ async def test_adopted_run_published_by_python_is_accepted_by_js_clients(emulato
         await js(node, "clientClose", id=jsc["id"])
         await ach.close()
         await bch.close()
+
+
+async def test_claims_leave_a_js_clients_view_unchanged(emulator_thread, node) -> None:
+    from support_sessions import Worker
+
+    name = unique_channel("durable-claims")
+    channels = [await open_channel(emulator_thread, name, "agent") for _ in range(2)]
+    agents = [AgentSession(ch) for ch in channels]
+    for a in agents:
+        await a.connect()
+    jsc = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+    fresh: dict[str, Any] | None = None
+    try:
+        sent = await js(node, "clientSend", id=jsc["id"], text="Weather in Paris?")
+        run = await Worker().handle(agents[0], sent["invocation"])
+        await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="suspended")
+        answer = await js(node, "clientApprove", id=jsc["id"], approved=True)
+        workers = [Worker(), Worker()]
+        runs = await asyncio.gather(*(w.handle(a, answer["invocation"]) for w, a in zip(workers, agents)))
+        assert sum(len(w.executed) for w in workers) == 1 and sorted(r.yielded for r in runs) == [False, True]
+        winner = next(r for r in runs if not r.yielded)
+        await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="complete")
+        view = await js(node, "clientMessages", id=jsc["id"])
+        assert view["messages"] == as_dicts(winner.view.get_messages())
+        shapes_js = [(m["message"]["role"], [i["type"] for i in m["message"]["items"]]) for m in view["messages"]]
+        assert shapes_js == [
+            ("user", ["message"]),
+            ("assistant", ["reasoning", "message", "function_call"]),
+            ("assistant", ["function_call_output"]),
+            ("assistant", ["reasoning", "message"]),
+        ]
+        history = await channels[0].history(limit=1000)
+        assert sum(1 for m in history.items if m.get("name") == "ai-claim") == 2  # on the wire, ignored
+        fresh = await js(node, "clientOpen", options=connect_info(emulator_thread, client_id="bob"), channel=name)
+        await js(node, "clientLoadAll", id=fresh["id"])
+        assert (await js(node, "clientMessages", id=fresh["id"]))["messages"] == view["messages"]
+    finally:
+        await js(node, "clientClose", id=jsc["id"])
+        if fresh is not None:
+            await js(node, "clientClose", id=fresh["id"])
+        for a, ch in zip(agents, channels):
+            await a.end()
+            await ch.close()

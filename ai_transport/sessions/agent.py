@@ -66,6 +66,7 @@ from typing import Any
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
+from .claims import CLAIM_NAME, ClaimLedger
 from .durable import page_until_located, with_agent_session
 from .invocation import Invocation
 from .lifecycle import EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
@@ -106,6 +107,8 @@ class AgentSession(SessionCore):
         enter_presence: enter the channel's presence set while connected (default True), with
             data ``{"role": "agent", **presence_data}`` (:mod:`~.presence`; Python-only).
         presence_data: extra presence data of the agent's member.
+        claim_ttl: seconds a claim on a call holds it against later claims (exactly-once
+            execution, see :mod:`.claims`; default 60).
     """
 
     _log = logger
@@ -124,10 +127,17 @@ class AgentSession(SessionCore):
         history_backoff: float = 0.1,
         enter_presence: bool = True,
         presence_data: Mapping[str, Any] | None = None,
+        claim_ttl: float = 60.0,
     ) -> None:
+        if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, (int, float)) or claim_ttl <= 0:
+            raise InvalidArgumentError(f"unable to create session; claim_ttl must be a number > 0, got {claim_ttl!r}")
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
         #: The agent's own presence member (entered on connect, left on close).
         self.agent_presence = AgentPresence(channel, presence_data, enter_presence)
+        #: Seconds a claim holds its calls against later claims (see :mod:`.claims`).
+        self.claim_ttl = float(claim_ttl)
+        #: Every trusted claim folded, by run (see :mod:`.claims`).
+        self.claims = ClaimLedger()
         self.admission = Admission(
             trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
             trusted_client_ids or (),
@@ -162,6 +172,7 @@ class AgentSession(SessionCore):
             run.abort_signal.set()
         self.admission._held.clear()
         self.open_streams.clear()
+        self.claims.clear()
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -221,6 +232,9 @@ class AgentSession(SessionCore):
 
     def _on_wire(self, message: Mapping[str, Any], checked: bool = False) -> None:
         if not checked and not self._well_formed(message):
+            return
+        if message.get("name") == CLAIM_NAME:
+            self.claims.note(message, self.trusted_agent_ids)
             return
         verdict = self.admission.admit(message, self.tree)
         if verdict is None:

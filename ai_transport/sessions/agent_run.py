@@ -121,6 +121,10 @@ class AgentRun(BaseRun, AgentConversation):
         self._active_step = False
         self._current_step: RunStep | None = None
         self._last_serial = ""
+        #: Identifies this run object's claims (see :mod:`.claims`).
+        self.claimant = str(uuid.uuid4())
+        #: True once another worker holds calls this run claimed: it then publishes nothing more.
+        self.yielded = False
         #: Opened by ``load()`` (from ``adopt_run``), not ``start()``.
         self._adopted = False
         self._opening = False
@@ -387,6 +391,8 @@ class AgentRun(BaseRun, AgentConversation):
             self._deregister()
 
     async def _publish_terminal(self, name: str, **extra: Any) -> None:
+        if self.yielded:
+            return  # another worker holds the run's calls and carries it on
         headers = build_lifecycle_headers(
             run_id=self.run_id,
             run_client_id=self.run_client_id or "",
@@ -547,6 +553,20 @@ class AgentRun(BaseRun, AgentConversation):
         """The pipe loop (:func:`.pipe_loop.pipe_events`)."""
         return await pipe_events(self, events, step)
 
+    async def claim_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Claim ``calls`` on the channel and return those this worker holds: execute exactly
+        these (exactly-once across workers, see :mod:`.claims`). Sets :attr:`yielded` when another
+        worker holds some of them. :meth:`run_owed_calls` calls it for you."""
+        if not calls and not self.continuation:
+            return []
+        if self.is_open and self.status in TERMINAL_STATUSES:
+            self.yielded = True  # another worker already finished the run
+            return []
+        self._assert_open("claim calls")
+        from .claims import claim_calls
+
+        return await claim_calls(self, calls)
+
     async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
         """Publish a stream of Responses events as one message (one implicit step).
 
@@ -554,9 +574,15 @@ class AgentRun(BaseRun, AgentConversation):
         (abort signal; ``on_cancelled(write)`` hook may publish a last output) or ``error`` (the
         source or the encoder raised; the error is in ``result.error``). Open streams are cancelled
         on error and cancel. The step opens at the first event (none for an empty source) and
-        closes with the pipe. Does not end the run.
+        closes with the pipe. Does not end the run. A :attr:`yielded` run returns ``cancelled`` at
+        once without reading ``events`` (no model request is made).
         """
         self._assert_open("pipe stream")
+        if self.yielded:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            return PipeResult("cancelled")
         if self._active_step:
             raise InvalidArgumentError("unable to pipe; a step is already active on this run (end it first)")
         self._active_step = True

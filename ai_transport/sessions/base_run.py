@@ -109,6 +109,10 @@ class AgentConversation:
         """Approved calls without output: the executions this run owes (model's own items)."""
         return approved_unexecuted_calls(self.branch_messages())
 
+    async def claim_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The calls of ``calls`` this worker may execute (all of them unless overridden)."""
+        return calls
+
     def owed_calls(self) -> list[dict[str, Any]] | None:
         """The resume decision: None while a call still waits for a client (stay suspended), else the
         approved calls to execute now (possibly empty: every call answered, call the model)."""
@@ -120,10 +124,13 @@ class AgentConversation:
         self, execute: Callable[[Mapping[str, Any]], Any | Awaitable[Any]]
     ) -> list[dict[str, Any]] | None:
         """Execute every owed call with ``execute(call)`` and send each output; None when the run
-        must stay suspended (see :meth:`owed_calls`). Returns the calls executed."""
+        must stay suspended (see :meth:`owed_calls`). Returns the calls executed. The calls are
+        claimed first (:meth:`claim_calls`): however many workers run this for the same run, each
+        call is executed once, and a worker that holds none of them yields the run."""
         owed = self.owed_calls()
         if owed is None:
             return None
+        owed = await self.claim_calls(owed)
         for call in owed:
             result = execute(call)
             if inspect.isawaitable(result):

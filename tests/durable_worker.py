@@ -1,0 +1,111 @@
+"""A long-lived agent worker process for the fleet tests (``test_durable_fleet.py``).
+
+``python tests/durable_worker.py EMULATOR_URL CLAIM_TTL`` keeps one realtime connection to the
+emulator as client ``agent`` and answers JSON-line commands on stdin with one JSON line each:
+
+* ``{"op": "handle", "channel", "invocation", "tool_seconds"}``: one wake-up, like an HTTP request
+  (start / resume the run, run the owed calls through claims, call the scripted model, suspend or
+  end) -> ``{"run_id", "executed", "yielded", "status"}``.
+* ``{"op": "claim_and_hang", ...}``: as ``handle`` but the tool never returns; prints
+  ``{"claimed": true}`` when it is about to run (the test then kills the process).
+* ``{"op": "stream_and_hang", "channel", "invocation"}``: start the run and stream a model answer
+  that stops mid-way; prints ``{"streaming": true, "run_id", "invocation_id"}`` (the test kills it).
+* ``{"op": "adopt", "channel", "invocation", "run_id", "invocation_id"}``: a recovery worker adopts the
+  run (``load`` closes what the dead worker left open), re-attempts its step and ends the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from support_sessions import Worker, model_stream
+
+from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.emulator.client import ably_realtime
+from ai_transport.responses.local_server import ScriptedText, build_response_events
+from ai_transport.sessions.agent import AgentSession
+
+
+def say(obj: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(obj) + "\n")
+    sys.stdout.flush()
+
+
+class ToolWorker(Worker):
+    def __init__(self, seconds: float, hang: bool = False) -> None:
+        super().__init__()
+        self.seconds = seconds
+        self.hang = hang
+
+    async def execute(self, call: Any) -> str:  # type: ignore[override]
+        if self.hang:
+            say({"claimed": True})
+            await asyncio.Event().wait()
+        await asyncio.sleep(self.seconds)
+        return super().execute(call)
+
+
+async def dying_model(items: list[dict[str, Any]], run: Any) -> Any:
+    """The scripted answer, stopping for good after three text deltas (a worker about to die): once
+    they are on the channel, says ``streaming`` and hangs until killed."""
+    deltas = 0
+    async for event in model_stream(items):
+        yield event
+        deltas += event.get("type") == "response.output_text.delta"
+        if deltas == 3:
+            await asyncio.sleep(0.3)
+            await run.drain()
+            say({"streaming": True, "run_id": run.run_id, "invocation_id": run.invocation_id})
+            await asyncio.Event().wait()
+
+
+async def serve(url: str, claim_ttl: float) -> None:
+    realtime = ably_realtime(url, client_id="agent")
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader()
+    await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    say({"ready": True})
+    while True:
+        line = await reader.readline()
+        if not line:
+            break
+        cmd = json.loads(line)
+        channel = AblyChannel(cmd["channel"], realtime)
+        session = AgentSession(channel, claim_ttl=claim_ttl)
+        try:
+            await session.connect()
+            op = cmd["op"]
+            if op in ("handle", "claim_and_hang"):
+                worker = ToolWorker(float(cmd.get("tool_seconds", 0)), hang=op == "claim_and_hang")
+                run = await worker.handle(session, cmd["invocation"])
+                say({"run_id": run.run_id, "executed": len(worker.executed), "yielded": run.yielded})
+            elif op == "stream_and_hang":
+                run = await session.create_run(cmd["invocation"])
+                await run.start()
+                await run.view.load_all()
+                await run.pipe(dying_model(run.input_items(), run))
+            elif op == "adopt":
+                run = session.adopt_run(cmd["invocation"], cmd["run_id"], cmd["invocation_id"])
+                await run.load(timeout=10)
+                step = run.create_step()
+                await step.start()
+                await step.pipe(build_response_events([ScriptedText("Recovered answer.")], seed=9))
+                await step.end()
+                await run.end("complete")
+                say({"run_id": run.run_id, "step_id": step.step_id})
+        except Exception as exc:  # report, keep serving
+            say({"error": f"{type(exc).__name__}: {exc}", "code": getattr(exc, "code", None)})
+        finally:
+            await session.detach()
+            await channel.close()
+    await realtime.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(serve(sys.argv[1], float(sys.argv[2])))

@@ -1,0 +1,202 @@
+"""A fleet of real worker processes over the emulator (``tests/durable_worker.py``).
+
+* Exactly once: 2-3 long-lived worker processes are woken together with the same approval, with a
+  tool of 0 ms and of 200 ms, 30 trials each: the tool runs once in every trial and the run completes.
+* A claimer killed (SIGKILL) before running the tool blocks the call for ``claim_ttl`` only: a
+  wake-up within it yields, the next wake-up after it runs the tool.
+* Crash recovery: an agent process is SIGKILLed mid-stream; a recovery worker adopts the run; a JS
+  client's (``@ably/ai-transport@0.8.0``) view then shows no ``in_progress`` item and the run ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_sessions import approve_call, user_message, wait_status
+
+from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.emulator.client import ably_realtime, connect_info
+from ai_transport.sessions.client import ClientSession
+
+pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(180)]
+
+WORKER = Path(__file__).resolve().parent / "durable_worker.py"
+CLAIM_TTL = 3.0
+
+
+class Proc:
+    """One worker process, driven by JSON lines."""
+
+    def __init__(self, url: str) -> None:
+        self.p = subprocess.Popen(
+            [sys.executable, str(WORKER), url, str(CLAIM_TTL)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            bufsize=1,
+        )
+
+    def read(self) -> dict[str, Any]:
+        assert self.p.stdout is not None
+        line = self.p.stdout.readline()
+        if not line:
+            raise RuntimeError(f"worker exited ({self.p.poll()})")
+        return dict(json.loads(line))
+
+    def send(self, cmd: dict[str, Any]) -> None:
+        assert self.p.stdin is not None
+        self.p.stdin.write(json.dumps(cmd) + "\n")
+        self.p.stdin.flush()
+
+    async def call(self, cmd: dict[str, Any]) -> dict[str, Any]:
+        self.send(cmd)
+        reply = await asyncio.to_thread(self.read)
+        assert "error" not in reply, reply
+        return reply
+
+    def kill(self) -> None:
+        self.p.kill()
+        self.p.wait(10)
+
+    def stop(self) -> None:
+        if self.p.poll() is None:
+            assert self.p.stdin is not None
+            self.p.stdin.close()
+            try:
+                self.p.wait(10)
+            except subprocess.TimeoutExpired:
+                self.kill()
+
+
+def spawn(url: str, n: int) -> list[Proc]:
+    procs = [Proc(url) for _ in range(n)]
+    for p in procs:
+        assert p.read() == {"ready": True}
+    return procs
+
+
+@pytest.fixture(scope="module")
+def fleet(emulator_thread: Any) -> Iterator[list[Proc]]:
+    procs = spawn(emulator_thread.url, 3)
+    yield procs
+    for p in procs:
+        p.stop()
+
+
+async def suspended(realtime: Any, fleet: list[Proc]) -> tuple[ClientSession, AblyChannel, str, Any]:
+    """A fresh channel where worker 0 suspended a run on a gated call and the client approved it."""
+    name = unique_channel("fleet")
+    channel = AblyChannel(name, realtime)
+    client = ClientSession(channel)
+    await client.connect()
+    sent = await client.view.send(user_message("Weather in Paris?"))
+    first = await fleet[0].call({"op": "handle", "channel": name, "invocation": sent.invocation.to_json()})
+    await wait_status(client.view, first["run_id"], "suspended")
+    answer, _ = await approve_call(client.view, first["run_id"])
+    return client, channel, first["run_id"], answer
+
+
+def tool_outputs(client: ClientSession) -> int:
+    return sum(
+        1 for m in client.view.get_messages() for i in m.message.items if i.get("type") == "function_call_output"
+    )
+
+
+@pytest.mark.parametrize("tool_ms", [0, 200])
+async def test_workers_woken_together_run_the_tool_exactly_once(emulator_thread, fleet, tool_ms: int) -> None:
+    realtime = ably_realtime(emulator_thread.url, client_id="alice")
+    try:
+        for trial in range(30):
+            workers = fleet[: 2 + trial % 2]
+            client, channel, run_id, answer = await suspended(realtime, fleet)
+            wake = {"op": "handle", "invocation": answer.invocation.to_json(), "tool_seconds": tool_ms / 1000}
+            results = await asyncio.gather(*(w.call({**wake, "channel": channel.name}) for w in workers))
+            assert sum(r["executed"] for r in results) == 1, (trial, results)
+            assert sum(not r["yielded"] for r in results) == 1, (trial, results)
+            await wait_status(client.view, run_id, "complete")
+            assert tool_outputs(client) == 1
+            await client.close()
+            await channel.close()
+    finally:
+        await realtime.close()
+
+
+async def test_a_killed_claimer_is_taken_over_by_the_next_wake_up(emulator_thread, fleet) -> None:
+    realtime = ably_realtime(emulator_thread.url, client_id="alice")
+    (doomed,) = spawn(emulator_thread.url, 1)
+    try:
+        client, channel, run_id, answer = await suspended(realtime, fleet)
+        wake = {"op": "handle", "channel": channel.name, "invocation": answer.invocation.to_json()}
+        doomed.send({**wake, "op": "claim_and_hang"})
+        assert await asyncio.to_thread(doomed.read) == {"claimed": True}
+        claimed_at = time.monotonic()
+        doomed.kill()  # dies holding the claim, before running the tool
+        early = await fleet[1].call(wake)
+        if time.monotonic() - claimed_at < CLAIM_TTL - 0.5:
+            assert early["executed"] == 0 and early["yielded"]  # the dead claim still holds
+        await asyncio.sleep(max(0.0, CLAIM_TTL + 0.2 - (time.monotonic() - claimed_at)))
+        late = await fleet[2].call(wake)
+        assert early["executed"] + late["executed"] == 1
+        await wait_status(client.view, run_id, "complete")
+        assert tool_outputs(client) == 1
+        await client.close()
+        await channel.close()
+    finally:
+        doomed.stop()
+        await realtime.close()
+
+
+async def test_sigkill_mid_stream_recovery_worker_adopts_and_js_client_sees_it_finish(
+    emulator_thread, fleet, node
+) -> None:
+    name = unique_channel("fleet-crash")
+    (doomed,) = spawn(emulator_thread.url, 1)
+    jsc = await asyncio.to_thread(
+        node.call, "session", "clientOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name
+    )
+    try:
+        sent = await asyncio.to_thread(node.call, "session", "clientSend", id=jsc["id"], text="Tell me the weather")
+        doomed.send({"op": "stream_and_hang", "channel": name, "invocation": sent["invocation"]})
+        streaming = await asyncio.to_thread(doomed.read)
+        assert streaming["streaming"]
+        doomed.kill()  # SIGKILL mid-stream: the stream and its step stay open on the channel
+        before = await asyncio.to_thread(node.call, "session", "clientMessages", id=jsc["id"])
+        assert before["runs"][0]["status"] == "active" and "in_progress" in json.dumps(before["messages"])
+        adopted = await fleet[0].call(
+            {
+                "op": "adopt",
+                "channel": name,
+                "invocation": sent["invocation"],
+                "run_id": streaming["run_id"],
+                "invocation_id": streaming["invocation_id"],
+            }
+        )
+        assert adopted["run_id"] == streaming["run_id"]
+        await asyncio.to_thread(
+            node.call, "session", "clientWait", id=jsc["id"], runId=streaming["run_id"], status="complete"
+        )
+        after = await asyncio.to_thread(node.call, "session", "clientMessages", id=jsc["id"])
+        assert "in_progress" not in json.dumps(after["messages"])
+        texts = [
+            part.get("text")
+            for m in after["messages"]
+            for item in m["message"]["items"]
+            if item.get("type") == "message"
+            for part in item.get("content", [])
+        ]
+        assert texts[-1] == "Recovered answer."
+        steps = after["runs"][0]["steps"]
+        assert [(s["stepId"], s["status"], s["attemptCount"]) for s in steps] == [(adopted["step_id"], "complete", 2)]
+    finally:
+        doomed.stop()
+        await asyncio.to_thread(node.call, "session", "clientClose", id=jsc["id"])
