@@ -135,6 +135,12 @@ class Admission:
                 message, f"agent message mutated by {mutator_of(message)!r}, not a trusted agent identity"
             )
             return False
+        if action in MUTATIONS and isinstance(serial, str) and serial in self._accepted_streams:
+            mutator = mutator_of(message)
+            if (mutator if isinstance(mutator, str) else None) not in self.trusted_agent_ids:
+                # a mutation renaming a trusted output (any name) is still a mutation of that output
+                self._reject(message, f"agent output mutated by {mutator!r}, not a trusted agent identity")
+                return False
         if name in AGENT_NAMES:
             if client_id not in self.trusted_agent_ids:
                 self._reject(message, "not a trusted agent identity")
