@@ -45,7 +45,10 @@ class WithRunProbe:
             invocation_id=args.get("invocationId"),
             activity_options=(
                 {"default": {"start_to_close_timeout": timedelta(seconds=args["timeoutSeconds"])}}
-                if "timeoutSeconds" in args else None
+                if "timeoutSeconds" in args
+                else {args["badOptions"]: {}}
+                if "badOptions" in args
+                else None
             ),
         )
 

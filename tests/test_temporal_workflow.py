@@ -153,6 +153,22 @@ async def test_no_cleanup_when_opening_fails(temporal_client):
     assert error_message_of(caught.value) == "channel down"
 
 
+@pytest.mark.parametrize(
+    ("args", "field"),
+    [
+        ({"invocation": {"inputEventId": 5, "sessionName": "chat-1"}, "mode": "ok"}, "invocation.inputEventId"),
+        ({"invocation": "evt-1", "mode": "ok"}, "invocation must be a mapping"),
+        ({"invocation": INVOCATION, "mode": "ok", "badOptions": "openRun"}, "activity_options['openRun']"),
+    ],
+)
+async def test_bad_arguments_fail_the_workflow_at_once_naming_the_field(temporal_client, args, field):
+    rec = Recorder()
+    with pytest.raises(WorkflowFailureError) as caught:
+        await _run(temporal_client, rec, args, f"turn-bad-{len(field)}")
+    assert field in error_message_of(caught.value)
+    assert rec.names() == []  # nothing was scheduled
+
+
 async def test_a_cancelled_workflow_still_cleans_up(temporal_client):
     rec = Recorder()
     queue = task_queue("wf")

@@ -2,8 +2,8 @@
 
 Import this from workflow code. It only schedules the framing activities the
 :class:`~ai_transport.temporal.plugin.AblyTransportPlugin` registers (by their type names), so it is
-deterministic and sandbox-safe: it imports ``temporalio.workflow`` and typing only, never the channel
-or session code::
+deterministic and sandbox-safe: it imports ``temporalio`` and ``ai_transport.errors`` only, never the
+channel or session code::
 
     @workflow.defn
     class Turn:
@@ -31,8 +31,9 @@ from typing import Any, TypedDict, TypeVar, cast
 
 from temporalio import workflow
 from temporalio.common import RetryPolicy
-from temporalio.exceptions import FailureError
+from temporalio.exceptions import ApplicationError, FailureError
 
+from ..errors import ErrorCode
 from .types import ACTIVITY_NAMES, InvocationData, RunEndReason, RunIdentity
 
 __all__ = [
@@ -101,14 +102,42 @@ def error_message_of(error: BaseException) -> str:
     return message or type(seen).__name__
 
 
+def _bad_argument(message: str) -> ApplicationError:
+    """A caller's mistake fails the workflow at once (a plain exception would fail the workflow
+    *task*, which Temporal retries forever)."""
+    return ApplicationError(
+        message, int(ErrorCode.INVALID_ARGUMENT), type="InvalidArgumentError", non_retryable=True
+    )
+
+
 def _invocation(invocation: Any) -> InvocationData:
-    if isinstance(invocation, Mapping):
-        return {"inputEventId": invocation["inputEventId"], "sessionName": invocation["sessionName"]}
-    to_json = getattr(invocation, "to_json", None)
-    if callable(to_json):
-        data = to_json()
-        return {"inputEventId": data["inputEventId"], "sessionName": data["sessionName"]}
-    raise TypeError(f"invocation must be a mapping {{inputEventId, sessionName}}, got {type(invocation).__name__}")
+    data = invocation
+    if not isinstance(data, Mapping) and callable(getattr(invocation, "to_json", None)):
+        data = invocation.to_json()
+    if not isinstance(data, Mapping):
+        raise _bad_argument(
+            f"unable to open run; invocation must be a mapping {{inputEventId, sessionName}}, "
+            f"got {type(invocation).__name__}"
+        )
+    for key in ("inputEventId", "sessionName"):
+        if not isinstance(data.get(key), str) or not data.get(key):
+            raise _bad_argument(f"unable to open run; invocation.{key} must be a non-empty string")
+    return {"inputEventId": data["inputEventId"], "sessionName": data["sessionName"]}
+
+
+_OPTION_KEYS = frozenset({"default", "open_run", "end_run", "suspend_run", "cleanup_run"})
+
+
+def _check_options(options: RunActivityOptions | None) -> None:
+    if options is None:
+        return
+    if not isinstance(options, Mapping):
+        raise _bad_argument(f"unable to open run; activity_options must be a mapping, got {type(options).__name__}")
+    for key in options:
+        if key not in _OPTION_KEYS:
+            raise _bad_argument(
+                f"unable to open run; activity_options[{key!r}] is not one of {sorted(_OPTION_KEYS)}"
+            )
 
 
 class RunHandle:
@@ -161,6 +190,9 @@ async def open_run(
     must pass a per-turn id, or every turn folds onto the first one's run.
     """
     data = _invocation(invocation)
+    _check_options(activity_options)
+    if invocation_id is not None and (not isinstance(invocation_id, str) or not invocation_id):
+        raise _bad_argument("unable to open run; invocation_id must be a non-empty string")
     inv_id = invocation_id if invocation_id is not None else workflow.info().workflow_id
     ids = await workflow.execute_activity(
         ACTIVITY_NAMES["open_run"],
