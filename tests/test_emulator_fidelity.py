@@ -3,7 +3,7 @@
 Each test pins one fidelity fix on the wire (raw websocket / HTTP) or through the ably-python SDK:
 channel-name validation, recover, delete, append names, ATTACH_RESUME / RESUMED, params echo,
 token-request validation, wildcard and anonymous clientIds, REST ``connectionKey``, key
-capabilities, the mutable-messages rule.
+capabilities, the mutable-messages rule, Ably JWTs, AUTH before a token expires.
 """
 
 from __future__ import annotations
@@ -19,8 +19,9 @@ import httpx
 import pytest
 from support_emulator import RawClient, emulator, realtime_client, unique_channel  # noqa: F401
 
-from ai_transport.emulator import Emulator
+from ai_transport.emulator import Emulator, jwt
 from ai_transport.emulator.auth import MAX_TTL_MS
+from ai_transport.emulator.realtime import REAUTH_LEAD_MS
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -270,3 +271,43 @@ async def test_mutations_need_the_mutable_namespace_when_rules_are_configured() 
                 assert reply["action"] == 2 and reply["error"]["code"] == 93002
             else:
                 assert reply["action"] == 1
+
+
+# -- JWT and server-requested re-authorisation ---------------------------------------------------
+
+
+async def test_ably_jwt_authenticates_with_its_claims() -> None:
+    caps = {"app.k2": json.dumps({"ro:*": ["subscribe", "history"]})}
+    async with Emulator(port=0, keys=["app.k1:s1", "app.k2:s2"], key_capabilities=caps, strict_tokens=True) as emu:
+        now = int(time.time())
+        good = jwt.sign("app.k1", "s1", {"iat": now, "exp": now + 60, "x-ably-clientId": "jo"})
+        async with RawClient.connect(emu.port, query=f"accessToken={good}&v=6") as c:
+            assert c.connected["connectionDetails"]["clientId"] == "jo"
+        narrowed = jwt.sign("app.k2", "s2", {"exp": now + 60, "x-ably-capability": json.dumps({"*": ["*"]})})
+        async with httpx.AsyncClient(base_url=emu.url) as http:
+            bearer = {"Authorization": "Bearer " + base64.b64encode(narrowed.encode()).decode()}
+            assert (await http.get("/channels/ro:x/messages", headers=bearer)).status_code == 200
+            denied = await http.post("/channels/ro:x/messages", json={"data": 1}, headers=bearer)
+            assert denied.json()["error"]["code"] == 40160  # the key's capability bounds the JWT's
+            for token, code in [
+                (jwt.sign("app.k1", "wrong", {"exp": now + 60}), 40144),
+                (jwt.sign("app.k1", "s1", {"exp": now - 1}), 40142),
+                (jwt.sign("app.k9", "s9", {"exp": now + 60}), 40101),
+                (jwt.sign("other.k1", "s1", {"exp": now + 60}), 40400),
+            ]:
+                bad = {"Authorization": "Bearer " + base64.b64encode(token.encode()).decode()}
+                assert (await http.get("/channels/x/messages", headers=bad)).json()["error"]["code"] == code
+            # an embedded-token JWT acts as its inner token
+            inner = emu.authority.issue("app.k1", client_id="inner")["token"]
+            embedded = jwt.sign("app.k1", "s1", {"exp": now + 60, "x-ably-token": inner})
+        async with RawClient.connect(emu.port, query=f"accessToken={embedded}&v=6") as c:
+            assert c.connected["connectionDetails"]["clientId"] == "inner"
+
+
+async def test_server_sends_auth_before_the_token_expires(emulator: Emulator) -> None:
+    token = emulator.authority.issue("local.dev", ttl=REAUTH_LEAD_MS + 300)["token"]
+    async with RawClient.connect(emulator.port, query=f"accessToken={token}&v=6") as c:
+        assert (await c.recv(timeout=5))["action"] == 17  # AUTH: re-authorise now
+        fresh = emulator.authority.issue("local.dev")["token"]
+        await c.send({"action": 17, "auth": {"accessToken": fresh}})
+        assert (await c.recv_action(4))["connectionId"] == c.connected["connectionId"]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -13,6 +14,7 @@ import httpx
 import pytest
 from support_emulator import RawClient, unique_channel
 
+from ai_transport.emulator import jwt
 from ai_transport.emulator.sandbox import Sandbox
 
 pytestmark = pytest.mark.timeout(90)
@@ -179,3 +181,14 @@ async def test_ablyjs_delete_empties_data_and_appends_carry_the_name(node: Any, 
     assert got["seen"][3] == {"action": "message.append", "name": "streamed", "data": " World"}
     assert got["deleted"]["action"] == "message.delete" and got["deleted"]["name"] == "to-delete"
     assert got["deleted"]["data"] in (None, {})
+
+
+@pytest.mark.js
+async def test_ablyjs_connects_with_an_ably_jwt(node: Any, sandbox: Sandbox) -> None:
+    app = await provision(sandbox)
+    key = app["keys"][0]
+    token = jwt.sign(key["keyName"], key["keySecret"], {"exp": int(time.time()) + 60, "x-ably-clientId": "jwt-user"})
+    options = js_options(app)
+    del options["key"]
+    got = await call(node, "identity", options={**options, "token": token})
+    assert got["clientId"] == "jwt-user"

@@ -4,10 +4,11 @@
   (REST); the secret must match a configured key. A key grants its configured capability
   (``key_capabilities``; every capability when none is configured).
 * Token auth: ``accessToken`` / ``access_token`` (realtime) or ``Authorization: Bearer
-  base64(token)`` (REST). Tokens issued by ``POST /keys/{keyName}/requestToken`` carry their
-  capability, ``clientId`` and expiry, all enforced. **Dev mode**: any other token string is
-  accepted as a wildcard token (every capability, any ``clientId``), unless the emulator was
-  created with ``strict_tokens=True``.
+  base64(token)`` (REST); an Ably JWT signed with a configured key is verified (:mod:`.jwt`).
+  Tokens issued by ``POST /keys/{keyName}/requestToken`` carry their capability, ``clientId``
+  and expiry, all enforced. **Dev mode**: any other token string is accepted as a wildcard
+  token (every capability, any ``clientId``), unless the emulator was created with
+  ``strict_tokens=True``.
 
 Capabilities (parsing, matching, the key/token intersection): :mod:`.capability`. Token
 requests are validated as Ably does: a timestamp more than :data:`TIMESTAMP_WINDOW_MS` from the
@@ -21,11 +22,14 @@ import base64
 import binascii
 import hashlib
 import hmac
+import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from .capability import capability_allows, dumps_capability, intersect, parse_capability, resource_matches
+from .jwt import looks_like_jwt
+from .jwt import verify as verify_jwt
 from .protocol import EmulatorError
 from .store import now_ms
 
@@ -118,9 +122,25 @@ class Authority:
         if issued is not None:
             issued.check_expiry()
             return issued
+        if looks_like_jwt(token) and (self.strict_tokens or _jwt_kid(token) in self.keys):
+            return self._by_jwt(token)
         if self.strict_tokens:
             raise EmulatorError("Token not recognised", 40101, 401)
         return Principal(token=token, client_id="*")
+
+    def _by_jwt(self, token: str) -> Principal:
+        grant = verify_jwt(token, self.keys)
+        if grant.inner_token is not None:
+            inner = self.tokens.get(grant.inner_token)
+            if inner is None:
+                raise EmulatorError("The JWT's embedded token is not recognised", 40101, 401)
+            inner.check_expiry()
+            return inner
+        assert grant.key_name is not None
+        capability = intersect(parse_capability(grant.capability), self.key_capabilities.get(grant.key_name))
+        return Principal(
+            key_name=grant.key_name, token=token, capability=capability, client_id=grant.client_id, expires=grant.expires
+        )
 
     def from_header(self, authorization: str | None, client_id_header: str | None = None) -> Principal:
         """Authenticate a REST ``Authorization`` header (Basic key or Bearer token)."""
@@ -262,3 +282,13 @@ def _check_ttl(value: Any) -> int | None:
     if value > MAX_TTL_MS:
         raise EmulatorError(f"ttl {value} exceeds the maximum token lifetime {MAX_TTL_MS} ms", 40003, 400)
     return int(value)
+
+
+def _jwt_kid(token: str) -> Any:
+    """The ``kid`` of a JWT's header (None when unreadable)."""
+    try:
+        head = token.split(".")[0]
+        header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
+    except (ValueError, binascii.Error):
+        return None
+    return header.get("kid") if isinstance(header, dict) else None

@@ -30,7 +30,10 @@ from .protocol import (
 )
 from .store import Event, now_ms
 
-__all__ = ["RealtimeHandlers"]
+__all__ = ["REAUTH_LEAD_MS", "RealtimeHandlers"]
+
+#: How long before a connection's token expires the emulator sends AUTH (Ably: 30 s).
+REAUTH_LEAD_MS = 30_000
 
 def _flag(frame: dict[str, Any], flag: int) -> bool:
     raw = frame.get("flags")
@@ -90,7 +93,8 @@ class RealtimeHandlers(PresenceHandlers):
                 self._presence_transport_lost(conn)
 
     def _watch_expiry(self, conn: Connection, session: WsSession) -> None:
-        """When the connection's token expires, send DISCONNECTED 40142 (the SDK renews and resumes)."""
+        """Send AUTH :data:`REAUTH_LEAD_MS` before the connection's token expires (the SDK
+        re-authorises), and DISCONNECTED 40142 if it still expires (the SDK renews and resumes)."""
         if session.expiry_task is not None:
             session.expiry_task.cancel()
             session.expiry_task = None
@@ -99,6 +103,12 @@ class RealtimeHandlers(PresenceHandlers):
             return
 
         async def expire() -> None:
+            if expires - now_ms() > REAUTH_LEAD_MS:
+                # as Ably: ask the client to re-authorise before its token expires (AUTH frame)
+                await asyncio.sleep((expires - REAUTH_LEAD_MS - now_ms()) / 1000)
+                if session.closed or conn.session is not session:
+                    return
+                session.send({"action": int(Action.AUTH)})
             await asyncio.sleep(max(0.0, (expires - now_ms()) / 1000))
             if session.closed or conn.session is not session:
                 return

@@ -210,6 +210,9 @@ class RestHandlers(PresenceHandlers):
             return reply(details)
         if segments == ["presence"] and req.method in ("GET", "HEAD"):
             return reply(self._rest_batch_presence(self._rest_auth(req), req.query, fmt))
+        if segments == ["stats"] and req.method in ("GET", "HEAD"):
+            self._rest_auth(req)  # authenticated like any call; no statistics are collected
+            return reply([], headers={"Link": '<./stats>; rel="first"'})
         if segments[0] != "channels" or len(segments) < 2:
             raise EmulatorError(f"no route for {req.method} {req.path}", 40400, 404)
 

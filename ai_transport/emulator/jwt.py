@@ -1,0 +1,107 @@
+"""Ably JWTs: a token string the app's own server signs with an API key (HS256), no token request.
+
+Format (Ably's "Ably JWT"): header ``{"typ": "JWT", "alg": "HS256", "kid": "<keyName>"}``, claims
+``iat`` / ``exp`` (seconds), optional ``x-ably-capability`` (capability JSON text) and
+``x-ably-clientId``; signature HMAC-SHA256 over ``base64url(header).base64url(claims)`` with the
+key's secret. An **embedded token** JWT carries an Ably token in ``x-ably-token`` instead (its
+header has ``"x-ably-token"`` as ``typ`` or the claim alone); the inner token then applies.
+
+:func:`looks_like_jwt` tells a JWT from an opaque token; :func:`verify` checks one against the
+keys and returns its grant (key name, capability ∩ the key's, clientId, expiry in ms) or the
+inner token; errors: 40144 (malformed / bad signature), 40101 (unknown key of this app), 40400
+(a key of another app), 40142 (expired).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from .protocol import EmulatorError
+
+__all__ = ["JwtGrant", "looks_like_jwt", "sign", "verify"]
+
+
+@dataclass
+class JwtGrant:
+    """What a verified JWT grants (``inner_token`` set for an embedded-token JWT)."""
+
+    key_name: str | None
+    capability: Any = None
+    client_id: str | None = None
+    expires: int | None = None  # ms
+    inner_token: str | None = None
+
+
+def _b64url_decode(part: str) -> bytes:
+    return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
+
+
+def _b64url(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
+
+
+def looks_like_jwt(token: str) -> bool:
+    """Whether ``token`` has the three dot-separated parts of a JWT with a JSON header."""
+    parts = token.split(".")
+    if len(parts) != 3 or not all(parts[:2]):
+        return False
+    try:
+        header = json.loads(_b64url_decode(parts[0]))
+    except (ValueError, binascii.Error):
+        return False
+    return isinstance(header, dict) and "alg" in header
+
+
+def sign(key_name: str, secret: str, claims: dict[str, Any]) -> str:
+    """An HS256 Ably JWT for ``claims`` signed with the key ``key_name:secret`` (for tests/tools)."""
+    header = _b64url(json.dumps({"typ": "JWT", "alg": "HS256", "kid": key_name}).encode())
+    body = _b64url(json.dumps(claims).encode())
+    mac = hmac.new(secret.encode(), f"{header}.{body}".encode(), hashlib.sha256).digest()
+    return f"{header}.{body}.{_b64url(mac)}"
+
+
+def verify(token: str, keys: dict[str, str], now_ms: int | None = None) -> JwtGrant:
+    """Verify an Ably JWT against ``keys`` (name -> secret); raise :class:`EmulatorError` if invalid."""
+    try:
+        head_b64, body_b64, sig_b64 = token.split(".")
+        header = json.loads(_b64url_decode(head_b64))
+        claims = json.loads(_b64url_decode(body_b64))
+        signature = _b64url_decode(sig_b64)
+    except (ValueError, binascii.Error):
+        raise EmulatorError("Malformed JWT", 40144, 401) from None
+    if not isinstance(header, dict) or not isinstance(claims, dict):
+        raise EmulatorError("Malformed JWT", 40144, 401)
+    if header.get("alg") != "HS256":
+        raise EmulatorError(f"Unsupported JWT algorithm {header.get('alg')!r}", 40144, 401)
+    now = int(time.time() * 1000) if now_ms is None else now_ms
+    exp = claims.get("exp")
+    expires = int(exp * 1000) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
+    if expires is not None and now >= expires:
+        raise EmulatorError("Token expired", 40142, 401)
+    kid = header.get("kid")
+    secret = keys.get(kid) if isinstance(kid, str) else None
+    if secret is None:
+        app = kid.split(".", 1)[0] if isinstance(kid, str) else None
+        if app is not None and not any(name.split(".", 1)[0] == app for name in keys):
+            raise EmulatorError(f"No application found with id {app!r}", 40400, 404)
+        raise EmulatorError(f"JWT signed by an unknown key {kid!r}", 40101, 401)
+    expected = hmac.new(secret.encode(), f"{head_b64}.{body_b64}".encode(), hashlib.sha256).digest()
+    if not hmac.compare_digest(expected, signature):
+        raise EmulatorError("Invalid JWT signature", 40144, 401)
+    inner = claims.get("x-ably-token")
+    if isinstance(inner, str) and inner:
+        return JwtGrant(key_name=kid, expires=expires, inner_token=inner)
+    client_id = claims.get("x-ably-clientId")
+    return JwtGrant(
+        key_name=kid,
+        capability=claims.get("x-ably-capability"),
+        client_id=client_id if isinstance(client_id, str) and client_id else None,
+        expires=expires,
+    )
