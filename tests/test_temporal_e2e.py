@@ -52,6 +52,17 @@ ENV = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENA
 ENV["PYTHONUNBUFFERED"] = "1"
 
 
+def load_example(name: str) -> Any:
+    """``examples/temporal/<name>.py`` as a module."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(f"temporal_example_{name}", EXAMPLES / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 async def js(node: Any, op: str, **args: Any) -> Any:
     return await asyncio.to_thread(node.call, "session", op, **args)
 
@@ -322,6 +333,8 @@ async def test_a_retried_open_run_reenters_the_same_run(emulator_thread, tempora
                 WeatherTurn.run, invocation, id=turn_workflow_id(invocation), task_queue=queue
             )
             assert await handle.result() == "suspended"
+            # the starter never runs an input twice, not even after its workflow finished
+            assert await load_example("starter").start_turn(temporal_client, invocation, queue) is None
         assert AckLostOnce.tripped == 1
         attempts = [
             e.activity_task_started_event_attributes.attempt

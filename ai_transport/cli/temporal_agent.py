@@ -62,7 +62,8 @@ TOOL_ACTIVITY_OPTIONS: Mapping[str, Any] = {
 
 def turn_workflow_id(invocation: Mapping[str, Any]) -> str:
     """The workflow id of the wake-up for ``invocation``: ``turn-<inputEventId>``. Deterministic, so
-    a duplicate wake-up for the same input is refused by Temporal instead of running twice."""
+    with ``WorkflowIDReusePolicy.REJECT_DUPLICATE`` a duplicate wake-up for the same input is refused
+    by Temporal instead of running twice."""
     return f"turn-{invocation['inputEventId']}"
 
 

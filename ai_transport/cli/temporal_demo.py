@@ -38,10 +38,12 @@ class TemporalAgent:
         """Start the wake-up's workflow and wait for it; returns how the run was left
         (``suspended``, ``complete``, ``cancelled``, or ``error`` when the workflow failed)."""
         from temporalio.client import WorkflowFailureError
+        from temporalio.common import WorkflowIDReusePolicy
 
         try:
             result = await self.client.execute_workflow(
-                WeatherTurn.run, dict(invocation), id=turn_workflow_id(invocation), task_queue=self.task_queue
+                WeatherTurn.run, dict(invocation), id=turn_workflow_id(invocation), task_queue=self.task_queue,
+                id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,  # one workflow per input, ever
             )
         except WorkflowFailureError:
             return "error"

@@ -18,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from temporalio.client import Client, WorkflowHandle
+from temporalio.common import WorkflowIDReusePolicy
 from temporalio.exceptions import WorkflowAlreadyStartedError
 
 from ai_transport.channels.ably_channel import AblyChannel
@@ -32,7 +33,8 @@ async def start_turn(client: Client, invocation: Mapping[str, Any], task_queue: 
     """Start the wake-up for ``invocation``; None when that input already has its workflow."""
     try:
         return await client.start_workflow(
-            WeatherTurn.run, dict(invocation), id=turn_workflow_id(invocation), task_queue=task_queue
+            WeatherTurn.run, dict(invocation), id=turn_workflow_id(invocation), task_queue=task_queue,
+            id_reuse_policy=WorkflowIDReusePolicy.REJECT_DUPLICATE,  # not even after it finished
         )
     except WorkflowAlreadyStartedError:
         return None
