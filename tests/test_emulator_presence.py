@@ -329,3 +329,14 @@ def test_store_members_of_a_connection_matches_the_sets(ops: list[tuple[str, str
         assert [m["clientId"] for _, m in store.members_of(conn, "x")] == sorted(
             m["clientId"] for m in store.members("x") if m["connectionId"] == conn
         )
+
+
+def test_store_ignores_an_operation_older_than_the_member() -> None:
+    store = PresenceStore()
+    base = {"clientId": "a", "connectionId": "c", "timestamp": 5}
+    assert store.apply("ch", dict(base, id="c:3:0", action=2)) is not None
+    assert store.apply("ch", dict(base, id="c:2:9", action=4)) is None  # stale: not applied
+    assert store.apply("ch", dict(base, id="c:3:0", action=2)) is None  # the member's own id
+    out = store.apply("ch", dict(base, id="c:3:1", action=4, data="new"))
+    assert out is not None and out["action"] == 4
+    assert store.members("ch")[0]["data"] == "new"

@@ -9,7 +9,8 @@ Realtime (Ably protocol, features spec RTP*):
   every attachment holding the PRESENCE_SUBSCRIBE mode (the publisher included). Each message gets
   ``id`` ``<connectionId>:<msgSerial>:<index>`` (a client-supplied ``id`` is kept: RTP17g
   re-entry), ``connectionId`` and ``timestamp``. Member-set rules: :mod:`.presence_store`;
-* ATTACHED carries HAS_PRESENCE when the channel has members (and the attachment may see them);
+* ATTACHED carries HAS_PRESENCE when the channel has members, the attachment may see them and it
+  is not a re-attach over a live transport (after a drop the set is re-synced, RESUMED or not);
   SYNC frames follow (``channelSerial`` ``<syncId>:<cursor>``, the last with an empty cursor),
   each member as PRESENT; a client's own ``SYNC`` request is answered with the whole set;
 * a DETACH leaves the connection's members of that channel, a CLOSE all its members, at once; a

@@ -5,8 +5,10 @@ presence operations in arrival order, as Ably does:
 
 * ENTER (2) for a member already present is recorded and broadcast as UPDATE (4); UPDATE for a
   member not present as ENTER ("entering when already entered is treated as an update");
-* an ENTER / UPDATE carrying the member's own ``id`` (an SDK re-entering its members after a
-  re-attach, RTP17g) changes nothing and is not broadcast;
+* an ENTER / UPDATE that is not newer than the member it would replace (Ably's newness, RTP2b:
+  by ``id`` — msgSerial, then index — or by timestamp when either is synthesized) changes nothing
+  and is not broadcast: e.g. an SDK re-entering its members after a re-attach with the member's
+  own ``id`` (RTP17g);
 * LEAVE (3) removes the member; without ``data`` of its own the leave carries the member's last
   data; a LEAVE for a member that is not present is acknowledged and does nothing;
 * members are delivered as PRESENT (1) in a SYNC and in REST ``GET …/presence``.
@@ -117,8 +119,8 @@ class PresenceStore:
                     if k in existing:
                         out[k] = existing[k]
         else:
-            if existing is not None and existing.get("id") == out.get("id"):
-                return None  # a re-entry with the member's own id (RTP17g): nothing changes
+            if existing is not None and not newer_than(out, existing):
+                return None  # not newer (RTP2b): e.g. a re-entry with the member's own id (RTP17g)
             out["action"] = int(PresenceAction.UPDATE if existing is not None else PresenceAction.ENTER)
             ch.members[key] = out  # an existing member keeps its place (first-entry order)
             self._by_conn.setdefault(key[0], set()).add((name, key))
