@@ -157,3 +157,43 @@ async def test_a_killed_worker_leaves_after_the_grace(node: Any, emulator_thread
             await proc.wait()
         await watcher.close()
         await _js(node, "close", handle=ui["handle"])
+
+
+@pytest.mark.js
+async def test_js_package_sessions_and_python_sessions_share_presence(
+    node: Any, emulator_thread: EmulatorThread
+) -> None:
+    """A JS ClientSession (@ably/ai-transport) sees the Python agent online; a JS AgentSession
+    entering through its session.presence is seen by a Python ClientSession."""
+    name = unique_name("presence")
+    agent = AgentSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="py-agent"), owns_client=True))
+    client = ClientSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="py-user"), owns_client=True))
+    js_client = await _js(node, "sessionOpen", options=connect_info(emulator_thread, client_id="js-user"),
+                          channel=name, kind="client")
+    js_agent = await _js(node, "sessionOpen", options=connect_info(emulator_thread, client_id="js-agent"),
+                         channel=name, kind="agent")
+    try:
+        await agent.connect()
+        await client.connect()
+        members = await _js(node, "sessionGet", handle=js_client["handle"])
+        assert [(m["clientId"], m["data"]) for m in members] == [("py-agent", {"role": "agent"})]
+        await _js(node, "sessionPresence", handle=js_agent["handle"], action="enter", data={"role": "agent"})
+        for _ in range(100):
+            if len(await present_agents(client.presence)) == 2:
+                break
+            await asyncio.sleep(0.05)
+        online = await present_agents(client.presence)
+        assert sorted(m["clientId"] for m in online) == ["js-agent", "py-agent"]
+        js_member = next(m for m in online if m["clientId"] == "js-agent")
+        assert js_member["connectionId"] == js_agent["connectionId"]
+        await _js(node, "close", handle=js_agent["handle"])  # closing the connection leaves at once
+        for _ in range(100):
+            if [m["clientId"] for m in await present_agents(client.presence)] == ["py-agent"]:
+                break
+            await asyncio.sleep(0.05)
+        assert [m["clientId"] for m in await present_agents(client.presence)] == ["py-agent"]
+    finally:
+        await agent.close()
+        await client.close()
+        await _js(node, "close", handle=js_client["handle"])
+        await _js(node, "close", handle=js_agent["handle"])

@@ -1,6 +1,8 @@
 // ably-js 2.x realtime presence against the local emulator, driven from Python through the node bridge.
 // Clients live across calls in a registry keyed by a handle; presence events are buffered per channel.
 import * as Ably from 'ably';
+import { createAgentSession, createClientSession } from '@ably/ai-transport';
+import { ResponsesCodec } from '@ably/ai-transport/openai';
 
 const clients = new Map();
 let nextHandle = 1;
@@ -38,6 +40,30 @@ function waitConnected(client, timeoutMs = 10000) {
       }
     });
   });
+}
+
+// A session of the reference implementation (@ably/ai-transport 0.8.0): {kind} 'client' or 'agent'.
+// Its session.presence is then used by sessionPresence / sessionGet; closed by close.
+export async function sessionOpen({ options, channel, kind }) {
+  const client = new Ably.Realtime({ ...options, logLevel: 0 });
+  await waitConnected(client);
+  const create = kind === 'agent' ? createAgentSession : createClientSession;
+  const session = create({ client, channelName: channel, codec: ResponsesCodec });
+  await session.connect();
+  const handle = nextHandle++;
+  clients.set(handle, { client, session, events: new Map() });
+  return { handle, connectionId: client.connection.id };
+}
+
+// enter / update / leave through session.presence.
+export async function sessionPresence({ handle, action, data }) {
+  await entry(handle).session.presence[action](data);
+  return null;
+}
+
+// The members through session.presence.get().
+export async function sessionGet({ handle }) {
+  return (await entry(handle).session.presence.get()).map(toPlain);
 }
 
 // Open a realtime client; {options} are ClientOptions (see ai_transport.emulator.connect_info).
@@ -83,6 +109,7 @@ export async function close({ handle }) {
   const e = clients.get(handle);
   if (!e) return null;
   clients.delete(handle);
+  if (e.session && typeof e.session.close === 'function') await e.session.close();
   e.client.close();
   await new Promise((resolve) => {
     if (e.client.connection.state === 'closed' || e.client.connection.state === 'failed') return resolve();
