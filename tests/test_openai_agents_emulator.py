@@ -7,7 +7,8 @@
 * A JS client cancels mid-stream: the SDK run is cancelled (no tool, no further model request) and the
   JS client sees the run and its step cancelled with the text streamed so far.
 * A resume after a process restart: ``examples/openai_agents/worker.py`` handles each wake-up in a
-  fresh process, so the approval is applied by a worker that knows only the channel.
+  fresh process, so the approval is applied by a worker that knows only the channel; two processes
+  woken by the same approval run the tool once (exactly-once claims).
 """
 
 from __future__ import annotations
@@ -135,7 +136,7 @@ async def run_worker(emu: Any, invocation: dict[str, Any]) -> str:
     return str(json.loads(out.decode().strip().splitlines()[-1])["outcome"])
 
 
-async def test_a_fresh_worker_process_applies_the_approval(emulator_thread) -> None:
+async def test_fresh_worker_processes_apply_the_approval_exactly_once(emulator_thread) -> None:
     name = unique_channel("agents-restart")
     channel = await asyncio.wait_for(AblyChannel.connect(name, **client_options(emulator_thread, client_id="alice")), 15)
     client = ClientSession(channel)
@@ -149,9 +150,12 @@ async def test_a_fresh_worker_process_applies_the_approval(emulator_thread) -> N
         call = next(i for i in message.message.items if i.get("type") == "function_call")
         assert message.message.tool_call_states[call["call_id"]]["approval"] == "pending"
 
-        # the worker process that suspended the run is gone; a new one is woken by the approval
+        # the worker process that suspended the run is gone; the approval wakes two fresh ones at once
+        # (a retried trigger): the claims on the channel let exactly one run the tool and go on
         answered = await client.view.send(approval(message.codec_message_id, call, True), run_id=run_id)
-        assert await run_worker(emulator_thread, answered.invocation.to_json()) == "complete"
+        body = answered.invocation.to_json()
+        outcomes = await asyncio.gather(run_worker(emulator_thread, body), run_worker(emulator_thread, body))
+        assert sorted(outcomes) == ["complete", "yielded"]
         await wait_status(client.view, run_id, "complete")
         messages = client.view.get_messages()
         outputs = [i for m in messages for i in m.message.items if i.get("type") == "function_call_output"]
