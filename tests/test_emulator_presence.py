@@ -340,3 +340,25 @@ def test_store_ignores_an_operation_older_than_the_member() -> None:
     out = store.apply("ch", dict(base, id="c:3:1", action=4, data="new"))
     assert out is not None and out["action"] == 4
     assert store.members("ch")[0]["data"] == "new"
+
+
+async def test_sync_pages_a_large_set(emulator: Emulator) -> None:
+    name = unique_channel("presence")
+    n = 250  # three SYNC frames
+    async with RawClient.connect(emulator.port) as c:
+        await c.send({"action": ATTACH, "channel": name})
+        await c.recv_action(ATTACHED)
+        batch = [{"action": 2, "clientId": f"m{i:03d}", "data": str(i)} for i in range(n)]
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": batch})
+        await c.recv_action(ACK)
+        async with RawClient.connect(emulator.port) as raw:
+            await raw.send({"action": ATTACH, "channel": name})
+            await raw.recv_action(ATTACHED)
+            frames = [await raw.recv_action(SYNC) for _ in range(3)]
+            cursors = [f["channelSerial"].split(":", 1) for f in frames]
+            assert len({sync_id for sync_id, _ in cursors}) == 1
+            assert [bool(cursor) for _, cursor in cursors] == [True, True, False]
+            assert sum(len(f["presence"]) for f in frames) == n
+        async with realtime_client(emulator, client_id="late") as late:
+            members = await late.channels.get(name).presence.get()
+            assert _ids(members) == [f"m{i:03d}" for i in range(n)]
