@@ -359,6 +359,49 @@ async def test_a_retried_open_run_reenters_the_same_run(emulator_thread, tempora
         await client.channel.close()
 
 
+async def test_two_workflows_woken_for_one_approval_run_its_tool_once(emulator_thread, temporal_client, scripted_model):
+    """A duplicate wake-up (another workflow id for the same approval): the claims on the channel
+    let one workflow execute the approved call and carry the run on; the other yields."""
+    from support_sessions import approval, assistant_with_call
+
+    from ai_transport.cli.scenario import run_tool
+
+    name = unique_channel("temporal-dup")
+    queue = task_queue("dup")
+    create = agent_channels(emulator_thread)
+    executed: list[str] = []
+
+    def execute(tool: str, arguments: str) -> str:
+        executed.append(arguments)
+        return run_tool(tool, arguments)
+
+    acts = WeatherActivities(create, scripted_model, "scripted", execute=execute)
+    client, invocation = await ask(emulator_thread, name)
+    run_id = turn_workflow_id(invocation)
+    try:
+        async with running_worker(
+            temporal_client, queue, workflows=[WeatherTurn], activities=acts.all, plugins=[AblyTransportPlugin(create)]
+        ):
+            first = await temporal_client.execute_workflow(WeatherTurn.run, invocation, id=run_id, task_queue=queue)
+            assert first == "suspended"
+            await wait_status(client.view, run_id, "suspended")
+            cmid, call = assistant_with_call(client.view.get_messages())
+            answer = (await client.view.send([approval(cmid, call)], run_id=run_id)).to_invocation().to_json()
+            results = await asyncio.gather(*(
+                temporal_client.execute_workflow(WeatherTurn.run, answer, id=wid, task_queue=queue)
+                for wid in (turn_workflow_id(answer), f"dup-{answer['inputEventId']}")
+            ))
+        assert sorted(results) == ["complete", "yielded"]
+        assert len(executed) == 1
+        await wait_status(client.view, run_id, "complete")
+        items = [i for m in client.view.get_messages() for i in m.message.items]
+        assert [i["type"] for i in items].count("function_call_output") == 1
+        assert [r.status for r in client.view.runs()] == ["complete"]
+    finally:
+        await client.close()
+        await client.channel.close()
+
+
 async def _history(channel: AblyChannel) -> AsyncIterator[dict[str, Any]]:
     page: Any = await channel.history(limit=100, direction="forwards")
     while page is not None:

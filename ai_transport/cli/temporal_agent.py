@@ -70,7 +70,8 @@ def turn_workflow_id(invocation: Mapping[str, Any]) -> str:
 @workflow.defn(name="WeatherTurn")
 class WeatherTurn:
     """One wake-up of the weather agent: open the run, loop inference / tools, leave it ended or
-    suspended; returns how it was left (``suspended``, ``complete``, ``cancelled``)."""
+    suspended; returns how it was left (``suspended``, ``complete``, ``cancelled``), or ``yielded``
+    when another workflow woken for the same run holds its calls and carries it on."""
 
     @workflow.run
     async def run(self, invocation: dict[str, Any]) -> str:
@@ -155,8 +156,13 @@ class WeatherActivities:
 
     @contextlib.asynccontextmanager
     async def _adopted(self, input: Mapping[str, Any]) -> AsyncIterator[Any]:
+        """The run, adopted and loaded on a fresh session; None when another worker has already
+        suspended or ended it (``load()`` refuses such a run). Its claims are the workflow's: the
+        claimant is the workflow's invocation id, the same in every activity and retry of it."""
+        from ..errors import InvalidArgumentError
         from ..sessions.agent import AgentSession
         from ..sessions.invocation import Invocation
+        from ..sessions.run import TERMINAL_STATUSES
         from ..temporal.activities import adopt_and_load
 
         inv = Invocation.from_json(input["invocation"])
@@ -166,27 +172,44 @@ class WeatherActivities:
         session = AgentSession(channel)
         try:
             await session.connect()
-            yield await adopt_and_load(session, inv, input["ids"])
+            try:
+                run = await adopt_and_load(session, inv, input["ids"])
+            except InvalidArgumentError:
+                node = session.tree.get_run_node(str(input["ids"]["runId"]))
+                if node is None or (node.status != "suspended" and node.status not in TERMINAL_STATUSES):
+                    raise
+                run = None
+            if run is not None:
+                run.claimant = str(input["ids"]["invocationId"])
+            yield run
         finally:
             await session.close()
             await channel.close()
 
     async def agent_turn(self, input: Mapping[str, Any]) -> dict[str, Any]:
         """One inference step; returns ``{"kind": "tools", "calls": [...]}`` (calls for the workflow
-        to run), or ``{"kind": "suspended" | "complete" | "cancelled"}`` (the run was left so)."""
+        to run), ``{"kind": "suspended" | "complete" | "cancelled"}`` (the run was left so), or
+        ``{"kind": "yielded"}`` (another workflow holds the run's calls, see :mod:`..sessions.claims`)."""
         from ..readers.hygiene import sanitize_input
         from ..temporal.heartbeat import heartbeating
         from ..temporal.step_id import step_id_for
         from .agent import gate_calls
 
         async with self._adopted(input) as run:
+            if run is None:  # another worker carried the run on (a duplicate wake-up)
+                return {"kind": "yielded"}
             await run.view.load_all()  # the whole conversation: the model's input
             owed = run.owed_calls()
             if owed is None:  # a call still waits for the client
                 await run.suspend()
                 return {"kind": "suspended"}
-            if owed:  # approved calls to execute first
-                return {"kind": "tools", "calls": [_call(c) for c in owed]}
+            # Claim the approved calls (and the input that woke a resumed run): of several workflows
+            # woken for the same run, one executes each call and carries the run on.
+            held = await run.claim_calls(owed)
+            if run.yielded:
+                return {"kind": "yielded"}
+            if held:  # approved calls to execute first
+                return {"kind": "tools", "calls": [_call(c) for c in held]}
             options: dict[str, Any] = {}
             if self.reasoning:
                 options["reasoning"] = self.reasoning
@@ -220,15 +243,18 @@ class WeatherActivities:
     async def run_tool(self, input: Mapping[str, Any]) -> None:
         """Run one call (``input["call"]``: ``call_id``, ``name``, ``arguments``) and publish its
         output in a step of its own (a retry replaces a half-published attempt)."""
+        from ..readers.calls import resolved_call_ids
         from ..sessions.tools import function_call_output
         from ..temporal.step_id import step_id_for
 
         call = dict(input["call"])
-        try:
-            output = self.execute(str(call.get("name", "")), str(call.get("arguments", "")))
-        except Exception as e:
-            output = f"error: {e}"
         async with self._adopted(input) as run:
+            if run is None or call.get("call_id") in resolved_call_ids(run.branch_messages()):
+                return  # finished elsewhere, or this activity's earlier attempt published the output
+            try:
+                output = self.execute(str(call.get("name", "")), str(call.get("arguments", "")))
+            except Exception as e:
+                output = f"error: {e}"
             step = run.create_step(step_id=step_id_for(input["ids"]["invocationId"]))
             await step.start()
             try:
