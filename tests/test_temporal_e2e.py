@@ -7,6 +7,7 @@
   client's view shows one attempt, live and from history); then the approval loop through the starter;
 * a workflow failure leaves the run ended ``error`` (the client unsticks);
 * a retried ``openRun`` re-enters the same run instead of opening a second one;
+* two workflows woken for one approval execute the tool once (claims; the other yields);
 * the framing activities from workflow code (``run.end`` / ``run.suspend``), and ``cleanupRun``'s
   status gate (a suspended run is left alone).
 """
