@@ -36,6 +36,7 @@ The hub is not thread-safe: use it from one event loop.
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import copy
 import functools
@@ -246,18 +247,23 @@ def _history_page(
     state: _ChannelState, limit: int, direction: str, bound: str | None, cursor: str | None
 ) -> InProcessHistoryPage:
     msgs = state.messages
+
+    def serial_of(stored: _Stored) -> str:
+        return str(stored.aggregate["serial"])
+
+    # messages are kept in serial order: find the page's window by bisection, not by a scan
+    candidates: Any
     if direction == "backwards":
-        candidates = (
-            s for s in reversed(msgs)
-            if (bound is None or s.aggregate["serial"] <= bound)
-            and (cursor is None or s.aggregate["serial"] < cursor)
-        )
+        end = len(msgs)
+        if bound is not None:
+            end = bisect.bisect_right(msgs, bound, key=serial_of)
+        if cursor is not None:
+            end = min(end, bisect.bisect_left(msgs, cursor, key=serial_of))
+        candidates = (msgs[i] for i in range(end - 1, -1, -1))
     else:
-        candidates = (
-            s for s in msgs
-            if (bound is None or s.aggregate["serial"] <= bound)
-            and (cursor is None or s.aggregate["serial"] > cursor)
-        )
+        start = 0 if cursor is None else bisect.bisect_right(msgs, cursor, key=serial_of)
+        stop = len(msgs) if bound is None else bisect.bisect_right(msgs, bound, key=serial_of)
+        candidates = (msgs[i] for i in range(start, stop))
     chosen = list(itertools.islice(candidates, limit + 1))
     more = len(chosen) > limit
     chosen = chosen[:limit]

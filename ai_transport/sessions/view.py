@@ -447,9 +447,13 @@ class View:
         return self.get_messages()
 
     async def load_all(self) -> list[Any]:
-        """Load every older message (``while has_older(): load_older(100)``); returns all messages."""
-        while self.has_older():
-            await self.load_older(100)
+        """Load every older message (as ``while has_older(): load_older(100)``); returns all
+        messages. Folds the remaining history in one pass (linear in its length)."""
+        if self._closed:
+            return self.get_messages()
+        await self._hydrator().fold_until(lambda: False)
+        self._hidden = 0
+        self._emitter.emit("update")
         return self.get_messages()
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
