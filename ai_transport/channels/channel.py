@@ -33,6 +33,11 @@ on the in-process channel, ``AblyChannel`` on the emulator and the raw SDK on th
 * history pages hold aggregates ordered by original serial; ``until_attach`` keeps messages at or
   before :attr:`Channel.attach_serial`.
 
+State changes: ``on_state_change(listener)`` reports every channel state change as a
+:class:`~ai_transport.channels.state.ChannelStateChange` (``attached`` with ``resumed``,
+``suspended``, ``failed``, ``detached`` …) in order with message delivery; sessions use it to notice
+a loss of continuity (:func:`~ai_transport.channels.state.is_continuity_lost`).
+
 Implementations also offer ``get_message(serial)`` (the aggregate); it is not part of the protocol.
 """
 

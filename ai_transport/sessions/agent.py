@@ -50,9 +50,10 @@ has echoed what they published, so :attr:`AgentRun.view` already shows it. Steps
 ``create_step(step_id=...)`` with an explicit id, else a step created after a ``failed`` one
 re-attempts its id; only a step's latest attempt is shown. Durable turns (:mod:`.durable`):
 ``adopt_run`` + ``load``, ``page_until_located``, ``with_agent_session``; streams a dead worker left
-open are closed by the next worker (:mod:`.recovery`). Not ported: steering (``onSteer``,
-``hasInput``), and re-materialising after a loss of channel continuity (the Channel protocol has no
-resumed/not-resumed signal; the emulator and Ably replay from the last ``channelSerial``).
+open are closed by the next worker (:mod:`.recovery`); approved calls are executed exactly once
+however many workers are woken (:mod:`.claims`, automatic in ``run_owed_calls``); a loss of channel
+continuity aborts the open runs, emits 104006 and refolds the tree from history
+(:class:`~.session.SessionCore`). Not ported: steering (``onSteer``, ``hasInput``).
 """
 
 from __future__ import annotations
