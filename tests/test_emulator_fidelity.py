@@ -311,3 +311,26 @@ async def test_server_sends_auth_before_the_token_expires(emulator: Emulator) ->
         fresh = emulator.authority.issue("local.dev")["token"]
         await c.send({"action": 17, "auth": {"accessToken": fresh}})
         assert (await c.recv_action(4))["connectionId"] == c.connected["connectionId"]
+
+
+async def test_reauth_changes_the_attached_channels_capability(emulator: Emulator) -> None:
+    ch = unique_channel()
+
+    def token(cap: dict[str, list[str]]) -> str:
+        return emulator.authority.issue("local.dev", capability=cap)["token"]
+
+    async with RawClient.connect(emulator.port, query=f"accessToken={token({ch: ['subscribe']})}&v=6") as c:
+        await attach(c, ch)
+        await c.send({"action": 15, "channel": ch, "msgSerial": 0, "messages": [{"data": "x"}]})
+        assert (await c.recv_action(2))["error"]["code"] == 40160
+        # upgrade: publish is allowed on the same attachment (the ATTACH asked for the default modes)
+        await c.send({"action": 17, "auth": {"accessToken": token({ch: ["subscribe", "publish"]})}})
+        await c.recv_action(4)
+        await c.send({"action": 15, "channel": ch, "msgSerial": 1, "messages": [{"data": "x"}]})
+        assert (await c.recv_action(1))["msgSerial"] == 1
+        # downgrade: a channel the new token does not cover at all fails (ERROR for that channel)
+        await c.send({"action": 17, "auth": {"accessToken": token({"elsewhere": ["*"]})}})
+        failed = await c.recv_action(9)
+        assert failed["channel"] == ch and failed["error"]["code"] == 40160
+        await c.send({"action": 0, "id": "alive"})
+        assert (await c.recv_action(0))["id"] == "alive"

@@ -7,6 +7,8 @@ Pure functions (no I/O, no state):
 * :func:`requested_modes`: the mode bits asked for, from ``params.modes`` (comma-separated
   names, which win, as in Ably) or the ATTACH ``flags``; :data:`~.protocol.DEFAULT_MODES` when
   neither asks.
+* :func:`granted_modes`: the mode bits a principal's capability allows on a channel (ATTACHED
+  grants ``requested & granted``, recomputed when the connection re-authorises).
 * :func:`echoed_params`: the channel params ATTACHED echoes (``modes``, ``delta``, ``rewind``,
   ``occupancy``); others (e.g. ``agent``) are accepted and not echoed.
 """
@@ -15,9 +17,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from .auth import Principal
 from .protocol import DEFAULT_MODES, MODE_MASK, EmulatorError, Flag
 
-__all__ = ["ECHOED_PARAMS", "MODE_NAMES", "check_channel_name", "echoed_params", "requested_modes"]
+__all__ = [
+    "ECHOED_PARAMS",
+    "MODE_NAMES",
+    "check_channel_name",
+    "echoed_params",
+    "granted_modes",
+    "requested_modes",
+]
 
 #: Channel mode names (``params.modes`` / ably-js ``modes``) and their flag bits.
 MODE_NAMES: dict[str, int] = {
@@ -64,3 +74,21 @@ def requested_modes(flags: Any, params: dict[str, Any]) -> int:
 def echoed_params(params: dict[str, Any]) -> dict[str, str]:
     """The params ATTACHED echoes: every :data:`ECHOED_PARAMS` entry the ATTACH carried."""
     return {k: str(params[k]) for k in ECHOED_PARAMS if params.get(k) not in (None, "")}
+
+
+def granted_modes(principal: Principal, channel: str) -> int:
+    """The mode bits ``principal``'s capability allows on ``channel``."""
+    granted = 0
+    if principal.allows(channel, "publish"):
+        granted |= Flag.PUBLISH
+    if principal.allows(channel, "subscribe"):
+        granted |= Flag.SUBSCRIBE
+    if principal.allows(channel, "presence"):
+        granted |= Flag.PRESENCE
+    if principal.allows(channel, "subscribe") or principal.allows(channel, "presence"):
+        granted |= Flag.PRESENCE_SUBSCRIBE
+    if principal.allows(channel, "annotation-publish"):
+        granted |= Flag.ANNOTATION_PUBLISH
+    if principal.allows(channel, "annotation-subscribe") or principal.allows(channel, "subscribe"):
+        granted |= Flag.ANNOTATION_SUBSCRIBE
+    return int(granted)

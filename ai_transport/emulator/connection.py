@@ -29,6 +29,7 @@ class Attachment:
     channel: str
     subscribe: bool = True
     modes: int = int(DEFAULT_MODES)
+    requested: int = int(DEFAULT_MODES)  # the modes the ATTACH asked for (granted = requested & capability)
     seen: set[str] = field(default_factory=set)
     base: str | None = None  # the client holds every message with serial <= base
     # True while deliveries flow on the connection's current websocket. A dropped transport

@@ -14,7 +14,7 @@ from websockets.http11 import Request
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-from .attach import check_channel_name, echoed_params, requested_modes
+from .attach import check_channel_name, echoed_params, granted_modes, requested_modes
 from .auth import Principal
 from .connection import Attachment, Connection, WsSession
 from .core import MAX_WS_FRAME, log
@@ -377,8 +377,27 @@ class RealtimeHandlers(PresenceHandlers):
             conn.principal = principal
             session.send(self._connected_frame(conn))
             self._watch_expiry(conn, session)
+            self._recheck_attachments(conn, session)
         else:
             raise EmulatorError(f"unknown or unexpected ProtocolMessage action {action}", 40000, 400)
+
+    def _recheck_attachments(self, conn: Connection, session: WsSession) -> None:
+        """After re-authorisation: each attachment gets the modes the new capability allows; a
+        channel it no longer allows at all fails (ERROR 40160 for that channel), as in Ably."""
+        for name, att in list(conn.attachments.items()):
+            if conn.principal.allows_any(name):
+                att.modes = att.requested & granted_modes(conn.principal, name)
+                att.subscribe = bool(att.modes & Flag.SUBSCRIBE)
+                continue
+            conn.attachments.pop(name, None)
+            self._presence_leave_connection(conn, name)
+            subs = self._subs.get(name)
+            if subs is not None:
+                subs.pop(conn.id, None)
+            err = EmulatorError(
+                f"Channel denied access based on given capability; channel {name!r}", 40160, 401
+            )
+            session.send({"action": int(Action.ERROR), "channel": name, "error": err.to_dict()})
 
     def _nack_unsupported(self, conn: Connection, session: WsSession, frame: dict[str, Any]) -> None:
         serial = frame.get("msgSerial")
@@ -424,26 +443,14 @@ class RealtimeHandlers(PresenceHandlers):
             return
         raw_flags = frame.get("flags")
         flags = raw_flags if isinstance(raw_flags, int) and not isinstance(raw_flags, bool) else 0
-        granted = 0
-        if principal.allows(channel, "publish"):
-            granted |= Flag.PUBLISH
-        if principal.allows(channel, "subscribe"):
-            granted |= Flag.SUBSCRIBE
-        if principal.allows(channel, "presence"):
-            granted |= Flag.PRESENCE
-        if principal.allows(channel, "subscribe") or principal.allows(channel, "presence"):
-            granted |= Flag.PRESENCE_SUBSCRIBE
-        if principal.allows(channel, "annotation-publish"):
-            granted |= Flag.ANNOTATION_PUBLISH
-        if principal.allows(channel, "annotation-subscribe") or principal.allows(channel, "subscribe"):
-            granted |= Flag.ANNOTATION_SUBSCRIBE
-        modes = requested & granted
+        modes = requested & granted_modes(principal, channel)
         log_ = self.store.channel(channel)
         att = conn.attachments.get(channel)
         continuing = att is not None and att.live
         if att is None:
             att = conn.attachments[channel] = Attachment(channel, joined=log_.latest_serial)
         att.modes = modes
+        att.requested = requested
         att.subscribe = bool(modes & Flag.SUBSCRIBE)
         self._subs.setdefault(channel, {})[conn.id] = att
 
@@ -541,7 +548,7 @@ class RealtimeHandlers(PresenceHandlers):
         try:
             channel = check_channel_name(frame.get("channel"))
             att = conn.attachments.get(channel)
-            if att is not None and not att.modes & Flag.PUBLISH and conn.principal.allows(channel, "publish"):
+            if att is not None and not att.requested & Flag.PUBLISH and conn.principal.allows(channel, "publish"):
                 raise EmulatorError(
                     f"channel {channel!r} was attached without the PUBLISH mode", 40165, 401
                 )
