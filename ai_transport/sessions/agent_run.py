@@ -43,6 +43,7 @@ from .lifecycle import (
 )
 from .pipe_loop import pipe_events
 from .run import TERMINAL_STATUSES, PipeResult
+from .run_durable import DurableRun
 from .steer import RunSteering
 from .step import RunStep
 from .tree import RunNode, Tree
@@ -81,7 +82,7 @@ class _RecordingWriter:
 
 
 
-class AgentRun(BaseRun, AgentConversation):
+class AgentRun(DurableRun, BaseRun, AgentConversation):
     """One run of the agent (``AgentRun`` of 0.8.0); created by :meth:`AgentSession.create_run`."""
 
     def __init__(
@@ -152,28 +153,6 @@ class AgentRun(BaseRun, AgentConversation):
 
     def _match(self) -> Mapping[str, Any] | None:
         return self.session.tree.find_message_by_event_id(self.invocation.input_event_id)
-
-    @property
-    def located(self) -> bool:
-        """True once the trigger (the input named by the invocation) has been folded (or there is none)."""
-        return not self.invocation.input_event_id or self._match() is not None
-
-    async def load(self, timeout: float = 30.0) -> None:
-        """Open an adopted run for publishing without publishing anything (``load`` of 0.8.0).
-
-        Waits up to ``timeout`` seconds for the run's ``ai-run-start`` and trigger (history, then
-        live), rejects a suspended run (40003: resume it with ``create_run().start()``) or an ended
-        one (40003), raises 104010 when the run is not visible in time, then closes every stream a
-        dead worker left open (:mod:`.recovery`). Only for runs from ``AgentSession.adopt_run``.
-        """
-        if not self._adopted:
-            raise InvalidArgumentError(
-                f"unable to load run; run {self.run_id} was created, not adopted (call start())"
-            )
-        from .durable import load_run
-
-        await load_run(self, timeout)
-        self._steering.seed()
 
     async def _locate(self, timeout: float) -> None:
         found = self._match()
@@ -325,16 +304,6 @@ class AgentRun(BaseRun, AgentConversation):
         """Loop driver (``hasInput()`` of 0.8.0): True until the run produced output, then once per
         batch of steers folded in since; False once cancelled (:mod:`~ai_transport.sessions.steer`)."""
         return self._steering.has_input()
-
-    async def _recover_before_resume(self) -> None:
-        """Fold the run back to its start and close the streams left open before the trigger."""
-        from .recovery import close_dangling_streams
-
-        tree = self.session.tree
-        await self.session.hydrator.fold_until(lambda: tree.run_start_confirmed(self.run_id))
-        trigger_serial = self.trigger.get("serial") if self.trigger is not None else None
-        if isinstance(trigger_serial, str) and trigger_serial:
-            await close_dangling_streams(self, before=trigger_serial)
 
     def _assert_open(self, action: str) -> None:
         if not self.is_open:
@@ -552,20 +521,6 @@ class AgentRun(BaseRun, AgentConversation):
     ) -> PipeResult:
         """The pipe loop (:func:`.pipe_loop.pipe_events`)."""
         return await pipe_events(self, events, step)
-
-    async def claim_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Claim ``calls`` on the channel and return those this worker holds: execute exactly
-        these (exactly-once across workers, see :mod:`.claims`). Sets :attr:`yielded` when another
-        worker holds some of them. :meth:`run_owed_calls` calls it for you."""
-        if not calls and not self.continuation:
-            return []
-        if self.is_open and self.status in TERMINAL_STATUSES:
-            self.yielded = True  # another worker already finished the run
-            return []
-        self._assert_open("claim calls")
-        from .claims import claim_calls
-
-        return await claim_calls(self, calls)
 
     async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
         """Publish a stream of Responses events as one message (one implicit step).
