@@ -6,6 +6,9 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import re
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -192,3 +195,28 @@ async def test_ablyjs_connects_with_an_ably_jwt(node: Any, sandbox: Sandbox) -> 
     del options["key"]
     got = await call(node, "identity", options={**options, "token": token})
     assert got["clientId"] == "jwt-user"
+
+
+def test_cli_sandbox_provisions_and_deletes_apps() -> None:
+    """``ai-transport emulator --sandbox --port 0`` prints its URL and serves POST/DELETE /apps."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ai_transport", "emulator", "--sandbox", "--port", "0"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        first = proc.stdout.readline()
+        m = re.search(r"sandbox listening on (http://127\.0\.0\.1:\d+)", first)
+        assert m, first
+        url = m.group(1)
+        app = httpx.post(f"{url}/apps", json=APPSPEC, timeout=10).json()
+        assert len(app["keys"]) == 3 and app["port"] > 0
+        key = app["keys"][0]["keyStr"]
+        r = httpx.post(f"http://127.0.0.1:{app['port']}/channels/c/messages", json={"data": 1}, headers=basic(key))
+        assert r.status_code == 201
+        assert httpx.delete(f"{url}/apps/{app['appId']}", headers=basic(key), timeout=10).status_code == 204
+    finally:
+        proc.terminate()
+        proc.wait(10)
