@@ -127,3 +127,103 @@ async def test_python_client_steers_a_js_agent(emulator_thread, node) -> None:
     finally:
         await client.close()
         await pch.close()
+
+
+# -- branch selection, view events ---------------------------------------------------------------
+
+
+def record_events(view: Any) -> list[dict]:
+    events: list[dict] = []
+    view.on("update", lambda: events.append({"event": "update"}))
+    view.on("run", lambda e: events.append({"event": "run", "type": e.type, "runId": e.run_id}))
+    return events
+
+
+async def test_branches_and_view_events_match_a_js_client(emulator_thread, node) -> None:
+    """A Python client (alice) talks to our agent; a JS client and a Python client watch. Both
+    watchers fire the same ``update`` / ``run`` events, show the same branch handles (siblings are
+    messages) for a regenerate of a message inside a run and for an edit, and select alike."""
+    from support_sessions import Worker, approve_call
+
+    name = unique_channel("branch-js")
+    ach = await open_channel(emulator_thread, name, "agent")
+    sch = await open_channel(emulator_thread, name, "alice")
+    wch = await open_channel(emulator_thread, name, "watcher")
+    agent, sender, watcher = AgentSession(ach), ClientSession(sch), ClientSession(wch)
+    for s in (agent, sender, watcher):
+        await s.connect()
+    jsw = await js(node, "pOpen", options=connect_info(emulator_thread, client_id="jswatcher"), channel=name)
+    py_events = record_events(watcher.view)
+    worker = Worker()
+
+    async def settled(run_id: str, status: str) -> None:
+        await wait_status(watcher.view, run_id, status)
+        await js(node, "pWait", id=jsw["id"], runId=run_id, status=status)
+        await wait_status(sender.view, run_id, status)
+
+    async def same_view() -> dict:
+        view = await js(node, "pView", id=jsw["id"])
+        assert view["messages"] == as_dicts(watcher.view.get_messages())
+        return view
+
+    async def same_handle(cmid: str, select: int | None = None) -> dict:
+        handle = watcher.view.branch_selection(cmid)
+        if select is not None:
+            handle.select(select)
+            handle = watcher.view.branch_selection(cmid)
+        js_handle = await js(node, "pBranch", id=jsw["id"], codecMessageId=cmid, select=select)
+        assert js_handle["siblings"] == [m.to_dict() for m in handle.siblings]
+        assert (js_handle["index"], js_handle["hasSiblings"]) == (handle.index, handle.has_siblings)
+        assert js_handle["messages"] == as_dicts(watcher.view.get_messages())
+        return js_handle
+
+    try:
+        sent = await sender.view.send(user_message("Weather in Paris?"))
+        run = await worker.handle(agent, sent.invocation.to_json())
+        await settled(run.run_id, "suspended")
+        approved, _call = await approve_call(sender.view, run.run_id)
+        await worker.handle(agent, approved.invocation.to_json())
+        await settled(run.run_id, "complete")
+        await same_view()
+        final = watcher.view.get_messages()[3].codec_message_id
+        prompt = watcher.view.get_messages()[0].codec_message_id
+
+        # regenerate the answer that follows the tool call (not the first message of its run)
+        regen = await sender.view.regenerate(final)
+        again = await agent.create_run(regen.invocation)
+        await again.start()
+        await again.pipe(text_turn("Paris: 24C and showers.", 9))
+        await again.end("complete")
+        await settled(again.run_id, "complete")
+        await same_view()
+        handle = await same_handle(final)
+        assert handle["hasSiblings"] and len(handle["siblings"]) == 2 and handle["index"] == 1
+        await same_handle(final, select=0)
+        await same_handle(final, select=7)  # clamped
+
+        # alice edits the prompt: both watchers showed Paris and stay there (pinned) ...
+        edited = await sender.view.edit(prompt, user_message("Weather in Rome?"))
+        rome = await agent.create_run(edited.invocation)
+        await rome.start()
+        await rome.pipe(text_turn("Rome: dry.", 10))
+        await rome.end("complete")
+        await settled(rome.run_id, "complete")
+        assert texts(sender.view.get_messages()) == ["Weather in Rome?", "assistant"]
+        view = await same_view()
+        assert js_texts(view["messages"])[0] == "Weather in Paris?"
+        # ... until they select it
+        await same_handle(prompt, select=1)
+        assert texts(watcher.view.get_messages()) == ["Weather in Rome?", "assistant"]
+        await same_handle(prompt)
+
+        # the same events, at the same moments (no update for a status change or a hidden branch)
+        js_events = (await js(node, "pEvents", id=jsw["id"]))["events"]
+        assert js_events == py_events
+        assert {"event": "run", "type": "suspend", "runId": run.run_id} in py_events
+    finally:
+        await js(node, "pClose", id=jsw["id"])
+        for s in (watcher, sender):
+            await s.close()
+        await agent.end()
+        for ch in (ach, sch, wch):
+            await ch.close()

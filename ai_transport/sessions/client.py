@@ -30,6 +30,7 @@ from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .admission import Admission
 from .base_run import BaseRun
+from .branch import BranchHandle, NavigableBranch
 from .invocation import Invocation
 from .lifecycle import (
     H_INPUT_CODEC_MESSAGE_ID,
@@ -40,8 +41,8 @@ from .lifecycle import (
 )
 from .session import SessionCore
 from .steer_client import SteerCoordinator, SteerResult
-from .tree import Tree
-from .view import DEFAULT_HISTORY_PAGE_SIZE, TreeBranch, View
+from .tree import RunNode, Tree
+from .view import DEFAULT_HISTORY_PAGE_SIZE, View
 
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
 
@@ -110,11 +111,16 @@ class ClientRun(BaseRun):
 
 
 class ClientView(View):
-    """A :class:`View` that can also send inputs (``ClientView`` of 0.8.0)."""
+    """A :class:`View` that can also send inputs and navigate branches (``ClientView`` of 0.8.0)."""
 
     def __init__(self, session: ClientSession) -> None:
         self._session = session
-        super().__init__(lambda: session.tree, lambda: session.hydrator, TreeBranch(session.tree))
+        self._nav = NavigableBranch(session.tree)
+        super().__init__(lambda: session.tree, lambda: session.hydrator, self._nav)
+
+    def _check_open(self, action: str) -> None:
+        if self._closed:
+            raise AITransportError(f"unable to {action}; view is closed", ErrorCode.SESSION_CLOSED, 400)
 
     async def send(
         self,
@@ -129,12 +135,18 @@ class ClientView(View):
         """Publish ``input`` (one input dict or a list) as ``ai-input`` messages; see the module doc.
 
         ``run_id`` continues a run (approvals, tool results); ``parent`` defaults to the last
-        visible message.
+        visible message; ``fork_of`` makes the new prompt a sibling of that one (this view switches
+        to it).
         """
+        self._check_open("send")
         inputs = [input] if isinstance(input, Mapping) else list(input)
         last = self.get_messages()
         auto_parent = last[-1].codec_message_id if last and parent is None and not fork_of else None
-        return await self._session._send(inputs, run_id, parent, auto_parent, fork_of, role, supersedes)
+        run = await self._session._send(inputs, run_id, parent, auto_parent, fork_of, role, supersedes)
+        if fork_of:
+            self._nav.apply_fork_auto_select(run.input_codec_message_id)
+            self._recompute_and_emit()
+        return run
 
     def _parent_of(self, node: Any, codec_message_id: str) -> str | None:
         visible = self.get_messages()
@@ -153,16 +165,25 @@ class ClientView(View):
                         return msgs[-1].codec_message_id if msgs else None
         return None
 
-    async def regenerate(self, codec_message_id: str) -> ClientRun:
+    async def regenerate(
+        self,
+        codec_message_id: str,
+        *,
+        run_id: str | None = None,
+        fork_of: str | None = None,
+        role: str = "user",
+        supersedes: str | None = None,
+    ) -> ClientRun:
         """Ask the agent for a new version of the assistant message ``codec_message_id``.
 
         Publishes a wire-only ``regenerate`` input (``msg-regenerate`` = the target, ``parent`` = the
-        message before it); the agent's new run is a sibling of the target's run, and this view
-        switches to it (latest sibling) once it starts.
+        message before it; the keyword options as :meth:`send`). The new run is a sibling of the
+        target's run (or, for a message that is not the first of its run, replaces that message and
+        the rest of its run); this view switches to it once it arrives.
         """
-        from .tree import RunNode
-
-        node = self._session.tree.get_node_by_codec_message_id(codec_message_id)
+        self._check_open("regenerate")
+        tree = self._session.tree
+        node = tree.get_node_by_codec_message_id(codec_message_id)
         if not isinstance(node, RunNode):
             raise InvalidArgumentError(f"unable to regenerate; message not found in tree: {codec_message_id}")
         parent = self._parent_of(node, codec_message_id)
@@ -172,34 +193,60 @@ class ClientView(View):
             )
         anchor = codec_message_id
         if node.regenerates is not None:
-            first = self._session.tree.messages_of(node)
+            first = tree.messages_of(node)
             if first and first[0].codec_message_id == codec_message_id:
                 anchor = node.regenerates
-        return await self._session._send(
-            [self._session.codec.create_regenerate(anchor, parent)], None, parent, None, None, "user", None
+        run = await self._session._send(
+            [self._session.codec.create_regenerate(anchor, parent)], run_id, parent, None, fork_of, role, supersedes
         )
+        if self._nav.apply_regenerate_auto_select(run.input_codec_message_id, anchor):
+            self._recompute_and_emit(only_if_changed=True)
+        return run
 
     async def edit(
-        self, codec_message_id: str, input: Mapping[str, Any] | Sequence[Mapping[str, Any]]
+        self,
+        codec_message_id: str,
+        input: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        run_id: str | None = None,
+        role: str = "user",
+        supersedes: str | None = None,
     ) -> ClientRun:
-        """Replace the user prompt ``codec_message_id`` with ``input`` (a ``fork-of`` sibling)."""
+        """Replace the user prompt ``codec_message_id`` with ``input`` (a ``fork-of`` sibling; the
+        keyword options as :meth:`send`); this view switches to the new prompt."""
+        self._check_open("edit")
         node = self._session.tree.get_node_by_codec_message_id(codec_message_id)
         if node is None:
             raise InvalidArgumentError(f"unable to edit; message not found in tree: {codec_message_id}")
         parent = self._parent_of(node, codec_message_id)
-        inputs = [input] if isinstance(input, Mapping) else list(input)
-        run = await self._session._send(inputs, None, parent, None, codec_message_id, "user", None)
-        branch = self.branch
-        if isinstance(branch, TreeBranch):
-            branch.select(run.input_codec_message_id)
-        return run
+        return await self.send(
+            input, run_id, parent, fork_of=codec_message_id, role=role, supersedes=supersedes
+        )
+
+    def branch_selection(self, codec_message_id: str) -> BranchHandle:
+        """The branch point at message ``codec_message_id`` (``branchSelection`` of 0.8.0): its
+        alternative messages, the one shown, and ``select(index)`` (see
+        :class:`~ai_transport.sessions.branch.BranchHandle`)."""
+
+        def select(index: int) -> None:
+            if self._nav.record_selection(codec_message_id, index):
+                self._recompute_and_emit()
+
+        return self._nav.branch_selection(codec_message_id, select)
 
     def select(self, node_key: str) -> None:
-        """Show sibling ``node_key`` (run id / input codec-message-id) at its fork."""
-        branch = self.branch
-        assert isinstance(branch, TreeBranch)
-        branch.select(node_key)
-        self._emitter.emit("update")
+        """Show sibling ``node_key`` (run id / input codec-message-id) at its fork (Python-only;
+        :meth:`branch_selection` is the message-anchored way)."""
+        self._nav.select(node_key)
+        self._recompute_and_emit()
+
+    def close(self) -> None:
+        """Stop listening and forget this view's selections (the session stops tracking it)."""
+        if self._closed:
+            return
+        self._nav.clear()
+        super().close()
+        self._session._views.discard(self)
 
 
 class ClientSession(SessionCore):
@@ -245,8 +292,10 @@ class ClientSession(SessionCore):
             self._client_id,
             lambda: self._closed,
         )
+        self._views: set[ClientView] = set()
         #: The default view (selected branch).
         self.view = ClientView(self)
+        self._views.add(self.view)
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error``: an agent's run ended ``error`` (the :class:`AITransportError` from its
@@ -371,8 +420,12 @@ class ClientSession(SessionCore):
         await self.channel.publish(build_cancel_message(target))
 
     def create_view(self) -> ClientView:
-        """Another view over the same tree (own branch selections)."""
-        return ClientView(self)
+        """Another view over the same tree (own branch selections), closed with the session."""
+        if self._closed:
+            raise AITransportError("unable to create view; session is closed", ErrorCode.SESSION_CLOSED, 400)
+        view = ClientView(self)
+        self._views.add(view)
+        return view
 
     async def close(self) -> None:
         """Stop listening, close the encoder and detach."""
@@ -390,7 +443,9 @@ class ClientSession(SessionCore):
                 pending.started.exception()  # mark retrieved
         self._pending.clear()
         self._steer.drain_closed()
-        self.view.close()
+        for view in list(self._views):
+            view.close()
+        self._views.clear()
         try:
             await self._encoder.close()
         except Exception:

@@ -2,15 +2,17 @@
 
 :class:`View` (``View`` of 0.8.0): :meth:`View.get_messages`, :meth:`View.runs`,
 :meth:`View.has_older` / :meth:`View.load_older` (history paging), :meth:`View.run_of`,
-:meth:`View.run`, and events via :meth:`View.on` (``update``, ``run``, ``ably-message``).
+:meth:`View.run`, and events via :meth:`View.on` (``update``, ``run``, ``ably-message``), fired when
+0.8.0 fires them: ``update`` when the visible nodes change (a structural change that leaves them
+as they were emits nothing), on every fold into a visible node, on a selection, a reveal and when a
+``load_until`` walk settles — not on a run's status change; ``run`` only for runs on this branch
+(or a ``start`` whose parent is on it).
 
 Two branch sources decide which nodes a view shows:
 
-* :class:`TreeBranch` (client views): the tree's selected path — at every fork (edits of a prompt,
-  regenerates of a reply) the latest sibling unless :meth:`TreeBranch.select` pinned another.
-  Not ported from 0.8.0: ``branchSelection`` handles, auto-selection bookkeeping after
-  ``edit``/``regenerate`` and non-head regenerates (a regenerate of a message that is not the first
-  of its run); a full branch-selection UI is out of scope.
+* :class:`~ai_transport.sessions.branch.NavigableBranch` (client views): the tree's selected path
+  — at every fork (edits of a prompt, regenerates of a message) the latest sibling unless selected;
+  branch-selection handles and auto-selection as 0.8.0 (:mod:`ai_transport.sessions.branch`).
 * :class:`LeafBranch` (an agent run's ``run.view``): the ancestor chain of the run's trigger, with
   ancestor runs that did not end ``complete`` left out together with the input they answered (so
   their dangling calls never reach the model); the current run is always kept. A regenerate cuts the
@@ -31,12 +33,13 @@ from typing import Any
 
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .branch import NavigableBranch
 from .lifecycle import H_CODEC_MESSAGE_ID, H_RUN_ID
 from .run import RunInfo
 from .steer import defer_unresponded_steers
 from .tree import Emitter, InputNode, Node, RunNode, Tree, WireApplier
 
-__all__ = ["HistoryHydrator", "LeafBranch", "TreeBranch", "View"]
+__all__ = ["HistoryHydrator", "LeafBranch", "NavigableBranch", "TreeBranch", "View"]
 
 logger = logging.getLogger("ai_transport.sessions.view")
 
@@ -155,35 +158,8 @@ class HistoryHydrator:
         return self._exhausted
 
 
-class TreeBranch:
-    """Client branch source: the tree's selected path (latest sibling unless selected)."""
-
-    def __init__(self, tree: Tree) -> None:
-        self.tree = tree
-        self.selections: dict[str, str] = {}
-
-    def cache_key(self) -> Any:
-        """Changes whenever :meth:`visible_nodes` may change."""
-        return (id(self.tree), self.tree.version, tuple(sorted(self.selections.items())))
-
-    def visible_nodes(self) -> list[Node]:
-        """The nodes on the selected path."""
-        return self.tree.visible_nodes(self.selections)
-
-    def extract_messages(self, nodes: list[Node]) -> list[Any]:
-        """Every node's messages, in node order."""
-        out: list[Any] = []
-        for node in nodes:
-            out.extend(self.tree.messages_of(node))
-        return out
-
-    def select(self, node_key: str) -> None:
-        """Pin the sibling ``node_key`` (a run id or input codec-message-id) at its fork."""
-        self.selections[self.tree.group_root(node_key)] = node_key
-
-    def selected_reply_run(self, input_cmid: str) -> RunNode | None:
-        """The reply run of the input shown on this branch (else the latest)."""
-        return _reply_shown(self.tree.reply_runs(input_cmid), self.visible_nodes)
+#: The client branch source (kept under its old name).
+TreeBranch = NavigableBranch
 
 
 def _reply_shown(replies: list[RunNode], shown: Callable[[], Iterable[Any]]) -> RunNode | None:
@@ -265,21 +241,27 @@ class LeafBranch:
         return list(result)
 
     def extract_messages(self, nodes: list[Node]) -> list[Any]:
-        """Messages in node order, cut before the regenerate target."""
+        """Messages in node order, cut before the regenerate target (then, unlike 0.8.0, the run's
+        own messages: a regenerate of a message that is not the first of its run cuts inside an
+        ancestor run, and the agent should still read what it has answered)."""
         tree = self._tree()
         out: list[Any] = []
-        steer = self.is_unresponded_steer
         for node in nodes:
-            messages = tree.messages_of(node)
-            if steer is not None and isinstance(node, RunNode):
-                messages = defer_unresponded_steers(
-                    messages, functools.partial(steer, node.run_id)
-                )
-            for m in messages:
+            for m in self._node_messages(tree, node):
                 if self.regenerate_target is not None and m.codec_message_id == self.regenerate_target:
+                    run = tree.get_run_node(self.run_id) if self.run_id is not None else None
+                    if run is not None and run is not node and any(n is run for n in nodes):
+                        out.extend(self._node_messages(tree, run))
                     return out
                 out.append(m)
         return out
+
+    def _node_messages(self, tree: Tree, node: Node) -> list[Any]:
+        messages = tree.messages_of(node)
+        steer = self.is_unresponded_steer
+        if steer is not None and isinstance(node, RunNode):
+            messages = defer_unresponded_steers(messages, functools.partial(steer, node.run_id))
+        return messages
 
     def selected_reply_run(self, input_cmid: str) -> RunNode | None:
         """The reply run of ``input_cmid`` on this branch (else the latest)."""
@@ -293,7 +275,7 @@ class View:
         self,
         tree_getter: Callable[[], Tree],
         hydrator_getter: Callable[[], HistoryHydrator],
-        source: TreeBranch | LeafBranch,
+        source: NavigableBranch | LeafBranch,
     ) -> None:
         self._tree = tree_getter
         self._hydrator = hydrator_getter
@@ -303,8 +285,13 @@ class View:
         self._unsubs: list[Callable[[], None]] = []
         self._bound_tree: Tree | None = None
         self._closed = False
-        self._keys: tuple[Any, frozenset[str]] | None = None
+        self._snap_keys: list[str] = []
+        self._snap_versions: list[int] = []
+        self._snap_set: set[str] = set()
+        self._walking = False
+        self._walk_lock = asyncio.Lock()
         self._bind()
+        self._take_snapshot()
 
     def _bind(self) -> None:
         tree = self._tree()
@@ -315,54 +302,93 @@ class View:
         self._unsubs = [
             tree.on("update", self._on_change),
             tree.on("output", self._on_output),
-            tree.on("status", self._on_change),
             tree.on("run", self._on_run),
             tree.on("ably-message", self._on_ably_message),
         ]
         self._bound_tree = tree
 
-    # -- events ------------------------------------------------------------------------------
+    # -- events (as 0.8.0's View: against a snapshot of the visible nodes) --------------------
 
-    def _visible_keys(self) -> frozenset[str]:
-        key = self._source.cache_key()
-        if self._keys is None or self._keys[0] != key:
-            self._keys = (key, frozenset(n.key for n in self._source.visible_nodes()))
-        return self._keys[1]
+    def _take_snapshot(self, nodes: list[Node] | None = None) -> None:
+        nodes = self._source.visible_nodes() if nodes is None else nodes
+        self._snap_keys = [n.key for n in nodes]
+        self._snap_versions = [n.fold_version for n in nodes]
+        self._snap_set = set(self._snap_keys)
+
+    def _emit_update(self) -> None:
+        if not self._walking:
+            self._emitter.emit("update")
+
+    def _recompute_and_emit(self, only_if_changed: bool = False) -> None:
+        """Refresh the snapshot and emit ``update`` (only when the visible nodes or one of their
+        projections changed, with ``only_if_changed``)."""
+        self._bind()
+        nodes = self._source.visible_nodes()
+        if (
+            only_if_changed
+            and [n.key for n in nodes] == self._snap_keys
+            and [n.fold_version for n in nodes] == self._snap_versions
+        ):
+            return
+        self._take_snapshot(nodes)
+        self._emit_update()
 
     def _folding(self) -> bool:
         return self._hydrator().is_folding()
 
     def _on_change(self, *_: Any) -> None:
-        if not self._folding():
-            self._emitter.emit("update")
-
-    def _on_output(self, event: Mapping[str, Any]) -> None:
+        # a structural tree change: emit only when this view's visible nodes changed
         if self._folding():
             return
-        keys = self._visible_keys()
-        if event.get("run_id") in keys or event.get("input_codec_message_id") in keys:
-            self._emitter.emit("update")
+        reconcile = getattr(self._source, "on_visible_nodes_changed", None)
+        if reconcile is not None:
+            reconcile(list(self._snap_keys))
+        self._recompute_and_emit(only_if_changed=True)
+
+    def _on_output(self, event: Mapping[str, Any]) -> None:
+        # a fold into a node: emit when the node is visible (every fold, as 0.8.0)
+        if self._folding():
+            return
+        if event.get("run_id") in self._snap_set or event.get("input_codec_message_id") in self._snap_set:
+            tree = self._tree()
+            self._snap_versions = [
+                node.fold_version if (node := tree.get_node(key)) is not None else -1 for key in self._snap_keys
+            ]
+            self._emit_update()
 
     def _on_run(self, event: Any) -> None:
-        if not self._folding():
+        # lifecycle of a visible run, or the start of a run that will be visible
+        if self._folding():
+            return
+        if event.run_id in self._snap_set:
             self._emitter.emit("run", event)
+        elif event.type == "start" and self._run_start_visible(event):
+            self._snap_set.add(event.run_id)
+            self._emitter.emit("run", event)
+
+    def _run_start_visible(self, event: Any) -> bool:
+        if event.parent is None:
+            return True
+        parent = self._tree().get_node_by_codec_message_id(event.parent)
+        return parent is None or parent.key in self._snap_set
 
     def _on_ably_message(self, message: Mapping[str, Any]) -> None:
         if self._folding():
             return
         h = transport_headers(message.get("extras"))
         run_id = h.get(H_RUN_ID)
-        if (not h.get(H_CODEC_MESSAGE_ID) and not run_id) or (run_id and run_id in self._visible_keys()):
+        if (not h.get(H_CODEC_MESSAGE_ID) and not run_id) or (run_id and run_id in self._snap_set):
             self._emitter.emit("ably-message", message)
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
-        """Listen to ``update`` (messages or runs changed), ``run`` (lifecycle) or ``ably-message``."""
+        """Listen to ``update`` (the visible messages changed), ``run`` (lifecycle of a run on this
+        branch) or ``ably-message`` (a wire of this branch); returns an unsubscribe."""
         return self._emitter.on(event, handler)
 
     # -- reads -------------------------------------------------------------------------------
 
     @property
-    def branch(self) -> TreeBranch | LeafBranch:
+    def branch(self) -> NavigableBranch | LeafBranch:
         """The branch source deciding which nodes this view shows."""
         return self._source
 
@@ -418,33 +444,55 @@ class View:
             self._hidden = max(0, self._hidden + (after - before) - limit)
         now = self.get_messages()
         revealed = now[: max(0, len(now) - len(before_visible))]
-        self._emitter.emit("update")
+        self._recompute_and_emit()
         return revealed
 
-    async def load_until(self, predicate: Callable[[Any], bool]) -> list[Any]:
+    async def load_until(
+        self, predicate: Callable[[Any], bool], signal: asyncio.Event | None = None
+    ) -> list[Any]:
         """Page older messages until one matches ``predicate`` (``loadUntil`` of 0.8.0).
 
         The view then shows only the messages strictly newer than the first (oldest) match among
         those visible when it was found; returns them. History exhausted without a match: returns
-        every message.
+        every message. Concurrent walks run one after another; ``update`` is emitted once, when the
+        walk settles. ``signal`` (set it to abandon the walk, checked between reveals) or a closed
+        view: returns ``[]``.
         """
+        if signal is not None and signal.is_set():
+            return []
+        async with self._walk_lock:
+            return await self._walk(predicate, signal)
 
-        def seam(page: list[Any]) -> list[Any] | None:
-            for i, message in enumerate(page):
-                if predicate(message):
-                    self._hidden += i + 1
-                    self._emitter.emit("update")
-                    return self.get_messages()
-            return None
+    async def _walk(self, predicate: Callable[[Any], bool], signal: asyncio.Event | None) -> list[Any]:
+        def aborted() -> bool:
+            return self._closed or (signal is not None and signal.is_set())
 
-        found = seam(self.get_messages())
-        if found is not None:
-            return found
-        while self.has_older() and not self._closed:
-            found = seam(await self.load_older(1))
+        if aborted():
+            return []
+        self._walking = True
+        try:
+
+            def seam(page: list[Any]) -> list[Any] | None:
+                for i, message in enumerate(page):
+                    if predicate(message):
+                        self._hidden += i + 1
+                        return self.get_messages()
+                return None
+
+            found = seam(self.get_messages())
             if found is not None:
                 return found
-        return self.get_messages()
+            while self.has_older():
+                if aborted():
+                    return []
+                found = seam(await self.load_older(1))
+                if found is not None:
+                    return found
+            return self.get_messages()
+        finally:
+            self._walking = False
+            if not aborted():
+                self._recompute_and_emit()
 
     async def load_all(self) -> list[Any]:
         """Load every older message (as ``while has_older(): load_older(100)``); returns all
