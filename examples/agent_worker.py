@@ -28,12 +28,17 @@ import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
+from ai_transport.auth import agent_token_params, token_request_callback
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.cli.scenario import GATED_TOOLS, INSTRUCTIONS, WEATHER_TOOL, run_tool, scripted_turn
+from ai_transport.emulator.auth import DEFAULT_KEY
 from ai_transport.errors import AITransportError
 from ai_transport.readers.hygiene import sanitize_input
 from ai_transport.responses.client import ResponsesClient
 from ai_transport.sessions.agent import AgentSession, function_call_output
+
+#: The agent's clientId (its token is issued for it; clients trust this identity's output).
+AGENT_ID = "agent"
 
 
 async def with_approval_requests(stream: Any) -> AsyncIterator[dict[str, Any]]:
@@ -59,12 +64,14 @@ class AgentWorker:
         self._local_model: Any = None
 
     @classmethod
-    def for_emulator(cls, url: str, model: str | None = None) -> AgentWorker:
-        """A worker whose channels connect to the local emulator at ``url`` as client id ``agent``."""
+    def for_emulator(cls, url: str, model: str | None = None, key: str = DEFAULT_KEY) -> AgentWorker:
+        """A worker whose channels connect to the local emulator at ``url`` as client id ``agent``,
+        with a least-privilege agent token (``ai_transport.auth``) signed with the emulator's ``key``."""
         from ai_transport.emulator.client import client_options
 
         async def open_channel(name: str) -> Any:
-            return await AblyChannel.connect(name, **client_options(url, client_id="agent"))
+            callback = token_request_callback(key, agent_token_params(AGENT_ID, name))
+            return await AblyChannel.connect(name, **client_options(url, client_id=AGENT_ID, auth_callback=callback))
 
         return cls(open_channel, model)
 
@@ -73,7 +80,9 @@ class AgentWorker:
         """A worker on real Ably (the namespace needs the mutable-messages channel rule)."""
 
         async def open_channel(name: str) -> Any:
-            return await AblyChannel.connect(name, key=key, client_id="agent")
+            # token auth scoped to this channel (the key never reaches the connection)
+            callback = token_request_callback(key, agent_token_params(AGENT_ID, name))
+            return await AblyChannel.connect(name, auth_callback=callback, client_id=AGENT_ID)
 
         return cls(open_channel, model)
 

@@ -19,9 +19,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from ai_transport.auth import browser_token_params, token_request_callback
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.cli.render import LivePrinter
 from ai_transport.codec.codec import ResponsesCodec
+from ai_transport.emulator.auth import DEFAULT_KEY
 from ai_transport.emulator.client import client_options
 from ai_transport.sessions.client import ClientSession
 
@@ -62,10 +64,16 @@ async def main() -> int:
     args = p.parse_args()
 
     if args.emulator:
-        channel = await AblyChannel.connect(args.channel, **client_options(args.emulator, client_id="user"))
+        # a least-privilege user token (ai_transport.auth): no message-update/delete rights
+        callback = token_request_callback(DEFAULT_KEY, browser_token_params("user", args.channel))
+        channel = await AblyChannel.connect(
+            args.channel, **client_options(args.emulator, client_id="user", auth_callback=callback)
+        )
         worker_args = ["--emulator", args.emulator]
     else:
-        channel = await AblyChannel.connect(args.channel, key=args.key, client_id="user")
+        # in a real app the token request comes from your server (authUrl); the key stays there
+        callback = token_request_callback(args.key, browser_token_params("user", args.channel))
+        channel = await AblyChannel.connect(args.channel, auth_callback=callback, client_id="user")
         worker_args = ["--key", args.key]
     session = ClientSession(channel)
     await session.connect()

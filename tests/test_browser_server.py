@@ -84,3 +84,24 @@ async def test_a_failing_agent_is_reported_and_the_server_keeps_serving():
         assert (await http(port, "GET", "/config.json"))[0] == 200
     finally:
         await server.close()
+
+
+async def test_token_request_route_serves_a_least_privilege_browser_token_request():
+    module = load_server()
+
+    async def on_invoke(invocation: dict) -> None:
+        return None
+
+    options = module.ably_js_options("http://127.0.0.1:9")
+    assert "token" not in options and options["authUrl"] == "/token-request"
+    server = module.ExampleServer({}, on_invoke, module.browser_token_request("browser-user", "c1"))
+    port = await server.start()
+    try:
+        status, headers, body = await http(port, "GET", "/token-request?clientId=browser-user")
+        request = json.loads(body)
+        assert status == 200 and headers["Content-Type"] == "application/json"
+        assert request["keyName"] == "local.dev" and request["clientId"] == "browser-user" and request["mac"]
+        assert json.loads(request["capability"]) == {"c1": ["subscribe", "publish", "history", "presence"]}
+        assert "secret" not in body.decode()
+    finally:
+        await server.close()

@@ -139,7 +139,9 @@ async def _transport(args: argparse.Namespace, channel_name: str, printer: LiveP
         yield in_process
         return
 
+    from ..auth import agent_token_params, browser_token_params, token_request_callback
     from ..channels.ably_channel import AblyChannel
+    from ..emulator.auth import DEFAULT_KEY
     from ..emulator.client import client_options
 
     emulator: Any = None
@@ -156,9 +158,20 @@ async def _transport(args: argparse.Namespace, channel_name: str, printer: LiveP
     opened: list[Any] = []
 
     async def over_ably(client_id: str) -> Any:
+        # least-privilege tokens (ai_transport.auth): the agent may update its own messages only,
+        # the user none; both identified, so the emulator stamps who did what
+        params = (
+            agent_token_params(client_id, channel_name)
+            if client_id == "agent"
+            else browser_token_params(client_id, channel_name)
+        )
+        callback = token_request_callback(DEFAULT_KEY, params)
         try:
             ch = await asyncio.wait_for(
-                AblyChannel.connect(channel_name, **client_options(url, client_id=client_id)), 15
+                AblyChannel.connect(
+                    channel_name, **client_options(url, client_id=client_id, auth_callback=callback)
+                ),
+                15,
             )
         except asyncio.TimeoutError as e:
             raise CliError(f"timed out connecting to the emulator at {url}") from e

@@ -5,6 +5,10 @@
 * ``GET /`` and static files: ``index.html`` and the bundle ``dist/app.js`` (built on first start
   with ``npm ci`` + esbuild when missing, or by hand: ``cd examples/browser && npm ci && npm run build``).
 * ``GET /config.json``: where the page connects (the emulator, the channel, a client id).
+* ``GET /token-request``: the page's ``authUrl``: a signed Ably ``TokenRequest``
+  (``ai_transport.auth.create_token_request``) for the page's client id with the least-privilege
+  browser capability on the channel only (no ``message-update-*`` / ``message-delete-*``); ably-js
+  exchanges it at the emulator. The key stays in this process.
 * ``POST /invoke`` with ``{"inputEventId", "sessionName"}`` (a run's invocation, exactly what
   ``run.toInvocation().toJSON()`` gives in ably-js): wakes the agent worker of
   ``examples/agent_worker.py``, which loads the channel, starts or resumes the run and streams it.
@@ -64,9 +68,15 @@ def ensure_bundle() -> Path:
 class ExampleServer:
     """Static files + ``/config.json`` + ``POST /invoke`` on one asyncio server."""
 
-    def __init__(self, config: dict[str, Any], on_invoke: Handler) -> None:
+    def __init__(
+        self,
+        config: dict[str, Any],
+        on_invoke: Handler,
+        token_request: Callable[[], dict[str, Any]] | None = None,
+    ) -> None:
         self.config = config
         self.on_invoke = on_invoke
+        self.token_request = token_request
         self.tasks: set[asyncio.Task[None]] = set()
         self.errors: list[BaseException] = []
         self._server: asyncio.base_events.Server | None = None
@@ -125,6 +135,8 @@ class ExampleServer:
             return 202, "application/json", b'{"accepted":true}'
         if method != "GET":
             return 405, "text/plain", b"GET only"
+        if path == "/token-request" and self.token_request is not None:
+            return 200, "application/json", json.dumps(self.token_request()).encode()
         if path == "/config.json":
             return 200, "application/json", json.dumps(self.config).encode()
         rel = "index.html" if path in ("", "/") else path.lstrip("/")
@@ -146,10 +158,23 @@ class ExampleServer:
 
 
 def ably_js_options(emulator_url: str) -> dict[str, Any]:
-    """ably-js client options for the local emulator (token auth: the emulator accepts any token)."""
+    """ably-js client options for the local emulator, authenticated through ``authUrl``
+    (``/token-request`` on this server) instead of a shared token."""
     from ai_transport.emulator.client import connect_info
 
-    return connect_info(emulator_url)
+    options = connect_info(emulator_url)
+    options.pop("token", None)
+    options["authUrl"] = "/token-request"
+    return options
+
+
+def browser_token_request(client_id: str, channel: str, key: str | None = None) -> Callable[[], dict[str, Any]]:
+    """What ``/token-request`` answers: a fresh signed TokenRequest for ``client_id`` on ``channel``."""
+    from ai_transport.auth import browser_token_params, create_token_request
+    from ai_transport.emulator.auth import DEFAULT_KEY
+
+    params = browser_token_params(client_id, channel)
+    return lambda: create_token_request(key or DEFAULT_KEY, params)
 
 
 async def serve(args: argparse.Namespace) -> None:
@@ -159,8 +184,9 @@ async def serve(args: argparse.Namespace) -> None:
     ensure_bundle()
     worker = AgentWorker.for_emulator(args.emulator, model=args.model)
     await worker.start()
-    config = {"ably": ably_js_options(args.emulator), "channel": args.channel, "clientId": "browser-user"}
-    server = ExampleServer(config, worker.handle_invocation)
+    client_id = "browser-user"
+    config = {"ably": ably_js_options(args.emulator), "channel": args.channel, "clientId": client_id}
+    server = ExampleServer(config, worker.handle_invocation, browser_token_request(client_id, args.channel))
     port = await server.start(args.host, args.port)
     print(f"browser example: open http://{args.host}:{port}/  (channel {args.channel!r})", flush=True)
     try:
