@@ -34,6 +34,9 @@ class ErrorCode(IntEnum):
     STREAM_ERROR = 104008
     INPUT_EVENT_NOT_FOUND = 104010
     HISTORY_FETCH_FAILED = 104011
+    #: ai_transport's own (not in 0.8.0): an agent message folded from history failed its integrity
+    #: check (untrusted last mutator, or a missing / wrong ``signing_key`` tag).
+    TAMPERED_OUTPUT = 104090
 
 
 def status_for_code(code: int | str) -> int:

@@ -74,6 +74,7 @@ from .lifecycle import EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
 from .presence import AgentPresence
 from .recovery import OpenStreams
 from .session import SessionCore
+from .signing import HistoryIntegrity
 from .step import RunStep
 from .tools import function_call_output, gate_calls
 from .tree import RunNode
@@ -110,6 +111,10 @@ class AgentSession(SessionCore):
         presence_data: extra presence data of the agent's member.
         claim_ttl: seconds a claim on a call holds it against later claims (exactly-once
             execution, see :mod:`.claims`; default 60).
+        signing_key: with a key (bytes or str), every message this agent finishes carries a keyed
+            digest of its content (:mod:`.signing`), and agent messages folded from history must
+            verify; ones that fail are kept in :attr:`tampered` and make the run's model input /
+            owed calls raise 104090 instead of reaching the model.
     """
 
     _log = logger
@@ -129,6 +134,7 @@ class AgentSession(SessionCore):
         enter_presence: bool = True,
         presence_data: Mapping[str, Any] | None = None,
         claim_ttl: float = 60.0,
+        signing_key: bytes | str | None = None,
     ) -> None:
         if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, (int, float)) or claim_ttl <= 0:
             raise InvalidArgumentError(f"unable to create session; claim_ttl must be a number > 0, got {claim_ttl!r}")
@@ -149,6 +155,8 @@ class AgentSession(SessionCore):
         self.trusted_agent_ids = self.admission.trusted_agent_ids
         #: Client ids always accepted for inputs into a run.
         self.trusted_client_ids = self.admission.trusted_client_ids
+        #: Integrity of agent output folded from history (and the signer of this agent's output).
+        self.integrity = HistoryIntegrity(signing_key, self.admission.trusted_agent_ids)
         self._runs: dict[str, AgentRun] = {}
         self._run_by_input_cmid: dict[str, str] = {}
         self._deferred_cancels: dict[str, Mapping[str, Any]] = {}
@@ -230,6 +238,21 @@ class AgentSession(SessionCore):
     def _reject(self, message: Mapping[str, Any], why: str) -> None:
         self.rejected.append(message)
         self._skip(message, why)
+
+    @property
+    def tampered(self) -> list[Mapping[str, Any]]:
+        """Agent messages from history that failed the integrity check (see :mod:`.signing`)."""
+        return self.integrity.tampered
+
+    def _on_history(self, message: Mapping[str, Any]) -> None:
+        if not self._well_formed(message):
+            return
+        problem = self.integrity.problem(message)
+        if problem is not None:
+            self.integrity.record(message, problem)
+            self._reject(message, f"tampered: {problem}")
+            return
+        self._on_wire(message, checked=True)
 
     def _on_wire(self, message: Mapping[str, Any], checked: bool = False) -> None:
         if not checked and not self._well_formed(message):

@@ -132,6 +132,10 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self._steering = RunSteering(self, hooks.get("on_steer"))
         self._branch.is_unresponded_steer = lambda _run_id, cmid: self._steering.is_unresponded(cmid)
 
+    def _check_integrity(self) -> None:
+        chain = {n.key for n in self._branch._chain() if isinstance(n, RunNode)}
+        self.session.integrity.check_runs(chain | {self.run_id}, self.run_id)
+
     def _note(self, serial: Any) -> None:
         if isinstance(serial, str) and serial > self._last_serial:
             self._last_serial = serial
@@ -454,6 +458,9 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             hook = self.hooks.get("on_ably_message")
             if hook is not None:
                 hook(message)
+            signer = self.session.integrity.signer
+            if signer is not None:  # last: the tag covers everything published
+                signer.on_message(message)
 
         encoder = self.session.codec.create_encoder(
             _RecordingWriter(self), {"headers": headers}, on_ably_message=stamp, message_id=cmid

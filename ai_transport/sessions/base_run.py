@@ -93,8 +93,16 @@ class AgentConversation:
         """Publish one discrete output (provided by the run)."""
         raise NotImplementedError
 
+    def _check_integrity(self) -> None:
+        """Raise when the conversation holds tampered agent output (provided by the run)."""
+
     def branch_messages(self) -> list[Any]:
-        """The openai messages (``OpenAIMessage``) of :attr:`view`: the conversation so far."""
+        """The openai messages (``OpenAIMessage``) of :attr:`view`: the conversation so far.
+
+        Raises 104090 (``TAMPERED_OUTPUT``) when an agent message of this conversation failed its
+        integrity check on the way in from history (see :mod:`.signing`): tampered content is never
+        handed to the model, and the approval it held is reported rather than lost."""
+        self._check_integrity()
         return [m.message for m in self.view.get_messages()]
 
     def input_items(self) -> list[dict[str, Any]]:

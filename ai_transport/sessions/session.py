@@ -67,7 +67,7 @@ class SessionCore:
         self.tree = Tree(self.codec)
         self._applier = WireApplier(self.tree, self.codec.create_decoder())
         self.hydrator = HistoryHydrator(
-            channel, self._applier, self._on_wire, history_page_size, history_retries, history_backoff
+            channel, self._applier, self._on_history, history_page_size, history_retries, history_backoff
         )
         self._connected = False
         self._closed = False
@@ -125,6 +125,10 @@ class SessionCore:
 
     def _on_wire(self, message: Mapping[str, Any]) -> None:
         raise NotImplementedError
+
+    def _on_history(self, message: Mapping[str, Any]) -> None:
+        """Fold one history aggregate (the agent checks integrity here first)."""
+        self._on_wire(message)
 
     async def connect(self) -> None:
         """Subscribe to every message (unfiltered) and attach."""

@@ -39,6 +39,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from ..channels.channel import action_name
 from ..codec.headers import transport_headers
 from .lifecycle import (
     EVENT_AI_INPUT,
@@ -439,6 +440,19 @@ class Tree(LifecycleFold, TreeOwnership):
     ) -> bool:
         structural = False
         entry = self._nodes.get(cmid)
+        if (
+            entry is not None
+            and isinstance(entry.node, RunNode)
+            and entry.node.run_id == cmid
+            and entry.owner is not None
+            and entry.owner != self._client
+            and serial is not None
+            and entry.node.start_serial is not None
+            and serial < entry.node.start_serial
+        ):
+            # a later client fork took this prompt's id (history folds newest first): it was an impostor
+            self._evict(cmid, f"client fork {cmid!r} took the id of an older prompt")
+            entry = None
         if (entry is not None and not isinstance(entry.node, InputNode)) or (
             entry is None and cmid in self._run_message_ids
         ):
@@ -609,6 +623,11 @@ class WireApplier:
             step = parse_step_lifecycle(name, headers, serial, timestamp)
             if step is not None:
                 self.tree.apply_step_lifecycle(step)
+            return None
+        creates = action_name(message.get("action")) in (None, "message.create")
+        if name not in (EVENT_AI_INPUT, EVENT_AI_OUTPUT) and (name or creates):
+            # only ai-input / ai-output (and name-less appends / updates of them) carry codec events;
+            # anything else is foreign and must not claim a serial's stream tracker
             return None
         try:
             result = self.decoder.decode(message)
