@@ -439,33 +439,9 @@ class Tree(LifecycleFold, TreeOwnership):
         events: list[CodecEvent],
     ) -> bool:
         structural = False
-        entry = self._nodes.get(cmid)
-        if (
-            entry is not None
-            and isinstance(entry.node, RunNode)
-            and entry.node.run_id == cmid
-            and entry.owner is not None
-            and entry.owner != self._client
-            and serial is not None
-            and entry.node.start_serial is not None
-            and serial < entry.node.start_serial
-        ):
-            # a later client fork took this prompt's id (history folds newest first): it was an impostor
-            self._evict(cmid, f"client fork {cmid!r} took the id of an older prompt")
-            entry = None
-        if (entry is not None and not isinstance(entry.node, InputNode)) or (
-            entry is None and cmid in self._run_message_ids
-        ):
-            self._refuse(self._wire, f"prompt codec-message-id {cmid!r} names a run or its message")
+        ok, entry = self._claim_prompt_id(cmid, serial)
+        if not ok:
             return False
-        if entry is not None and isinstance(entry.node, InputNode) and entry.owner != self._client:
-            held = entry.node.serial
-            if serial is None or held is None or serial >= held:
-                self._refuse(self._wire, f"codec-message-id {cmid!r} belongs to client {entry.owner!r}")
-                return False
-            # the older wire owns the id: what was folded under it came from an impostor
-            self._evict(cmid, f"codec-message-id {cmid!r} taken over by its first publisher")
-            entry = None
         if entry is None:
             node = InputNode(cmid, headers.get(H_PARENT), headers.get(H_FORK_OF), self._codec.init(), serial)
             entry = _Internal(node, next(self._seq), owner=self._client)

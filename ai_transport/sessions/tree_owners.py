@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from .nodes import Emitter, RunNode, _Internal, _sort_serial
+from .nodes import Emitter, InputNode, RunNode, _Internal, _sort_serial
 
 __all__ = ["TreeOwnership"]
 
@@ -22,6 +22,9 @@ class TreeOwnership:
         _sorted: list[_Internal]
         _supersedes: dict[str, str | None]
         _superseded: set[str]
+        _run_message_ids: set[str]
+        _wire: Mapping[str, Any]
+        _client: str | None
         emitter: Emitter
 
         def _changed(self) -> bool: ...
@@ -41,6 +44,38 @@ class TreeOwnership:
             return False
         self._superseded = hidden
         return self._changed()
+
+    def _claim_prompt_id(self, cmid: str, serial: str | None) -> tuple[bool, _Internal | None]:
+        """May the wire being folded (publisher ``self._client``) hold the prompt id ``cmid``?
+        Returns (False, None) when refused (reported), else (True, the node to fold into or None)."""
+        entry = self._nodes.get(cmid)
+        if (
+            entry is not None
+            and isinstance(entry.node, RunNode)
+            and entry.node.run_id == cmid
+            and entry.owner is not None
+            and entry.owner != self._client
+            and serial is not None
+            and entry.node.start_serial is not None
+            and serial < entry.node.start_serial
+        ):
+            # a later client fork took this prompt's id (history folds newest first): it was an impostor
+            self._evict(cmid, f"client fork {cmid!r} took the id of an older prompt")
+            entry = None
+        if (entry is not None and not isinstance(entry.node, InputNode)) or (
+            entry is None and cmid in self._run_message_ids
+        ):
+            self._refuse(self._wire, f"prompt codec-message-id {cmid!r} names a run or its message")
+            return False, None
+        if entry is not None and isinstance(entry.node, InputNode) and entry.owner != self._client:
+            held = entry.node.serial
+            if serial is None or held is None or serial >= held:
+                self._refuse(self._wire, f"codec-message-id {cmid!r} belongs to client {entry.owner!r}")
+                return False, None
+            # the older wire owns the id: what was folded under it came from an impostor
+            self._evict(cmid, f"codec-message-id {cmid!r} taken over by its first publisher")
+            entry = None
+        return True, entry
 
     def _evict(self, key: str, why: str) -> None:
         """Drop a node folded from an impostor's wire (reported as refused)."""
