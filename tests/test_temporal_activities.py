@@ -13,6 +13,7 @@ import pytest
 pytest.importorskip("temporalio")
 
 from support_sessions import approval, assistant_with_call, model_stream, user_message, wait_status
+from temporalio.exceptions import ApplicationError
 from temporalio.testing import ActivityEnvironment
 
 from ai_transport.channels.memory import InProcessHub
@@ -174,6 +175,15 @@ async def test_bad_arguments_are_named():
         await env.run(framing.open_run, {"invocation": inv, "invocationId": ""})
     with pytest.raises(InvalidArgumentError, match="reason"):
         await env.run(framing.end_run, {"ids": {"runId": "r", "invocationId": "r"}, "invocation": inv, "reason": "done"})
+    with pytest.raises(InvalidArgumentError, match=r"ids\.runId"):
+        await env.run(framing.end_run, {"ids": {"invocationId": "r"}, "invocation": inv, "reason": "complete"})
+    # registered on a worker, a caller's mistake fails the activity for good (no retries)
+    registered = {getattr(fn, "__temporal_activity_definition").name: fn for fn in framing.all}
+    with pytest.raises(ApplicationError) as caught:
+        await env.run(registered["endRun"], {"ids": {"runId": "", "invocationId": "r"}, "invocation": inv,
+                                             "reason": "complete"})
+    assert caught.value.non_retryable and caught.value.type == "InvalidArgumentError"
+    assert "ids.runId" in caught.value.message
     for bad in ({"max_history_pages": 0}, {"history_page_size": True}):
         with pytest.raises(InvalidArgumentError, match=next(iter(bad))):
             create_framing_activities(channels, **bad)

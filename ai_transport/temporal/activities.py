@@ -12,15 +12,17 @@ output and run lifecycle only from its own identity (``trusted_agent_ids``).
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import logging
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from temporalio import activity
+from temporalio.exceptions import ApplicationError
 
-from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from ..sessions.agent import AgentSession
 from ..sessions.agent_run import AgentRun
 from ..sessions.durable import with_agent_session
@@ -136,9 +138,25 @@ async def adopt_and_load(session: AgentSession, invocation: Invocation, ids: Map
 
     ``load()`` status-gates: it raises when the run is suspended or already terminal.
     """
-    run = session.adopt_run(invocation, str(ids["runId"]), str(ids["invocationId"]))
+    if not isinstance(ids, Mapping):
+        raise InvalidTypeError(f"unable to adopt run; ids must be an object {{runId, invocationId}}, got {type_name(ids)}")
+    run_id, invocation_id = ids.get("runId"), ids.get("invocationId")
+    for label, value in (("ids.runId", run_id), ("ids.invocationId", invocation_id)):
+        if not isinstance(value, str) or not value:
+            raise InvalidArgumentError(f"unable to adopt run; {label} must be a non-empty string")
+    run = session.adopt_run(invocation, str(run_id), str(invocation_id))
     await run.load()
     return run
+
+
+@contextlib.asynccontextmanager
+async def _caller_errors_final() -> AsyncIterator[None]:
+    """A wrong argument (or a run in the wrong state: ending an ended run) fails the activity for
+    good, as a non-retryable ``ApplicationError`` carrying the message and code: retrying cannot help."""
+    try:
+        yield
+    except (InvalidArgumentError, InvalidTypeError) as exc:
+        raise ApplicationError(exc.message, exc.code, type=type(exc).__name__, non_retryable=True) from exc
 
 
 class FramingActivities:
@@ -152,16 +170,20 @@ class FramingActivities:
         """The activity callables to register on a worker (type names ``openRun`` … ``cleanupRun``)."""
 
         async def open_run(input: OpenRunInput) -> RunIdentity:
-            return await self.open_run(input)
+            async with _caller_errors_final():
+                return await self.open_run(input)
 
         async def end_run(input: EndRunInput) -> None:
-            await self.end_run(input)
+            async with _caller_errors_final():
+                await self.end_run(input)
 
         async def suspend_run(input: SuspendRunInput) -> None:
-            await self.suspend_run(input)
+            async with _caller_errors_final():
+                await self.suspend_run(input)
 
         async def cleanup_run(input: CleanupRunInput) -> None:
-            await self.cleanup_run(input)
+            async with _caller_errors_final():
+                await self.cleanup_run(input)
 
         return [
             activity.defn(name=ACTIVITY_NAMES[fn.__name__])(fn)
