@@ -29,6 +29,9 @@ Deliberate differences from 0.8.0:
   cleanup runs under ``asyncio.shield`` after a failure or a cancel (a *terminated* workflow runs no
   code, in either SDK), and its message is the innermost cause's (an ``ActivityError`` says only
   "Activity task failed");
+* a caller's mistake (bad ids / reason, ending an already ended run) fails a framing activity as a
+  non-retryable ``ApplicationError`` (0.8.0 lets Temporal retry it); a bad invocation or
+  ``activity_options`` key fails the workflow at once rather than its task;
 * activity cancellation is Temporal's own (``CancelledError`` in the activity), not a signal passed
   to the run.
 """
