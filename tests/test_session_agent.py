@@ -92,8 +92,9 @@ async def test_on_cancel_can_veto_and_on_cancelled_can_write() -> None:
     sent = await client.view.send(user_message("hi"))
     asked = []
 
-    def on_cancel(message):
-        asked.append(message["name"])
+    def on_cancel(request):
+        assert request.run_id == run.run_id and request.message["extras"]["ai"]["transport"]["run-id"] == run.run_id
+        asked.append(request.message["name"])
         return len(asked) > 1  # refuse the first cancel, accept the second
 
     async def on_cancelled(write):

@@ -3,8 +3,11 @@ view events, extra views. Interop with the JS package: ``test_session_parity_js.
 
 from __future__ import annotations
 
+import pytest
 from support_parity import texts
 from support_sessions import Worker, approve_call, failed_run, open_session, user_message, wait_status
+
+from ai_transport.errors import AITransportError
 
 
 def _shape(messages: list) -> list[tuple[str, list[str]]]:
@@ -38,5 +41,71 @@ async def test_base_run_status_error_and_messages_are_this_runs_own_turn() -> No
     assert texts(client.view.get_messages())[-2] == "Weather in Rome?"
     assert _shape(failed.messages) == [("user", ["message"]), ("assistant", ["message", "function_call"])]
     assert len(failed.branch_messages()) > len(failed.messages)
+    await client.close()
+    await agent.end()
+
+
+async def test_external_signal_cancels_the_run_like_a_client_cancel() -> None:
+    import asyncio
+
+    from support_sessions import text_delta, text_opening
+
+    _hub, client, agent = await open_session()
+    sent = await client.view.send(user_message("Sing"))
+    signal = asyncio.Event()
+    run = await agent.create_run(sent.invocation, hooks={"signal": signal})
+    await run.start()
+    started = asyncio.Event()
+
+    async def endless():
+        for event in text_opening():
+            yield event
+        while True:
+            started.set()
+            yield text_delta("la ")
+            await asyncio.sleep(0.005)
+
+    pipe = asyncio.ensure_future(run.pipe(endless()))
+    await asyncio.wait_for(started.wait(), 5)
+    signal.set()  # e.g. the HTTP request went away
+    result = await asyncio.wait_for(pipe, 5)
+    assert result.reason == "cancelled" and run.abort_signal.is_set() and not run.has_input()
+    await run.end("cancelled")
+    await wait_status(client.view, run.run_id, "cancelled")
+    assert client.view.runs()[0].steps[0].status == "cancelled"
+    # already set at creation: start() refuses (40033)
+    done = asyncio.Event()
+    done.set()
+    late = await agent.create_run(sent.invocation, hooks={"signal": done})
+    with pytest.raises(AITransportError) as err:
+        await late.start()
+    assert err.value.code == 40033
+    await client.close()
+    await agent.end()
+
+
+@pytest.mark.parametrize(
+    ("hooks", "field"),
+    [({"signal": True}, "hooks['signal']"), ({"on_cancel": 3}, "hooks['on_cancel']"), ({"onCancel": print}, "onCancel")],
+)
+async def test_bad_hooks_are_40003_naming_the_hook(hooks: dict, field: str) -> None:
+    _hub, client, agent = await open_session()
+    sent = await client.view.send(user_message("hi"))
+    with pytest.raises(AITransportError) as err:
+        await agent.create_run(sent.invocation, hooks=hooks)
+    assert err.value.code == 40003 and field in err.value.message
+    await client.close()
+    await agent.end()
+
+
+async def test_deferred_cancels_are_bounded_oldest_first() -> None:
+    from ai_transport.sessions.agent import DEFERRED_CANCEL_LIMIT
+    from ai_transport.sessions.lifecycle import CancelTarget, build_cancel_message
+
+    _hub, client, agent = await open_session()
+    for i in range(DEFERRED_CANCEL_LIMIT + 5):
+        agent._handle_cancel(build_cancel_message(CancelTarget(None, f"input-{i}")))
+    assert len(agent._deferred_cancels) == DEFERRED_CANCEL_LIMIT
+    assert next(iter(agent._deferred_cancels)) == "input-5"
     await client.close()
     await agent.end()

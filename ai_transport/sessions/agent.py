@@ -69,6 +69,7 @@ from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
 from .claims import CLAIM_NAME, ClaimLedger
 from .durable import page_until_located, with_agent_session
+from .hooks import validate_hooks
 from .invocation import Invocation
 from .lifecycle import EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
 from .presence import AgentPresence
@@ -91,6 +92,9 @@ __all__ = [
 ]
 
 logger = logging.getLogger("ai_transport.sessions.agent")
+
+#: Cancels held for inputs whose run is not known yet (0.8.0's limit); the oldest is dropped beyond.
+DEFERRED_CANCEL_LIMIT = 200
 
 
 class AgentSession(SessionCore):
@@ -286,7 +290,12 @@ class AgentSession(SessionCore):
         run = self._runs.get(run_id) if run_id else None
         if run is None:
             if target.input_codec_message_id is not None:
-                self._deferred_cancels[target.input_codec_message_id] = message
+                key = target.input_codec_message_id
+                if key not in self._deferred_cancels and len(self._deferred_cancels) >= DEFERRED_CANCEL_LIMIT:
+                    evicted = next(iter(self._deferred_cancels))
+                    del self._deferred_cancels[evicted]
+                    logger.warning("deferred-cancel buffer full (%d); dropped the oldest", DEFERRED_CANCEL_LIMIT)
+                self._deferred_cancels[key] = message
             return
         task = asyncio.ensure_future(run._cancel(message))
         self._cancelling.add(task)
@@ -305,7 +314,9 @@ class AgentSession(SessionCore):
 
         The run locates its trigger (the ``ai-input`` whose ``event-id`` is
         ``invocation.input_event_id``) live or in history when :meth:`AgentRun.start` is awaited.
-        ``hooks``: ``on_cancel(message) -> bool`` (veto), ``on_cancelled(write)``, ``on_error(err)``.
+        ``hooks`` (:mod:`~ai_transport.sessions.hooks`): ``signal`` (an :class:`asyncio.Event` that
+        cancels the run), ``on_cancel(CancelRequest) -> bool`` (veto), ``on_cancelled(write)``,
+        ``on_error(err)``, ``on_ably_message(message)``, ``on_steer()``.
         """
         if self._closed:
             raise AITransportError("unable to create run; session is closed", ErrorCode.SESSION_CLOSED, 400)
@@ -321,7 +332,7 @@ class AgentSession(SessionCore):
             invocation,
             run_id or str(uuid.uuid4()),
             invocation_id or str(uuid.uuid4()),
-            dict(hooks or {}),
+            validate_hooks(hooks or {}),
         )
         self._runs[run.run_id] = run
         return run
@@ -349,7 +360,7 @@ class AgentSession(SessionCore):
                 raise InvalidArgumentError(f"unable to adopt run; {label} must be a non-empty string")
         if not isinstance(invocation, Invocation):
             invocation = Invocation.from_json(invocation)
-        run = AgentRun(self, invocation, run_id, invocation_id, dict(hooks or {}))
+        run = AgentRun(self, invocation, run_id, invocation_id, validate_hooks(hooks or {}))
         run._adopted = True
         self._runs[run.run_id] = run
         return run

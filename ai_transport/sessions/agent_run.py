@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .base_run import AgentConversation, BaseRun
+from .hooks import CancelRequest, link_signal
 from .invocation import Invocation
 from .lifecycle import (
     EVENT_RUN_END,
@@ -98,8 +99,10 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self.run_id = run_id
         self.invocation_id = invocation_id
         self.hooks = hooks
-        #: Set when a client's ``ai-cancel`` (accepted by ``on_cancel``) or the session cancels the run.
+        #: Set when a client's ``ai-cancel`` (accepted by ``on_cancel``), the ``signal`` hook or the
+        #: session cancels the run.
         self.abort_signal = asyncio.Event()
+        self._unlink_signal = link_signal(hooks.get("signal"), self.abort_signal)
         self._branch = LeafBranch(lambda: session.tree)
         #: The run's view: the conversation this run answers (see :class:`LeafBranch`).
         self.view = View(lambda: session.tree, lambda: session.hydrator, self._branch)
@@ -389,6 +392,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         # the view keeps answering get_messages()/runs() but stops listening to the session
         self.view.close()
         self._steering.close()
+        self._unlink_signal()
         s = self.session
         if s._runs.get(self.run_id) is self:
             del s._runs[self.run_id]
@@ -406,7 +410,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         veto = self.hooks.get("on_cancel")
         try:
             if veto is not None:
-                allowed = veto(message)
+                allowed = veto(CancelRequest(message, self.run_id))
                 if inspect.isawaitable(allowed):
                     allowed = await allowed
                 if not allowed:
