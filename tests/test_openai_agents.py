@@ -518,3 +518,40 @@ async def test_two_workers_woken_by_the_same_approval_run_the_tool_once() -> Non
             ("assistant", ["message"]),
         ]
         await client.close()
+
+
+async def test_dynamic_approval_in_one_turn_the_allowed_call_is_not_run_again_on_resume() -> None:
+    executed: list[str] = []
+
+    async def outside_paris(_ctx: Any, params: dict[str, Any], _call_id: str) -> bool:
+        return bool(params.get("city") != "Paris")
+
+    @function_tool(needs_approval=outside_paris)
+    def get_weather(city: str) -> str:
+        """Current weather; only Paris needs no approval."""
+        executed.append(city)
+        return f"showers in {city}"
+
+    async with scripted_model(two_calls_script) as (server, oai):
+        agent = Agent(name="weather", instructions="You answer weather questions.", tools=[get_weather],
+                      model=OpenAIResponsesModel("scripted", oai), model_settings=SETTINGS)
+        hub, client, _ = await open_session()
+        sent = await ask(client, "Weather in Paris and Lyon?")
+        run, outcome = await wake(hub, sent.invocation.to_json(), agent)
+        assert outcome == "suspended" and executed == ["Paris"]
+        await wait_status(client.view, run.run_id, "suspended")
+        lyon = call_message(client, "get_weather", "Lyon")
+        states = client.view.get_messages()[1].message.tool_call_states
+        assert list(states) == [lyon[1]["call_id"]] and states[lyon[1]["call_id"]]["approval"] == "pending"
+        assert shapes(client.view.get_messages())[1:] == [
+            ("assistant", ["function_call", "function_call"]),
+            ("assistant", ["function_call_output"]),
+        ]
+        answered = await answer(client, run.run_id, (*lyon, True, None))
+        _, outcome = await wake(hub, answered.invocation.to_json(), agent)
+        assert outcome == "complete"
+        # the replayed turn's allowed call answered from the channel: each call ran once
+        assert executed == ["Paris", "Lyon"]
+        last = outputs_of(server.request_bodies()[-1])
+        assert sorted(last.values()) == ["showers in Lyon", "showers in Paris"]
+        await client.close()
