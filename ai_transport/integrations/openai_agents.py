@@ -2,7 +2,8 @@
 clients, suspends on a tool that needs approval, and is resumed statelessly by any worker.
 
 Install with ``pip install 'ai-transport[agents]'`` (``openai-agents>=0.13``: the first release whose
-``RunState.reject`` takes a ``rejection_message``; tested on 0.13.0 and the newest release).
+``RunState.reject`` takes a ``rejection_message``; tested on 0.13.0 with openai 2.26.0 and on 0.24.0
+with openai 3.57.0).
 
 One wake-up of a worker (the invocation a client's input produced)::
 
