@@ -4,10 +4,13 @@ approval run the tool once; a claimer that dies blocks the call for ``claim_ttl`
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support_sessions import Worker, approve_call, open_session, user_message, wait_status
 
 from ai_transport.errors import AITransportError
@@ -96,3 +99,45 @@ async def test_claims_from_untrusted_clients_are_ignored() -> None:
     assert err.value.code == 40003 and "claim_ttl" in err.value.message
     await sessions[0].end()
     await client.close()
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    claims=st.lists(
+        st.tuples(st.integers(0, 3000), st.sets(st.sampled_from(["a", "b", "c"]), min_size=1)), max_size=12
+    ),
+    ttl=st.sampled_from([0.5, 1.0, 2.0]),
+    data=st.data(),
+)
+def test_every_reader_agrees_on_the_holders_and_takeovers_wait_claim_ttl(
+    claims: list[tuple[int, set[str]]], ttl: float, data: Any
+) -> None:
+    timestamps = sorted(t for t, _ in claims)  # the channel stamps claims in serial order
+    messages = [
+        {
+            "name": CLAIM_NAME,
+            "clientId": "agent",
+            "serial": f"{i:08d}",
+            "timestamp": timestamps[i],
+            "data": json.dumps({"runId": "r", "callIds": sorted(keys), "claimant": f"w{i}", "invocationId": "x"}),
+        }
+        for i, (_, keys) in enumerate(claims)
+    ]
+    ledgers = []
+    for order in (messages, data.draw(st.permutations(messages))):
+        ledger = ClaimLedger()
+        for m in order:
+            ledger.note(m, {"agent"})
+        ledgers.append(ledger)
+    for key in ("a", "b", "c"):
+        naming = [m for m in messages if key in json.loads(m["data"])["callIds"]]
+        winners = []
+        for m in naming:
+            holders = [lg.holder("r", key, m["serial"], ttl) for lg in ledgers]
+            assert holders[0] == holders[1]  # fold order does not matter
+            if holders[0] is not None and holders[0].serial == m["serial"]:
+                winners.append(m)
+        if naming:
+            assert winners[0] is naming[0]  # the earliest claim holds first
+        for prev, nxt in itertools.pairwise(winners):
+            assert nxt["timestamp"] - prev["timestamp"] >= ttl * 1000  # a takeover waits claim_ttl

@@ -164,3 +164,51 @@ async def test_with_agent_session_detaches_and_leaves_the_run_open() -> None:
     assert err.value.code == 40003 and "channel" in err.value.message
     await agent.end()
     await client.close()
+
+
+async def test_resuming_worker_closes_what_the_dead_worker_left_before_the_trigger() -> None:
+    from support_sessions import Worker, approve_call
+
+    from ai_transport.responses.local_server import ScriptedFunctionCall
+
+    hub, client, agent_a = await open_session()
+    sent = await client.view.send(user_message("Weather in Rome?"))
+    run_a = await agent_a.create_run(sent.invocation.to_json())
+    await run_a.start()
+    step = run_a.create_step()
+    await step.start()
+    assert step.step_id is not None
+    encoder, _ = run_a._encoder(step.step_id, step._serial)
+    events = build_response_events(
+        [ScriptedText("Checking now."), ScriptedFunctionCall("get_weather", {"city": "Rome"})], seed=1
+    )
+    done_text = ("response.output_text.done", "response.content_part.done")
+    for event in events:  # the text never closes: the worker dies right after asking for approval
+        if event["type"] in done_text or (
+            event["type"] == "response.output_item.done" and event["item"]["type"] == "message"
+        ):
+            continue
+        if event["type"] == "response.completed":
+            break
+        await encoder.publish_output(event)
+    call = next(e["item"] for e in events if e["type"] == "response.output_item.done" and e["item"]["type"] == "function_call")
+    await encoder.publish_output(
+        {"type": "tool-approval-request", "call_id": call["call_id"], "name": call["name"], "arguments": call["arguments"]}
+    )
+    await run_a.drain()
+    await agent_a.detach()  # dies: the text stream and the step stay open, the run active
+    answer, _ = await approve_call(client.view, run_a.run_id)
+    b = AgentSession(hub.client("agent").channel("chat"))
+    await b.connect()
+    worker = Worker()
+    resumed = await worker.handle(b, answer.invocation.to_json())
+    assert resumed.run_id == run_a.run_id and len(worker.executed) == 1
+    await wait_status(client.view, run_a.run_id, "complete")
+    history = await hub.client("x").channel("chat").history(limit=1000)
+    transports = [m["extras"]["ai"]["transport"] for m in history.items if m.get("name") == "ai-output"]
+    assert "streaming" not in [t.get("status") for t in transports if t.get("stream") == "true"]
+    steps = client.view.run(run_a.run_id).steps
+    assert steps[0].step_id == step.step_id and steps[0].status == "failed"
+    assert all(s.status == "complete" for s in steps[1:])
+    await b.end()
+    await client.close()
