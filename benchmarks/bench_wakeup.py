@@ -4,8 +4,9 @@ A stateless worker woken by an input builds everything from the channel: connect
 trigger, fold the conversation from history (``run.view.load_all()``), decide what it owes, build
 the model input. This measures that path (from the wake-up to the moment the model stream is first
 read) on the in-process channel, for conversations of increasing length (earlier turns: a prompt and
-a streamed answer), and prints the figures and the per-message slope of a least-squares fit (it must
-stay linear: the per-message cost of the largest size is printed next to the fit).
+a streamed answer), and prints the figures, the per-message slope of a least-squares fit, and the
+Python function calls per history message (constant when the work is linear, whatever the timing
+noise of a shared machine).
 
 Run: ``python benchmarks/bench_wakeup.py [--sizes 10,100,1000,10000] [--repeat 5]``. Not a test.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import gc
 import sys
 import time
@@ -97,7 +99,10 @@ async def wake(hub: InProcessHub, invocation: Any) -> float:
 
 async def main(sizes: list[int], repeat: int) -> None:
     rows: list[tuple[int, float]] = []
-    print(f"{'messages':>9} {'history':>8} {'wake-up -> first model request':>32} {'per message':>12}")
+    print(
+        f"{'messages':>9} {'history':>8} {'wake-up -> first model request':>32} {'per message':>12}"
+        f" {'calls/message':>14}"
+    )
     for size in sizes:
         hub, invocation = await conversation(size)
         total = await history_size(hub)
@@ -107,7 +112,16 @@ async def main(sizes: list[int], repeat: int) -> None:
             times.append(await wake(hub, invocation))
         best = min(times)  # the least disturbed run (a shared machine adds noise, never removes it)
         rows.append((total, best))
-        print(f"{size:>9} {total:>8} {best * 1000:>29.1f} ms {best / total * 1e6:>9.1f} us")
+        # the work done, free of timing noise: Python function calls of one more wake-up
+        profile = cProfile.Profile()
+        profile.enable()
+        await wake(hub, invocation)
+        profile.disable()
+        calls = sum(entry.callcount for entry in profile.getstats())
+        print(
+            f"{size:>9} {total:>8} {best * 1000:>29.1f} ms {best / total * 1e6:>9.1f} us"
+            f" {calls / total:>14.0f}"
+        )
     n = len(rows)
     mx = sum(x for x, _ in rows) / n
     my = sum(y for _, y in rows) / n
