@@ -9,6 +9,7 @@ from typing import Any
 from support_sessions import (
     Worker,
     approve_call,
+    eventually,
     model_stream,
     open_session,
     shapes,
@@ -81,5 +82,24 @@ async def test_loss_aborts_a_run_in_flight() -> None:
     await agent.rebuilt()
     await wait_status(client.view, run.run_id, "cancelled")
     assert agent.continuity_losses == 1 and client.continuity_losses == 0
+    await client.close()
+    await agent.end()
+
+
+async def test_suspended_then_reattached_reports_each_loss() -> None:
+    _hub, client, agent = await open_session()
+    seen: list[Any] = []
+    client.channel.on_state_change(seen.append)
+    errors: list[Any] = []
+    client.on("error", errors.append)
+    client.channel.interrupt("suspended")
+    await client.channel.reattach()
+    await eventually(lambda: len(errors) == 2)  # state changes arrive in order with messages
+    await client.rebuilt()
+    assert [(c.current, c.resumed) for c in seen][-2:] == [("suspended", False), ("attached", False)]
+    assert [e.code for e in errors] == [104006, 104006]  # as 0.8.0: one per continuity-breaking change
+    assert "(suspended)" in errors[0].message
+    sent = await client.view.send(user_message("still here?"))
+    assert sent.invocation.input_event_id
     await client.close()
     await agent.end()

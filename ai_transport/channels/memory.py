@@ -371,10 +371,16 @@ class InProcessChannel(ListenerDelivery):
         self._state.attachments.append(self)
         self._emit_state(ChannelStateChange("attached", previous))
 
-    def interrupt(self) -> None:
+    def interrupt(self, state: str | None = None) -> None:
         """Fault injection: lose the transport. Nothing is delivered until :meth:`reattach`;
-        messages published meanwhile are only in history (a resume that failed)."""
+        messages published meanwhile are only in history (a resume that failed). ``state``
+        (``"suspended"`` or ``"failed"``) also reports that channel state now, as Ably does when the
+        connection stays down."""
+        if state not in (None, "suspended", "failed"):
+            raise InvalidArgumentError(f"unable to interrupt; state must be suspended or failed, got {state!r}")
         self._interrupted = True
+        if state is not None:
+            self._emit_state(ChannelStateChange(state, "attached"))
 
     async def reattach(self) -> None:
         """End an :meth:`interrupt`: re-attach without continuity (``attached``, ``resumed``
