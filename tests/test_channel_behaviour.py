@@ -68,7 +68,7 @@ async def test_batch_publish_is_atomic_and_ordered(channel_kind: Any) -> None:
     assert len({m["id"] for m in got}) == 4
 
 
-async def test_append_fragments_live_in_order_without_name(channel_kind: Any) -> None:
+async def test_append_fragments_live_in_order_with_the_name(channel_kind: Any) -> None:
     name = unique_name("append")
     pub = await channel_kind.open(name, client_id="agent")
     sub = await channel_kind.open(name, client_id="user")
@@ -86,7 +86,7 @@ async def test_append_fragments_live_in_order_without_name(channel_kind: Any) ->
     frags = got[1:]
     assert [m["action"] for m in frags] == ["message.append"] * 4
     assert [m["data"] for m in frags] == ["Hel", "lo", ", ", "world"]
-    assert all("name" not in m or m["name"] is None for m in frags)
+    assert all(m["name"] == "ai-output" for m in frags)  # Ably carries the message's name on appends
     assert all(m["serial"] == serial for m in frags)
     assert [m["version"]["serial"] for m in frags] == versions
     assert [m["extras"] for m in frags] == [{"headers": {"i": str(i)}} for i in range(4)]
@@ -171,8 +171,10 @@ async def test_delete_marks_deleted(channel_kind: Any) -> None:
     got = await rec.wait_count(3)
     assert got[2]["action"] == "message.delete" and got[2]["serial"] == gone
     assert got[2]["version"]["serial"] == v
+    assert got[2].get("data") is None and got[2]["name"] == "n"  # Ably: a deleted message has no data
     hist = await all_history(pub)
     assert [(m["serial"], m["action"]) for m in hist] == [(gone, "message.delete"), (keep, "message.create")]
+    assert hist[0].get("data") is None and hist[1]["data"] == "keep"
 
 
 @pytest.mark.parametrize("direction", ["backwards", "forwards"])

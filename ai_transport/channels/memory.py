@@ -10,13 +10,15 @@ relies on (see ``ably-protocol.md`` §5-§7):
 * ``publish`` of a list is atomic: the messages get consecutive serials and are delivered together;
 * every publish is echoed to the publisher's own subscription (Ably's default ``echo``);
 * an attachment that has already received a message gets each later append as a *fragment*
-  (``action: "message.append"``, only the appended ``data``, the append's ``extras``, no ``name``,
-  the original ``serial``, the new ``version``); an attachment seeing the message for the first
+  (``action: "message.append"``, only the appended ``data``, the append's ``extras``, the
+  message's ``name`` (as Ably), the original ``serial``, the new ``version``); an attachment seeing the message for the first
   time (it attached after the create) and history get the *aggregate* as ``message.update``;
 * an append concatenates ``data`` (``str`` + ``str`` or ``bytes`` + ``bytes`` only, else error
   40003), replaces ``extras`` wholesale (an append without ``extras`` leaves none) and ``name``
   when one is supplied; an update replaces ``data`` (always) and ``name`` / ``extras`` (when
-  supplied); a delete only marks the message deleted (``action: "message.delete"``);
+  supplied); a delete marks the message deleted (``action: "message.delete"``) and, as in Ably,
+  leaves it only the delete's own ``data`` (usually none); ``name`` / ``extras`` are replaced
+  when supplied, as on an update;
 * listeners of one channel object are called one message at a time, in channel order; coroutine
   listeners are awaited before the next delivery. Each attachment has its own queue and delivery
   task, so a slow listener never blocks publishers or other subscribers.
@@ -631,6 +633,8 @@ class InProcessChannel(ListenerDelivery):
             agg["action"] = "message.update"
         agg["version"] = version
         fragment: dict[str, Any] = {"id": agg["id"], "data": frag}
+        if agg.get("name") is not None:
+            fragment["name"] = agg["name"]
         if message.get("extras") is not None:
             fragment["extras"] = copy.deepcopy(message["extras"])
         fragment.update(
@@ -654,10 +658,14 @@ class InProcessChannel(ListenerDelivery):
         version = self._new_version()
         if action == "message.update":
             agg["data"] = self._norm_data(message.get("data"))
-            if message.get("name") is not None:
-                agg["name"] = message["name"]
-            if message.get("extras") is not None:
-                agg["extras"] = copy.deepcopy(message["extras"])
+        elif message.get("data") is not None:  # a deleted message keeps only the delete's own data
+            agg["data"] = self._norm_data(message["data"])
+        else:  # (usually none), as in Ably
+            agg.pop("data", None)
+        if message.get("name") is not None:
+            agg["name"] = message["name"]
+        if message.get("extras") is not None:
+            agg["extras"] = copy.deepcopy(message["extras"])
         agg["action"] = action
         agg["version"] = version
         for att in list(self._state.attachments):
