@@ -334,3 +334,29 @@ async def test_reauth_changes_the_attached_channels_capability(emulator: Emulato
         assert failed["channel"] == ch and failed["error"]["code"] == 40160
         await c.send({"action": 0, "id": "alive"})
         assert (await c.recv_action(0))["id"] == "alive"
+
+
+# -- batch publish -------------------------------------------------------------------------------
+
+
+async def test_batch_publish_per_channel_results() -> None:
+    caps = {"k": json.dumps({"ok:*": ["publish", "history"]})}
+    async with Emulator(port=0, keys=["k:s"], key_capabilities=caps) as emu, httpx.AsyncClient(base_url=emu.url) as http:
+        auth = {"Authorization": "Basic " + base64.b64encode(b"k:s").decode()}
+        specs = [{"channels": ["ok:a", "no"], "messages": [{"data": "m1"}, {"data": "m2"}]}, {"channels": "ok:b", "messages": {"data": "m3"}}]
+        r = await http.post("/messages", json=specs, headers=auth)
+        assert r.status_code == 201
+        first, second = r.json()
+        assert (first["successCount"], first["failureCount"], second["successCount"]) == (1, 1, 1)
+        ok, denied = first["results"]
+        assert ok["channel"] == "ok:a" and ok["messageId"] and len(ok["serials"]) == 2 and "error" not in ok
+        assert denied["channel"] == "no" and denied["error"]["statusCode"] == 401 and "messageId" not in denied
+        history = (await http.get("/channels/ok:a/messages", params={"direction": "forwards"}, headers=auth)).json()
+        assert [m["data"] for m in history] == ["m1", "m2"]
+        assert [m["id"] for m in history] == [f"{ok['messageId']}:0", f"{ok['messageId']}:1"]
+        # a single spec answers a flat list; any failure makes it 400 / 40020 with the per-channel list
+        flat = await http.post("/messages", json={"channels": ["ok:c", "ok:d"], "messages": {"data": "x"}}, headers=auth)
+        assert flat.status_code == 201 and [x["channel"] for x in flat.json()] == ["ok:c", "ok:d"]
+        partial = await http.post("/messages", json={"channels": ["ok:e", ":bad"], "messages": {"data": "x"}}, headers=auth)
+        assert partial.status_code == 400 and partial.json()["error"]["code"] == 40020
+        assert partial.json()["batchResponse"][1]["error"]["code"] == 40010

@@ -8,7 +8,9 @@ import secrets
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
+from .attach import check_channel_name
 from .auth import Principal
+from .batch import batch_publish
 from .connection import Connection
 from .core import MAX_BODY, log
 from .guard import origin_allowed
@@ -210,6 +212,16 @@ class RestHandlers(PresenceHandlers):
             return reply(details)
         if segments == ["presence"] and req.method in ("GET", "HEAD"):
             return reply(self._rest_batch_presence(self._rest_auth(req), req.query, fmt))
+        if segments == ["messages"] and req.method == "POST":
+            principal = self._rest_auth(req)
+            body_fmt = self._body_format(req)
+            status, out = batch_publish(
+                self._decode_request_body(req),
+                lambda channel, messages, message_id: self._rest_publish(
+                    principal, check_channel_name(channel), messages, body_fmt, message_id
+                ),
+            )
+            return reply(out, status)
         if segments == ["stats"] and req.method in ("GET", "HEAD"):
             self._rest_auth(req)  # authenticated like any call; no statistics are collected
             return reply([], headers={"Link": '<./stats>; rel="first"'})
@@ -288,7 +300,9 @@ class RestHandlers(PresenceHandlers):
             },
         }
 
-    def _rest_publish(self, principal: Principal, channel: str, messages: list[Any], fmt: str) -> list[str]:
+    def _rest_publish(
+        self, principal: Principal, channel: str, messages: list[Any], fmt: str, id_prefix: str | None = None
+    ) -> list[str]:
         self._rest_counter += 1
         on_behalf = self._on_behalf_of(messages)
         connection_id = on_behalf.id if on_behalf is not None else None
@@ -301,7 +315,7 @@ class RestHandlers(PresenceHandlers):
             messages,
             fmt,
             connection_id=connection_id,
-            id_prefix=f"rest{self._rest_counter}-{secrets.token_hex(4)}",
+            id_prefix=id_prefix or f"rest{self._rest_counter}-{secrets.token_hex(4)}",
         )
         self._fan_out(channel, events, publisher=on_behalf, frame_id=None, connection_id=connection_id)
         return [e.serial for e in events]
