@@ -225,3 +225,40 @@ async def test_a_js_client_sees_a_signed_run_as_the_python_client_does(emulator_
         await agent.end()
         await observer_ch.close()
         await agent_ch.close()
+
+
+async def test_one_bricking_message_breaks_neither_live_views_nor_send_nor_a_fresh_worker(emulator_thread) -> None:
+    """Issue #11's first case over the wire: an ``ai-input`` whose header values are an object and an
+    array stays in history; live and fresh sessions skip it (counted) and keep working."""
+    name = unique_channel("sec-brick")
+    alice_ch, alice, worker, run = await start_conversation(emulator_thread, name)
+    try:
+        async with realtime_client(emulator_thread, client_id="mallory") as mallory:
+            channel = mallory.channels.get(name)
+            await channel.attach()
+            headers = {"role": "user", "codec-message-id": {"x": 1}, "parent": ["p"], "event-id": "e"}
+            await channel.publish(
+                Message(name="ai-input", data="hi", extras={"ai": {"transport": headers, "codec": {"kind": "user-message"}}})
+            )
+            await channel.publish(Message(name="ai-cancel", extras={"ai": {"transport": {"run-id": {"r": 1}}}}))
+        await eventually(lambda: alice.skipped >= 2)
+        before = as_dicts(alice.view.get_messages())
+        answer, call = await approve_call(alice.view, run.run_id)  # send() still works
+        fresh_ch = await open_as(emulator_thread, name, "bob", browser_token_params)
+        fresh = ClientSession(fresh_ch, trusted_agent_ids={"agent"})
+        await fresh.connect()
+        await fresh.view.load_all()
+        assert fresh.skipped >= 2 and len(fresh.view.get_messages()) == len(before)
+        await eventually(lambda: as_dicts(fresh.view.get_messages()) == as_dicts(alice.view.get_messages()))
+        agent_ch, agent = await fresh_agent(emulator_thread, name)
+        resumed = await worker.handle(agent, answer.invocation.to_json())
+        await wait_status(alice.view, run.run_id, "complete")
+        assert resumed.run_id == run.run_id and worker.executed == [("get_weather", call["arguments"])]
+        assert agent.skipped >= 2
+        await agent.end()
+        await fresh.close()
+        for ch in (agent_ch, fresh_ch):
+            await ch.close()
+    finally:
+        await alice.close()
+        await alice_ch.close()
