@@ -380,7 +380,7 @@ class ClientSession(SessionCore):
                 input_event_id=event_id,
             )
             if not _is_wire_only(inp):
-                self.tree.apply_message([dict(inp)], [], headers, client_id=self.channel.client_id)
+                self.tree.apply_message([dict(inp)], [], headers, client_id=self._client_id())
                 optimistic = cmid
             items.append((inp, cmid, event_id, headers))
         trigger = items[-1]
