@@ -360,3 +360,43 @@ async def test_batch_publish_per_channel_results() -> None:
         partial = await http.post("/messages", json={"channels": ["ok:e", ":bad"], "messages": {"data": "x"}}, headers=auth)
         assert partial.status_code == 400 and partial.json()["error"]["code"] == 40020
         assert partial.json()["batchResponse"][1]["error"]["code"] == 40010
+
+
+# -- token revocation ----------------------------------------------------------------------------
+
+
+async def test_revoke_tokens_by_client_id() -> None:
+    async with Emulator(port=0, keys=["rk:s", "plain:s"], revocable_keys=["rk"]) as emu, httpx.AsyncClient(
+        base_url=emu.url
+    ) as http:
+        basic = {"Authorization": "Basic " + base64.b64encode(b"rk:s").decode()}
+        doomed = emu.authority.issue("rk", client_id="alice")["token"]
+        other = emu.authority.issue("rk", client_id="bob")["token"]
+        async with RawClient.connect(emu.port, query=f"accessToken={doomed}&v=6") as c:
+            body = {"targets": ["clientId:alice", "nonsense:x"]}
+            r = await http.post("/keys/rk/revokeTokens", json=body, headers=basic)
+            result = r.json()
+            assert (result["successCount"], result["failureCount"]) == (1, 1)
+            assert result["results"][0]["target"] == "clientId:alice" and isinstance(result["results"][0]["appliesAt"], int)
+            assert result["results"][1]["error"]["statusCode"] == 400
+            assert (await c.recv_action(6))["error"]["code"] == 40141  # DISCONNECTED: token revoked
+
+        def bearer(token: str) -> dict[str, str]:
+            return {"Authorization": "Bearer " + base64.b64encode(token.encode()).decode()}
+
+        assert (await http.get("/channels/x/messages", headers=bearer(doomed))).json()["error"]["code"] == 40141
+        assert (await http.get("/channels/x/messages", headers=bearer(other))).status_code == 200
+        fresh = emu.authority.issue("rk", client_id="alice")["token"]  # issued after: unaffected
+        assert (await http.get("/channels/x/messages", headers=bearer(fresh))).status_code == 200
+        # with allowReauthMargin the revocation applies 30 s later
+        later = await http.post(
+            "/keys/rk/revokeTokens", json={"targets": ["clientId:bob"], "allowReauthMargin": True}, headers=basic
+        )
+        assert later.json()["results"][0]["appliesAt"] >= int(time.time() * 1000) + 25_000
+        assert (await http.get("/channels/x/messages", headers=bearer(other))).status_code == 200
+        # keys without revocable tokens, and token auth, are refused
+        plain = {"Authorization": "Basic " + base64.b64encode(b"plain:s").decode()}
+        refused = await http.post("/keys/plain/revokeTokens", json={"targets": ["clientId:a"]}, headers=plain)
+        assert refused.json()["error"]["code"] == 40162
+        by_token = await http.post("/keys/rk/revokeTokens", json={"targets": ["clientId:a"]}, headers=bearer(fresh))
+        assert by_token.json()["error"]["code"] == 40162

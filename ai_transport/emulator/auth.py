@@ -54,6 +54,9 @@ class Principal:
     capability: dict[str, list[str]] | None = None  # None = everything
     client_id: str | None = None  # None = anonymous; "*" = may assume any clientId
     expires: int | None = None
+    issued: int | None = None  # issued tokens: when (ms)
+    revocation_key: str | None = None  # issued tokens: the token request's revocationKey
+    revoked_at: int | None = None  # set by token revocation: unusable from then on (40141)
 
     def allows(self, channel: str, operation: str) -> bool:
         """True when the capability grants ``operation`` on ``channel``."""
@@ -75,7 +78,9 @@ class Principal:
             )
 
     def check_expiry(self) -> None:
-        """Raise 40142 when the token has expired."""
+        """Raise 40142 when the token has expired, 40141 when it has been revoked."""
+        if self.revoked_at is not None and now_ms() >= self.revoked_at:
+            raise EmulatorError("Token revoked", 40141, 401)
         if self.expires is not None and now_ms() > self.expires:
             raise EmulatorError("Token expired", 40142, 401)
 
@@ -181,6 +186,7 @@ class Authority:
         capability: dict[str, list[str]] | None = None,
         client_id: str | None = None,
         ttl: int | None = None,
+        revocation_key: str | None = None,
     ) -> dict[str, Any]:
         """Issue a token and return its TokenDetails (``capability`` is intersected with the key's).
 
@@ -191,7 +197,13 @@ class Authority:
         expires = issued + (int(ttl) if ttl else DEFAULT_TTL_MS)
         token = f"emu.{key_name}.{secrets.token_urlsafe(18)}"
         self.tokens[token] = Principal(
-            key_name=key_name, token=token, capability=capability, client_id=client_id, expires=expires
+            key_name=key_name,
+            token=token,
+            capability=capability,
+            client_id=client_id,
+            expires=expires,
+            issued=issued,
+            revocation_key=revocation_key,
         )
         details: dict[str, Any] = {
             "token": token,
@@ -243,7 +255,14 @@ class Authority:
             raise EmulatorError("clientId must be a non-empty string", 40012, 400)
         if client_id is not None and not isinstance(client_id, str):
             raise EmulatorError("clientId must be a string", 40012, 400)
-        return self.issue(key_name, capability=capability, client_id=client_id, ttl=ttl)
+        revocation_key = body.get("revocationKey")
+        return self.issue(
+            key_name,
+            capability=capability,
+            client_id=client_id,
+            ttl=ttl,
+            revocation_key=revocation_key if isinstance(revocation_key, str) else None,
+        )
 
     def _check_timestamp_and_nonce(self, key_name: str, body: dict[str, Any]) -> None:
         now = now_ms()

@@ -50,6 +50,7 @@ class EmulatorCore:
         server_id: str = "ai-transport-emulator",
         key_capabilities: dict[str, Any] | None = None,
         mutable_namespaces: list[str] | None = None,
+        revocable_keys: list[str] | None = None,
         allowed_origins: list[str] | None = None,
         dev_tokens_on_any_host: bool = False,
         rate_limits: RateLimits | None = None,
@@ -61,6 +62,8 @@ class EmulatorCore:
         self.authority = Authority(self.keys, strict_tokens=strict_tokens, key_capabilities=key_capabilities)
         #: namespaces whose channels allow update / delete / append (None = every channel)
         self.mutable_namespaces = set(mutable_namespaces) if mutable_namespaces is not None else None
+        #: key names whose tokens can be revoked (``POST /keys/{keyName}/revokeTokens``)
+        self.revocable_keys = set(revocable_keys or ())
         self.store = Store()
         #: browser Origins accepted besides loopback ones (``"*"``: every origin)
         self.allowed_origins = list(allowed_origins or ())
@@ -152,6 +155,18 @@ class EmulatorCore:
         return self.store.apply(
             channel, messages, connection_id=connection_id, client_id=client_id, id_prefix=id_prefix
         )
+
+    def _disconnect_revoked(self) -> None:
+        """DISCONNECTED 40141 to every live connection whose token has been revoked."""
+        for conn in list(self.connections.values()):
+            if conn.session is None:
+                continue
+            try:
+                conn.principal.check_expiry()
+            except EmulatorError as err:
+                if err.code == 40141:
+                    conn.session.send({"action": int(Action.DISCONNECTED), "error": err.to_dict()})
+                    conn.session.close(1000, "token revoked")
 
     def _check_mutable(self, channel: str) -> None:
         """93002 unless ``channel``'s namespace has the mutable-messages rule (when rules are configured)."""

@@ -34,6 +34,7 @@ from .protocol import (
     loads_msgpack,
     render_message,
 )
+from .revocation import revoke_tokens
 from .store import Event, now_ms
 
 __all__ = ["RestHandlers"]
@@ -212,6 +213,12 @@ class RestHandlers(PresenceHandlers):
             return reply(details)
         if segments == ["presence"] and req.method in ("GET", "HEAD"):
             return reply(self._rest_batch_presence(self._rest_auth(req), req.query, fmt))
+        if len(segments) == 3 and segments[0] == "keys" and segments[2] == "revokeTokens" and req.method == "POST":
+            out, applies_at = revoke_tokens(
+                self.authority, segments[1], self._rest_auth(req), self._decode_request_body(req), self.revocable_keys
+            )
+            asyncio.get_running_loop().call_later(max(0, applies_at - now_ms()) / 1000, self._disconnect_revoked)
+            return reply(out)
         if segments == ["messages"] and req.method == "POST":
             principal = self._rest_auth(req)
             body_fmt = self._body_format(req)

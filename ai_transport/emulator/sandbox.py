@@ -170,6 +170,7 @@ class Sandbox:
             keys=[k["keyStr"] for k in keys],
             key_capabilities=capabilities,
             mutable_namespaces=mutable,
+            revocable_keys=[k["keyName"] for k in keys if k["revocableTokens"]],
             **options,
         )
         await emulator.start()

@@ -38,7 +38,8 @@ class Emulator(RestHandlers, RealtimeHandlers):
     its ACK; default False: ACK first — real Ably does either, so consumers must handle both),
     ``key_capabilities`` (``{"keyName": capability JSON or map}``; a key without one grants
     everything), ``mutable_namespaces`` (namespaces whose channels allow update / delete /
-    append, else 93002; default None: every channel), ``allowed_origins`` (browser Origins accepted
+    append, else 93002; default None: every channel), ``revocable_keys`` (key names whose tokens
+    ``POST /keys/{keyName}/revokeTokens`` may revoke), ``allowed_origins`` (browser Origins accepted
     besides loopback ones; others get 403 / 40300 on websocket and REST), ``dev_tokens_on_any_host``
     (allow dev mode on a non-loopback bind, loudly logged; else that needs ``strict_tokens``),
     ``rate_limits`` (a :class:`~ai_transport.emulator.limits.RateLimits`: ``RateLimits()`` enforces
