@@ -132,3 +132,33 @@ async def test_without_a_key_a_hidden_append_is_not_detected() -> None:
     assert EVIL in (resumed.owed_calls() or [{}])[0]["arguments"]
     await alice.close()
     await fresh.end()
+
+
+async def test_an_approved_call_whose_message_vanished_is_reported_not_lost() -> None:
+    """Without a key, a rewrite hidden behind an append under the agent's identity that strips the
+    stream's headers makes the call undecodable; the approval still has to surface."""
+    hub, alice, agent, worker, run = await suspended(None)
+    serial, _extras = stream_of(await history(hub), "function_call_arguments")
+    done = next(
+        m["serial"]
+        for m in await history(hub)
+        if m.get("name") == "ai-output"
+        and m["extras"]["ai"].get("codec", {}).get("kind") == "response.output_item.done"
+        and m["data"]["item"]["type"] == "function_call"
+    )
+    answer, call = await approve_call(alice.view, run.run_id)
+    spoofed = hub.client("agent", connection_id="spoofed").channel("chat")
+    for target in (serial, done):  # the call's stream and its done item, rewritten without headers
+        await spoofed.update_message({"serial": target, "data": "", "extras": {}})
+    await agent.close()
+    fresh = AgentSession(hub.client("agent").channel("chat"))
+    await fresh.connect()
+    resumed = await fresh.create_run(answer.invocation.to_json())
+    await resumed.start()
+    await resumed.view.load_all()
+    with pytest.raises(AITransportError) as info:
+        resumed.owed_calls()
+    assert info.value.code == 104090 and call["call_id"] in info.value.message
+    assert worker.executed == []
+    await alice.close()
+    await fresh.end()

@@ -45,6 +45,7 @@ from .lifecycle import (
 from .pipe_loop import pipe_events
 from .run import TERMINAL_STATUSES, PipeResult
 from .run_durable import DurableRun
+from .signing import missing_approved_calls
 from .steer import RunSteering
 from .step import RunStep
 from .tree import RunNode, Tree
@@ -138,6 +139,14 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
     def _check_integrity(self) -> None:
         chain = {n.key for n in self._branch._chain() if isinstance(n, RunNode)}
         self.session.integrity.check_runs(chain | {self.run_id}, self.run_id)
+        missing = missing_approved_calls(self.session.tree, self.run_id, self.view.get_messages())
+        if missing:  # an approval must be executed or reported, never silently lost
+            raise AITransportError(
+                f"unable to use the conversation of run {self.run_id}; approved call(s) {', '.join(missing)} "
+                "have no function_call in it (their message was removed or rewritten)",
+                ErrorCode.TAMPERED_OUTPUT,
+                500,
+            )
 
     def _note(self, serial: Any) -> None:
         if isinstance(serial, str) and serial > self._last_serial:

@@ -33,7 +33,14 @@ from typing import Any, Final
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from ..errors import AITransportError, ErrorCode
 
-__all__ = ["SIGNATURE_HEADER", "HistoryIntegrity", "OutputSigner", "content_digest", "verify_output"]
+__all__ = [
+    "SIGNATURE_HEADER",
+    "HistoryIntegrity",
+    "OutputSigner",
+    "content_digest",
+    "missing_approved_calls",
+    "verify_output",
+]
 
 #: Transport header carrying the digest (``v1.<base64url>``); unknown to 0.8.0, so ignored there.
 SIGNATURE_HEADER: Final = "x-ait-sig"
@@ -158,3 +165,25 @@ class HistoryIntegrity:
         if self.key and not verify_output(self.key, message):
             return "agent message fails its signing_key check (content changed, or tag missing)"
         return None
+
+
+def missing_approved_calls(tree: Any, run_id: str, messages: list[Any]) -> list[str]:
+    """Call ids the owner approved in run ``run_id`` whose ``function_call`` is not among
+    ``messages`` (codec messages of the run's view): the approval would otherwise be lost."""
+    entry = tree._nodes.get(run_id)
+    if entry is None:
+        return []
+    approved: list[str] = []
+    for (direction, event), _serial, _mid in entry.log.replay():
+        payload = event.get("payload") if direction == "input" else None
+        if event.get("kind") == "tool-approval-response" and isinstance(payload, Mapping):
+            call_id = payload.get("call_id")
+            if payload.get("approved") is True and isinstance(call_id, str) and call_id not in approved:
+                approved.append(call_id)
+    present = {
+        item.get("call_id")
+        for m in messages
+        for item in getattr(m.message, "items", ())
+        if isinstance(item, Mapping) and item.get("type") == "function_call"
+    }
+    return [c for c in approved if c not in present]
