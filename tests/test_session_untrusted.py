@@ -382,3 +382,23 @@ def test_one_untrusted_message_changes_nothing(message: dict[str, Any], position
     assert got[2] == BASELINE[2], "client history view"
     assert got[3] == BASELINE[3], "fresh worker's resume decision"
     assert got[4] == BASELINE[4], "live worker's resume decision"
+
+
+def test_invented_run_ids_cannot_grow_a_session_without_bound() -> None:
+    from ai_transport.sessions.admission import HELD_TOTAL_LIMIT
+
+    session = AgentSession(InProcessHub().client("agent").channel("chat"))
+    for i in range(HELD_TOTAL_LIMIT + 50):
+        session._on_wire(
+            {
+                "name": "ai-input",
+                "clientId": "mallory",
+                "serial": f"{i:020d}",
+                "action": "message.create",
+                "data": "",
+                "extras": {"ai": {"transport": {"run-id": f"fake-{i}", "codec-message-id": f"m{i}"},
+                                  "codec": {"kind": "tool-approval-response"}}},
+            }
+        )
+    assert sum(len(v) for v in session.admission._held.values()) == HELD_TOTAL_LIMIT
+    assert session.skipped == 50 and len(session.rejected) == 50

@@ -70,6 +70,8 @@ ANSWER_KINDS: Final = frozenset({"tool-result", "tool-result-error", "tool-appro
 
 #: Answers held per unknown run (history folds newest first); older ones are dropped beyond this.
 HELD_LIMIT: Final = 1000
+#: Answers held in all (a publisher inventing run ids must not grow a session without bound).
+HELD_TOTAL_LIMIT: Final = 10_000
 
 AcceptInput = Callable[[Any, RunNode | None], bool]
 
@@ -115,6 +117,7 @@ class Admission:
         self._reject = reject
         self._accepted_streams: set[str] = set()
         self._held: dict[str, list[Mapping[str, Any]]] = {}
+        self._held_total = 0
 
     def input_accepted(self, client_id: Any, run: RunNode | None) -> bool:
         """Whether ``client_id`` may put inputs into ``run`` (approvals, tool results, cancels)."""
@@ -181,13 +184,25 @@ class Admission:
         return True
 
     def hold(self, message: Mapping[str, Any]) -> None:
-        """Keep an input into a run whose start is not folded yet (at most :data:`HELD_LIMIT` per run)."""
+        """Keep an input into a run whose start is not folded yet (at most :data:`HELD_LIMIT` per run
+        and :data:`HELD_TOTAL_LIMIT` in all; the oldest held is dropped, reported, beyond that)."""
         run_id = transport_headers(message.get("extras")).get(H_RUN_ID)
         held = self._held.setdefault(str(run_id), [])
         if len(held) >= HELD_LIMIT:
+            self._held_total -= 1
             self._reject(held.pop(0), f"more than {HELD_LIMIT} answers held for a run never started")
         held.append(message)
+        self._held_total += 1
+        while self._held_total > HELD_TOTAL_LIMIT:
+            oldest_run = next(iter(self._held))
+            queue = self._held[oldest_run]
+            self._held_total -= 1
+            self._reject(queue.pop(0), f"more than {HELD_TOTAL_LIMIT} answers held for runs never started")
+            if not queue:
+                del self._held[oldest_run]
 
     def release(self, run_id: str) -> list[Mapping[str, Any]]:
         """The inputs held for ``run_id`` (now started), in arrival order."""
-        return self._held.pop(run_id, None) or []
+        released = self._held.pop(run_id, None) or []
+        self._held_total -= len(released)
+        return released
