@@ -33,6 +33,10 @@ ably-python (ably>=3.1.4):
 ably-js (ably@2):
     const client = new Ably.Realtime({json.dumps({**js_opts, "clientId": "me"})});
 
+Least-privilege tokens (what a deployment should hand out; see docs/SECURITY.md):
+    from ai_transport.auth import browser_token_params, create_token_request
+    create_token_request("{key}", browser_token_params("user-1", "CHANNEL"))   # serve from your authUrl
+
 Follow a channel as a conversation:
     ai-transport tail CHANNEL --emulator {url}
 Run the demo over it:
