@@ -209,10 +209,20 @@ class Tree(LifecycleFold, TreeOwnership):
 
     # -- visibility --------------------------------------------------------------------------
 
+    def _fork_of(self, node: Node) -> str | None:
+        """``node.fork_of`` when it edits a prompt of the same client (another client's "edit" is
+        a prompt of its own, never a sibling that replaces the original in views)."""
+        fork_of = node.fork_of
+        target = self._nodes.get(fork_of) if fork_of is not None else None
+        own = self._nodes.get(node.key)
+        if target is not None and own is not None and target.owner != own.owner:
+            return None
+        return fork_of
+
     def _input_group_root(self, node: InputNode) -> InputNode:
         current, seen = node, {node.key}
-        while current.fork_of is not None and current.fork_of not in seen:
-            target = self._nodes.get(current.fork_of)
+        while (fork_of := self._fork_of(current)) is not None and fork_of not in seen:
+            target = self._nodes.get(fork_of)
             if (
                 target is None
                 or not isinstance(target.node, InputNode)
@@ -232,12 +242,12 @@ class Tree(LifecycleFold, TreeOwnership):
             return True
         current: Node = node
         seen = {current.key}
-        while isinstance(current, InputNode) and current.fork_of is not None:
-            if current.fork_of == original.key:
+        while isinstance(current, InputNode) and (fork_of := self._fork_of(current)) is not None:
+            if fork_of == original.key:
                 return True
-            if current.fork_of in seen:
+            if fork_of in seen:
                 break
-            target = self._nodes.get(current.fork_of)
+            target = self._nodes.get(fork_of)
             if target is None:
                 break
             current = target.node
