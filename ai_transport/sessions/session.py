@@ -90,12 +90,16 @@ class SessionCore:
 
     def _skip(self, message: Mapping[str, Any], why: str) -> None:
         self._skipped += 1
-        self._log.warning(
-            "skipped %s from client %r (serial %r): %s",
+        # the first 100, then every 1000th at warning level: a flood must not flood the logs too
+        level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG
+        self._log.log(
+            level,
+            "skipped %s from client %r (serial %r): %s (%d skipped so far)",
             message.get("name") if isinstance(message, Mapping) else None,
             message.get("clientId") if isinstance(message, Mapping) else None,
             message.get("serial") if isinstance(message, Mapping) else None,
             why,
+            self._skipped,
         )
         self._emitter.emit("skipped", message, why)
 
