@@ -333,7 +333,7 @@ async def test_cancel_from_the_client_cancels_the_sdk_run_and_closes_the_stream(
     tools = Tools()
 
     def long_answer(body: dict[str, Any]) -> list[Any]:
-        return [ScriptedText("word " * 400), ScriptedFunctionCall("get_time", {"city": "Paris"})]
+        return [ScriptedText("word " * 3000), ScriptedFunctionCall("get_time", {"city": "Paris"})]
 
     async with scripted_model(long_answer, delay=0.005) as (server, oai):
         agent = weather_agent(oai, tools)
@@ -353,7 +353,7 @@ async def test_cancel_from_the_client_cancels_the_sdk_run_and_closes_the_stream(
         info = client.view.run(run.run_id)
         assert info.steps[-1].status == "cancelled"
         text = client.view.get_messages()[1].message.items[0]["content"][0]["text"]
-        assert text.startswith("word word") and len(text) < len("word " * 400)
+        assert text.startswith("word word") and len(text) < len("word " * 3000)
         history = await hub.client("x").channel("chat").history(limit=200)
         streams = [m for m in history.items
                    if m.get("name") == "ai-output" and m["extras"]["ai"]["transport"].get("stream") == "true"]
