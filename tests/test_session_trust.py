@@ -432,3 +432,28 @@ async def test_another_clients_edit_never_replaces_the_owners_prompt() -> None:
     for s in (mallory, alice):
         await s.close()
     await agent.end()
+
+
+async def test_another_client_cannot_regenerate_the_owners_reply() -> None:
+    hub, alice, agent, mallory, _mallory_ch, worker, run = await setup()
+    answer, _call = await approve_call(alice.view, run.run_id)
+    await worker.handle(agent, answer.invocation.to_json())
+    await wait_status(alice.view, run.run_id, "complete")
+    before = as_dicts(alice.view.get_messages())
+    await eventually(lambda: len(mallory.view.get_messages()) == len(before))
+    regen = await mallory.view.regenerate(mallory.view.get_messages()[-1].codec_message_id)
+    fresh = AgentSession(hub.client("agent").channel("chat"))
+    await fresh.connect()
+    with pytest.raises(AITransportError) as info:
+        await worker.handle(fresh, regen.invocation.to_json())
+    assert info.value.code == 40160 and "may not regenerate" in info.value.message
+    assert as_dicts(alice.view.get_messages()) == before and len(alice.view.runs()) == 1
+    # the owner may
+    own = await alice.view.regenerate(alice.view.get_messages()[-1].codec_message_id)
+    rerun = await worker.handle(fresh, own.invocation.to_json())
+    await wait_status(alice.view, rerun.run_id, "complete")
+    assert rerun.run_id != run.run_id
+    for s in (mallory, alice):
+        await s.close()
+    await agent.end()
+    await fresh.end()

@@ -280,6 +280,8 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             await self._locate(timeout)
         else:
             self._branch.set_pin(None, self.run_id, None)
+        if self._regenerates is not None and not self.continuation:
+            await self._check_regenerate()
         if self.continuation:
             await self._recover_before_resume()
         if self.input_codec_message_id is not None:
@@ -320,6 +322,24 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         """Loop driver (``hasInput()`` of 0.8.0): True until the run produced output, then once per
         batch of steers folded in since; False once cancelled (:mod:`~ai_transport.sessions.steer`)."""
         return self._steering.has_input()
+
+    async def _check_regenerate(self) -> None:
+        """A regenerate replaces the reply another run gave: only that run's client (or a trusted
+        one) may ask for it, else 40160 (another user cannot steer the owner's conversation)."""
+        tree, target = self.session.tree, self._regenerates
+        await self.session.hydrator.fold_until(lambda: tree.get_node_by_codec_message_id(target or "") is not None)
+        node = tree.get_node_by_codec_message_id(target or "")
+        if (
+            isinstance(node, RunNode)
+            and node.input_client_id is not None
+            and not self.session._input_accepted(self.input_client_id, node)
+        ):
+            raise AITransportError(
+                f"unable to start run; client {self.input_client_id!r} may not regenerate a reply to "
+                f"client {node.input_client_id!r} (message {target})",
+                ErrorCode.INSUFFICIENT_CAPABILITY,
+                401,
+            )
 
     def _assert_open(self, action: str) -> None:
         if not self.is_open:
