@@ -227,3 +227,51 @@ async def test_branches_and_view_events_match_a_js_client(emulator_thread, node)
         await agent.end()
         for ch in (ach, sch, wch):
             await ch.close()
+
+
+# -- channel modes -------------------------------------------------------------------------------
+
+_MODE_CASES: list[list[str] | None] = [
+    None,
+    [],
+    ["OBJECT_SUBSCRIBE", "OBJECT_PUBLISH"],
+    ["ANNOTATION_SUBSCRIBE"],
+    ["PUBLISH"],
+    ["ANNOTATION_SUBSCRIBE", "OBJECT_PUBLISH", "PRESENCE"],
+]
+
+
+async def test_channel_modes_resolve_and_attach_as_the_js_package(emulator_thread, node) -> None:
+    """``channel_modes`` resolves to the modes 0.8.0's ``channelModes`` puts on the channel, and a
+    Python and a JS session asking for the same extra mode attach with the same modes."""
+    from ai_transport.channels.modes import resolve_channel_modes
+
+    name = unique_channel("modes")
+    opts = connect_info(emulator_thread, client_id="alice")
+    js_cases = (await js(node, "pChannelModes", options=opts, channel=name, cases=_MODE_CASES))["cases"]
+    assert [c["modes"] for c in js_cases] == [resolve_channel_modes(m) for m in _MODE_CASES]
+    assert all(c["agent"].startswith("ai-transport-js/0.8.0") for c in js_cases)
+
+    jsc = await js(node, "pAttachWithModes", options=opts, channel=name, channelModes=["ANNOTATION_SUBSCRIBE"])
+    pch = await open_channel(emulator_thread, name, "bob")
+    client = ClientSession(pch, channel_modes=["ANNOTATION_SUBSCRIBE"])
+    try:
+        await client.connect()
+        agent_param = pch.raw.options["params"]["agent"]
+        assert agent_param.startswith("ai-transport-python/") and "openai-responses/" in agent_param
+
+        def attachments() -> dict[str, tuple[int, int]]:
+            out = {}
+            for conn in emulator_thread.emulator.connections.values():
+                att = conn.attachments.get(name)
+                if att is not None:
+                    out[conn.id] = (att.requested, att.modes)
+            return out
+
+        seen = await asyncio.to_thread(emulator_thread.call, attachments)
+        assert seen[jsc["connectionId"]] == seen[pch.connection_id]
+        assert seen[pch.connection_id][0] & (1 << 22)  # ANNOTATION_SUBSCRIBE asked for, with the base modes
+    finally:
+        await js(node, "pClose", id=jsc["id"])
+        await client.close()
+        await pch.close()

@@ -32,6 +32,7 @@ from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidT
 from .channel import InboundMessage, Listener, OutboundMessage, action_name
 from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
+from .modes import MODE_FLAGS
 from .presence_ably import AblyPresence
 from .state import ChannelStateChange
 
@@ -147,6 +148,16 @@ class AblyHistoryPage:
         return AblyHistoryPage(result) if result is not None else None
 
 
+class _ModeFlag(int):
+    """A channel mode bit as ably-python encodes modes (``mode.value``); covers the modes its
+    ``ChannelMode`` enum lacks (LiveObjects)."""
+
+    @property
+    def value(self) -> int:
+        """The flag bit."""
+        return int(self)
+
+
 class AblyChannel(ListenerDelivery):
     """A :class:`~ai_transport.channels.channel.Channel` on a real ``ably.AblyRealtime`` channel.
 
@@ -177,6 +188,7 @@ class AblyChannel(ListenerDelivery):
         self.realtime = realtime
         self.rest = rest
         self._owns_client = owns_client
+        self._channel_options = dict(channel_options)
         self.raw = realtime.channels.get(channel_name, **channel_options)
         self._listeners: list[Listener] = []
         self._queue: asyncio.Queue[Any] | None = None
@@ -185,6 +197,22 @@ class AblyChannel(ListenerDelivery):
         self._closed = False
         self.raw.on(self._on_sdk_state)
         self._presence: AblyPresence | None = None
+
+    async def configure_session(self, modes: list[str] | None, agent: str | None) -> None:
+        """Set what a session asks for when it attaches (before it subscribes): the ``agent``
+        channel param and, when given, the channel ``modes`` (:mod:`~ai_transport.channels.modes`)."""
+        from ably.types.channeloptions import ChannelOptions
+
+        params = dict(self._channel_options.get("params") or {})
+        if agent:
+            params["agent"] = agent
+        flags = [_ModeFlag(MODE_FLAGS[m]) for m in modes or () if m in MODE_FLAGS]
+        options = ChannelOptions(
+            cipher=self._channel_options.get("cipher"),
+            params=params or None,
+            modes=flags or self._channel_options.get("modes"),
+        )
+        await self.raw.set_options(options)
 
     @property
     def presence(self) -> AblyPresence:

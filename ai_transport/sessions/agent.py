@@ -110,6 +110,10 @@ class AgentSession(SessionCore):
         history_page_size: history page size (default 100).
         history_retries: retries of a failed history read (then 104011), with
             ``history_backoff * 2**attempt`` seconds between them.
+        channel_modes: extra channel modes to attach with, e.g. ``OBJECT_MODES`` (``channelModes``
+            of 0.8.0; the base modes are then requested too, :mod:`~ai_transport.channels.modes`).
+        reorder_window: seconds a finished run's wire log is kept for late, out-of-order wires
+            (``reorderWindowMs`` of 0.8.0; default 120, :mod:`~ai_transport.sessions.retention`).
         enter_presence: enter the channel's presence set while connected (default True), with
             data ``{"role": "agent", **presence_data}`` (:mod:`~.presence`; Python-only).
         presence_data: extra presence data of the agent's member.
@@ -139,10 +143,13 @@ class AgentSession(SessionCore):
         presence_data: Mapping[str, Any] | None = None,
         claim_ttl: float = 60.0,
         signing_key: bytes | str | None = None,
+        channel_modes: Iterable[str] | None = None,
+        reorder_window: float | None = None,
     ) -> None:
         if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, (int, float)) or claim_ttl <= 0:
             raise InvalidArgumentError(f"unable to create session; claim_ttl must be a number > 0, got {claim_ttl!r}")
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
+        self._set_options(channel_modes, reorder_window)
         #: The agent's own presence member (entered on connect, left on close).
         self.agent_presence = AgentPresence(channel, presence_data, enter_presence)
         #: Seconds a claim holds its calls against later claims (see :mod:`.claims`).

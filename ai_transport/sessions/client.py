@@ -262,6 +262,10 @@ class ClientSession(SessionCore):
         history_page_size: history page size (default 100).
         history_retries: retries of a failed history read (then 104011), with
             ``history_backoff * 2**attempt`` seconds between them.
+        channel_modes: extra channel modes to attach with, e.g. ``OBJECT_MODES`` (``channelModes``
+            of 0.8.0; the base modes are then requested too, :mod:`~ai_transport.channels.modes`).
+        reorder_window: seconds a finished run's wire log is kept for late, out-of-order wires
+            (``reorderWindowMs`` of 0.8.0; default 120, :mod:`~ai_transport.sessions.retention`).
     """
 
     _log = logger
@@ -276,8 +280,11 @@ class ClientSession(SessionCore):
         history_page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
         history_retries: int = 3,
         history_backoff: float = 0.1,
+        channel_modes: Iterable[str] | None = None,
+        reorder_window: float | None = None,
     ) -> None:
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
+        self._set_options(channel_modes, reorder_window)
         self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else None
         #: The trust rules, when ``trusted_agent_ids`` was given.
         self.admission = (

@@ -69,6 +69,15 @@ class WireLog:
 
     def __init__(self) -> None:
         self.entries: list[_LogEntry] = []
+        #: True once the retention sweep dropped the decoded payloads (:mod:`.retention`).
+        self.swept = False
+
+    def sweep(self) -> None:
+        """Drop every entry's decoded events, keeping its replay key (serial, decoded-through): a
+        re-delivery is still dropped, a new wire only folds incrementally (nothing to refold)."""
+        self.swept = True
+        for entry in self.entries:
+            entry.events = []
 
     def record(
         self,
@@ -85,15 +94,17 @@ class WireLog:
             if entry.serial == serial:
                 if version is not None and (version <= entry.decoded_through or not streamed):
                     return "dropped"
-                entry.events.extend(events)
+                if not self.swept:
+                    entry.events.extend(events)
                 if version is not None:
                     entry.decoded_through = version
-                return "incremental" if i == len(entries) - 1 else "refold"
+                return "incremental" if i == len(entries) - 1 or self.swept else "refold"
             if entry.serial < serial:
-                entries.insert(i + 1, _LogEntry(serial, message_id, list(events), version or serial))
-                return "incremental" if i + 1 == len(entries) - 1 else "refold"
-        entries.insert(0, _LogEntry(serial, message_id, list(events), version or serial))
-        return "incremental" if len(entries) == 1 else "refold"
+                kept = [] if self.swept else list(events)
+                entries.insert(i + 1, _LogEntry(serial, message_id, kept, version or serial))
+                return "incremental" if i + 1 == len(entries) - 1 or self.swept else "refold"
+        entries.insert(0, _LogEntry(serial, message_id, [] if self.swept else list(events), version or serial))
+        return "incremental" if len(entries) == 1 or self.swept else "refold"
 
     def replay(self) -> list[tuple[CodecEvent, str, str | None]]:
         """Every logged event with its serial and message id, in serial order."""
@@ -183,6 +194,9 @@ class _Internal:
     attribution: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Step id -> the attempts (step-start-serials) that have published output.
     output_attempts: dict[str, set[str]] = field(default_factory=dict)
+    #: Latest Ably timestamp (ms) of a wire on this node, and whether it waits to be swept.
+    last_activity: int = 0
+    sweep_queued: bool = False
 
 
 def _sort_serial(node: Node) -> str | None:

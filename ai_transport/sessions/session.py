@@ -7,13 +7,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
+from importlib import import_module
 from typing import Any, ClassVar
 
+from ..channels.modes import channel_agent, resolve_channel_modes, validate_channel_modes
 from ..channels.presence import Presence
 from ..channels.state import ChannelStateChange, is_continuity_lost
 from ..errors import AITransportError, ErrorCode
 from .admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
 from .presence import presence_of
+from .retention import set_reorder_window
 from .tree import Emitter, Tree, WireApplier
 from .view import HistoryHydrator
 from .wire_check import wire_problem
@@ -81,6 +84,19 @@ class SessionCore:
         self._holding: list[Mapping[str, Any]] | None = None
         #: How many times channel continuity was lost (each emitted one 104006 ``error``).
         self.continuity_losses = 0
+        self.channel_modes: tuple[str, ...] | None = None
+
+    def _set_options(self, channel_modes: Any, reorder_window: Any) -> None:
+        """The 0.8.0 session options ``channelModes`` / ``reorderWindowMs`` (validated, 40003)."""
+        self.channel_modes = validate_channel_modes(channel_modes)
+        set_reorder_window(self.tree, reorder_window)
+
+    async def _configure_channel(self) -> None:
+        configure = getattr(self.channel, "configure_session", None)
+        if callable(configure):
+            version = getattr(import_module("ai_transport"), "__version__", "0")
+            agent = channel_agent(getattr(self.codec, "adapter_tag", None), version)
+            await configure(resolve_channel_modes(self.channel_modes), agent)
 
     @property
     def skipped(self) -> int:
@@ -144,6 +160,7 @@ class SessionCore:
         if callable(on_state) and self._off_state is None:
             self._has_attached_once = getattr(self.channel, "state", None) == "attached"
             self._off_state = on_state(self._on_state_change)
+        await self._configure_channel()
         await self.channel.subscribe(self._listen)
         await self.channel.attach()
         self._connected = True

@@ -26,8 +26,8 @@ whose prompt was never seen (mid-run join without history) is shown as a root in
 Step attempts (as 0.8.0): an output carrying ``step-id`` and ``step-start-serial`` is attributed to
 that attempt of the step; only the step's canonical attempt (the ``ai-step-start`` with the latest
 serial) is folded, and a later attempt refolds the run without the superseded one, so a retried
-step replaces its failed attempt in every view. Not ported: the reorder-window log sweep (logs are
-kept for the session's life) and the client branch-selection UI state (see
+step replaces its failed attempt in every view. The reorder-window log sweep is
+:mod:`.retention`. Not ported: the client branch-selection UI state (see
 :mod:`ai_transport.sessions.view`).
 """
 
@@ -69,6 +69,7 @@ from .lifecycle import (
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
+from .retention import LogRetention
 from .steer import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
 from .tree_owners import TreeOwnership
@@ -111,6 +112,8 @@ class Tree(LifecycleFold, TreeOwnership):
         self.status_version = 0
         self._visible_cache: tuple[Any, list[Node]] | None = None
         self._children_cache: tuple[int, dict[str | None, list[Node]]] | None = None
+        #: Event-log retention (the reorder window, :mod:`.retention`).
+        self.retention = LogRetention()
 
     def reset(self) -> None:
         """Forget every node (a loss of channel continuity: the session refolds from history);
@@ -122,6 +125,7 @@ class Tree(LifecycleFold, TreeOwnership):
         self._event_ids = {}
         self._visible_cache = None
         self._children_cache = None
+        self.retention.reset()
         self.status_version += 1
         self._changed()
         self.emitter.emit("update")
@@ -368,6 +372,7 @@ class Tree(LifecycleFold, TreeOwnership):
         version: str | None,
         streamed: bool,
     ) -> None:
+        self.retention.record_activity(self._nodes, entry, self._wire.get("timestamp"))
         if serial is None or not events:
             if serial is None and events:
                 entry.optimistic = True

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from .lifecycle import RunLifecycleEvent, StepLifecycleEvent
 from .nodes import Emitter, RunNode, _Internal
+from .retention import LogRetention
 from .run import StepInfo
 
 __all__ = ["LifecycleFold"]
@@ -22,6 +23,7 @@ class LifecycleFold:
         _seq: itertools.count[int]
         emitter: Emitter
         status_version: int
+        retention: LogRetention
 
         def _changed(self) -> bool: ...
         def _insert(self, key: str, entry: _Internal) -> None: ...
@@ -106,6 +108,9 @@ class LifecycleFold:
                 structural = self._changed()
             if entry is not None and isinstance(entry.node, RunNode):
                 self._apply_status(entry.node, event)
+        if entry is not None:
+            self.retention.record_activity(self._nodes, entry, event.timestamp)
+            self.retention.maybe_queue(entry)
         self.emitter.emit("run", event)
         if structural:
             self.emitter.emit("update")
@@ -207,6 +212,9 @@ class LifecycleFold:
                 status = r["ends"].get(r["canonical"], "active")
             steps.append(StepInfo(step_id, status, len(r["serials"]), r["client"]))
         entry.node.steps = steps
+        self.retention.record_activity(self._nodes, entry, event.timestamp)
+        if event.type != "step-start":
+            self.retention.maybe_queue(entry)
         if structural:
             self.emitter.emit("update")
 

@@ -211,3 +211,32 @@ export async function agentSteerLoop({ options, channel, invocation, turns, gate
     client.close();
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Channel modes: what createClientSession({channelModes}) sets on the ably-js channel, and its attach.
+
+export async function pChannelModes({ options, channel, cases }) {
+  const client = await realtime(options);
+  try {
+    const out = [];
+    for (const [i, channelModes] of cases.entries()) {
+      const name = `${channel}-${i}`;
+      const session = createClientSession({ client, channelName: name, codec: ResponsesCodec, channelModes: channelModes ?? undefined });
+      const ch = client.channels.get(name);
+      out.push({ modes: ch.channelOptions?.modes ?? null, agent: ch.channelOptions?.params?.agent ?? null });
+      await session.close();
+    }
+    return { cases: out };
+  } finally {
+    client.close();
+  }
+}
+
+export async function pAttachWithModes({ options, channel, channelModes }) {
+  const client = await realtime(options);
+  const session = createClientSession({ client, channelName: channel, codec: ResponsesCodec, channelModes });
+  await session.connect();
+  const id = nextId++;
+  clients.set(id, { client, session, runs: new Map(), steers: new Map(), events: [], nextSteer: 1 });
+  return { id, connectionId: client.connection.id, modes: client.channels.get(channel).modes ?? null };
+}
