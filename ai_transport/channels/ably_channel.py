@@ -200,7 +200,8 @@ class AblyChannel(ListenerDelivery):
 
     async def configure_session(self, modes: list[str] | None, agent: str | None) -> None:
         """Set what a session asks for when it attaches (before it subscribes): the ``agent``
-        channel param and, when given, the channel ``modes`` (:mod:`~ai_transport.channels.modes`)."""
+        channel param and, when given, the channel ``modes`` (:mod:`~ai_transport.channels.modes`);
+        on a channel already attached they apply at its next attach."""
         from ably.types.channeloptions import ChannelOptions
 
         params = dict(self._channel_options.get("params") or {})
@@ -212,7 +213,10 @@ class AblyChannel(ListenerDelivery):
             params=params or None,
             modes=flags or self._channel_options.get("modes"),
         )
-        await self.raw.set_options(options)
+        # Applied at the next ATTACH (a session configures before it attaches; a channel already
+        # attached keeps its attachment: ably-python's re-attach of an attached channel can wait
+        # for a state change that never comes).
+        self.raw.set_options_without_reattach(options)
 
     @property
     def presence(self) -> AblyPresence:
