@@ -109,3 +109,47 @@ async def test_deferred_cancels_are_bounded_oldest_first() -> None:
     assert next(iter(agent._deferred_cancels)) == "input-5"
     await client.close()
     await agent.end()
+
+
+async def test_writes_before_connect_are_40003() -> None:
+    from ai_transport.channels.memory import InProcessHub
+    from ai_transport.sessions.agent import AgentSession
+    from ai_transport.sessions.client import ClientSession
+
+    hub, client, agent = await open_session()
+    sent = await client.view.send(user_message("hi"))
+    cold_client = ClientSession(hub.client("carol").channel("chat"))
+    cold_agent = AgentSession(hub.client("agent").channel("chat"))
+    run = await cold_agent.create_run(sent.invocation)
+    for call, method in (
+        (cold_client.view.send(user_message("x")), "send"),
+        (cold_client.cancel("some-run"), "cancel"),
+        (run.start(), "start"),
+    ):
+        with pytest.raises(AITransportError) as err:
+            await call
+        assert err.value.code == 40003 and f"connect() must be called before {method}()" in err.value.message
+    assert isinstance(hub, InProcessHub)
+    await client.close()
+    await agent.end()
+    await cold_agent.close()
+    await cold_client.close()
+
+
+async def test_client_error_event_is_live_only() -> None:
+    from ai_transport.sessions.client import ClientSession
+
+    hub, client, agent = await open_session()
+    live_errors: list = []
+    client.on("error", live_errors.append)
+    await failed_run(client, agent, seed=3)
+    assert [e.code for e in live_errors] == [50000]
+    late = ClientSession(hub.client("dora").channel("chat"))
+    late_errors: list = []
+    late.on("error", late_errors.append)
+    await late.connect()
+    await late.view.load_all()
+    assert late.view.runs()[0].status == "error" and late_errors == []  # history is not news
+    await late.close()
+    await client.close()
+    await agent.end()

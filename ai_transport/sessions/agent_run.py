@@ -276,6 +276,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             )
         if self.is_open:
             return
+        self.session._require_connected("start")
         if self.invocation.input_event_id:
             await self._locate(timeout)
         else:

@@ -33,10 +33,14 @@ from .base_run import BaseRun
 from .branch import BranchHandle, NavigableBranch
 from .invocation import Invocation
 from .lifecycle import (
+    EVENT_RUN_END,
     H_INPUT_CODEC_MESSAGE_ID,
+    H_RUN_ID,
+    H_RUN_REASON,
     CancelTarget,
     RunLifecycleEvent,
     build_cancel_message,
+    build_run_end_error,
     build_transport_headers,
 )
 from .session import SessionCore
@@ -314,8 +318,9 @@ class ClientSession(SessionCore):
     def _on_wire(self, message: Mapping[str, Any]) -> None:
         self._fold(message)
 
-    def _fold(self, message: Mapping[str, Any], checked: bool = False) -> bool:
-        """Fold one message unless malformed or untrusted; returns whether it was folded."""
+    def _fold(self, message: Mapping[str, Any], checked: bool = False, live: bool = False) -> bool:
+        """Fold one message unless malformed or untrusted; returns whether it was folded. A live
+        ``ai-run-end`` with reason ``error`` emits ``error`` first (not one folded from history)."""
         if not checked and not self._well_formed(message):
             return False
         if self.admission is not None:
@@ -325,10 +330,13 @@ class ClientSession(SessionCore):
                 return False
             if not verdict:
                 return False
+        if live and message.get("name") == EVENT_RUN_END:
+            headers = transport_headers(message.get("extras"))
+            if headers.get(H_RUN_REASON) == "error":
+                err = build_run_end_error(headers)
+                logger.error("run %s ended with an agent error: %s", headers.get(H_RUN_ID), err.message)
+                self._emitter.emit("error", err)
         event = self._applier.apply(message)
-        if isinstance(event, RunLifecycleEvent) and event.type == "end" and event.error is not None:
-            logger.error("run %s ended with an agent error: %s", event.run_id, event.error.message)
-            self._emitter.emit("error", event.error)
         if isinstance(event, RunLifecycleEvent) and event.type in ("start", "resume"):
             key = transport_headers(message.get("extras")).get(H_INPUT_CODEC_MESSAGE_ID)
             pending = self._pending.pop(key, None) if key is not None else None
@@ -337,11 +345,11 @@ class ClientSession(SessionCore):
         self.tree.emit_ably_message(message)
         if self.admission is not None and isinstance(event, RunLifecycleEvent) and event.type == "start":
             for held in self.admission.release(event.run_id):
-                self._fold(held, checked=True)
+                self._fold(held, checked=True, live=live)
         return True
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
-        if not self._closed and self._fold(message):
+        if not self._closed and self._fold(message, live=True):
             self._steer.observe(message)
 
     def _client_id(self) -> str | None:
@@ -360,8 +368,7 @@ class ClientSession(SessionCore):
     ) -> ClientRun:
         if self._closed:
             raise AITransportError("unable to send; session is closed", ErrorCode.SESSION_CLOSED, 400)
-        if not self._connected:
-            raise AITransportError("unable to send; call connect() first", ErrorCode.CHANNEL_NOT_READY, 400)
+        self._require_connected("send")
         if not inputs:
             raise InvalidArgumentError("unable to send; inputs array is empty (include at least one input)")
         for i, inp in enumerate(inputs):
@@ -424,6 +431,7 @@ class ClientSession(SessionCore):
     async def _publish_cancel(self, target: CancelTarget) -> None:
         if self._closed:
             return
+        self._require_connected("cancel")
         await self.channel.publish(build_cancel_message(target))
 
     def create_view(self) -> ClientView:

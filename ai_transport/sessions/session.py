@@ -91,6 +91,13 @@ class SessionCore:
         self.channel_modes = validate_channel_modes(channel_modes)
         set_reorder_window(self.tree, reorder_window)
 
+    def _require_connected(self, method: str) -> None:
+        """40003 unless :meth:`connect` completed (``requireConnected`` of 0.8.0)."""
+        if not self._connected:
+            raise AITransportError(
+                f"unable to {method}; connect() must be called before {method}()", ErrorCode.INVALID_ARGUMENT, 400
+            )
+
     async def _configure_channel(self) -> None:
         configure = getattr(self.channel, "configure_session", None)
         if callable(configure):
