@@ -4,7 +4,7 @@ view events, extra views. Interop with the JS package: ``test_session_parity_js.
 from __future__ import annotations
 
 import pytest
-from support_parity import texts
+from support_parity import text_turn, texts
 from support_sessions import Worker, approve_call, failed_run, open_session, user_message, wait_status
 
 from ai_transport.errors import AITransportError
@@ -151,5 +151,37 @@ async def test_client_error_event_is_live_only() -> None:
     await late.view.load_all()
     assert late.view.runs()[0].status == "error" and late_errors == []  # history is not news
     await late.close()
+    await client.close()
+    await agent.end()
+
+
+async def test_step_client_id_is_sticky_across_steps() -> None:
+    from ai_transport.sessions.agent import AgentSession, function_call_output
+
+    hub, client, agent = await open_session()
+    sent = await client.view.send(user_message("hi"))
+    run = await agent.create_run(sent.invocation)
+    await run.start()
+    await run.pipe(text_turn("first", 1))  # the first step: the triggering input's publisher
+    step = run.create_step(step_client_id="bob")
+    await step.start()
+    await step.send(function_call_output({"call_id": "c1"}, "ok"))
+    await step.end()
+    await run.send(function_call_output({"call_id": "c2"}, "ok"))  # inherits bob
+    await run.suspend()
+    await wait_status(client.view, run.run_id, "suspended")
+    assert [s.step_client_id for s in client.view.runs()[0].steps] == ["alice", "bob", "bob"]
+    # a fresh worker continuing the run inherits it from the channel
+    answer = await client.view.send(user_message("go on"), run_id=run.run_id)
+    fresh = AgentSession(hub.client("agent").channel("chat"))
+    await fresh.connect()
+    again = await fresh.create_run(answer.invocation)
+    await again.start()
+    await again.view.load_all()
+    await again.pipe(text_turn("more", 2))
+    await again.end("complete")
+    await wait_status(client.view, run.run_id, "complete")
+    assert [s.step_client_id for s in client.view.runs()[0].steps][-1] == "bob"
+    await fresh.close()
     await client.close()
     await agent.end()

@@ -53,7 +53,9 @@ re-attempts its id; only a step's latest attempt is shown. Durable turns (:mod:`
 open are closed by the next worker (:mod:`.recovery`); approved calls are executed exactly once
 however many workers are woken (:mod:`.claims`, automatic in ``run_owed_calls``); a loss of channel
 continuity aborts the open runs, emits 104006 and refolds the tree from history
-(:class:`~.session.SessionCore`). Not ported: steering (``onSteer``, ``hasInput``).
+(:class:`~.session.SessionCore`). Steering as 0.8.0 (:mod:`.steer`): ``run.has_input()`` drives the
+loop, the ``on_steer`` hook, ``steer-codec-message-ids`` on the pass that answers a steer. Parity
+with 0.8.0, row by row: ``docs/PARITY.md``.
 """
 
 from __future__ import annotations

@@ -125,6 +125,8 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self._last_step_reason: str | None = None
         self._active_step = False
         self._current_step: RunStep | None = None
+        #: The client of the current / previous step (sticky across steps, as 0.8.0).
+        self._step_client: str | None = None
         self._last_serial = ""
         #: Identifies this run object's claims (see :mod:`.claims`).
         self.claimant = str(uuid.uuid4())
@@ -501,8 +503,18 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         )
         return encoder, cmid
 
-    def _step_client_id(self) -> str:
-        return self.input_client_id or ""
+    def _step_client_id(self) -> str:  # resolved when the step opened (_open_step)
+        return self._step_client if self._step_client is not None else self.input_client_id or ""
+
+    def _resolve_step_client(self, explicit: str | None) -> str:
+        # 0.8.0: explicit, else the previous step's (sticky; the channel's for a fresh worker), else input's
+        if explicit is None and self._step_client is None:
+            node = self.session.tree.get_run_node(self.run_id)
+            known = [s.step_client_id for s in (node.steps if node is not None else ()) if s.step_client_id]
+            explicit = known[-1] if known else None
+        resolved = explicit if explicit is not None else self._step_client or self.input_client_id or ""
+        self._step_client = resolved
+        return resolved
 
     def _mint_step_id(self) -> str:
         step_id = f"{self.invocation_id}-step-{self._step_index}"
@@ -523,13 +535,14 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
     ) -> tuple[str, str | None]:
         if step_id is None:
             step_id = self._mint_step_id()
+        step_client_id = self._resolve_step_client(step_client_id)
         headers = build_step_headers(
             run_id=self.run_id,
             step_id=step_id,
             invocation_id=self.invocation_id,
             run_client_id=self.run_client_id or "",
             invocation_client_id=self.input_client_id,
-            step_client_id=step_client_id if step_client_id is not None else self._step_client_id(),
+            step_client_id=step_client_id,
         )
         serials = await self._publish(build_lifecycle_message(EVENT_STEP_START, headers), EVENT_STEP_START)
         self._active_step = True

@@ -27,8 +27,7 @@ Step attempts (as 0.8.0): an output carrying ``step-id`` and ``step-start-serial
 that attempt of the step; only the step's canonical attempt (the ``ai-step-start`` with the latest
 serial) is folded, and a later attempt refolds the run without the superseded one, so a retried
 step replaces its failed attempt in every view. The reorder-window log sweep is
-:mod:`.retention`. Not ported: the client branch-selection UI state (see
-:mod:`ai_transport.sessions.view`).
+:mod:`.retention`; branch selection (a view's state, not the tree's) is :mod:`.branch`.
 """
 
 
