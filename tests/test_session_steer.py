@@ -208,3 +208,22 @@ def test_defer_unresponded_steers_keeps_order_and_moves_only_unanswered(items: l
 )
 def test_parse_steer_stamp(raw: Any, expected: Any) -> None:
     assert parse_steer_stamp(raw) == expected
+
+
+async def test_a_loss_of_continuity_fails_pending_steer_outcomes_with_104006() -> None:
+    _hub, client, agent = await open_session()
+    steered = asyncio.Event()
+    sent = await client.view.send(user_message("hi"))
+    run = await agent.create_run(sent.invocation, hooks={"on_steer": steered.set})
+    await run.start()
+    await sent.started
+    result = sent.steer(user_message("and this"))
+    await asyncio.wait_for(steered.wait(), 5)
+    client.channel.interrupt()
+    await client.channel.reattach()
+    await client.rebuilt()
+    with pytest.raises(AITransportError) as err:
+        await asyncio.wait_for(result.outcome, 5)
+    assert err.value.code == 104006
+    await client.close()
+    await agent.end()

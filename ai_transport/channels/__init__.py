@@ -21,6 +21,7 @@ from .channel import (
 )
 from .history import collect_history, iter_history
 from .memory import InProcessChannel, InProcessClient, InProcessHub
+from .modes import OBJECT_MODES, resolve_channel_modes
 from .presence import (
     PRESENCE_ACTIONS,
     Presence,
@@ -35,6 +36,7 @@ from .state import ChannelStateChange, StateListener, is_continuity_lost
 
 __all__ = [
     "ACTIONS",
+    "OBJECT_MODES",
     "PRESENCE_ACTIONS",
     "AblyChannel",
     "AblyPresence",
@@ -60,4 +62,5 @@ __all__ = [
     "is_continuity_lost",
     "iter_history",
     "presence_action_name",
+    "resolve_channel_modes",
 ]

@@ -3,16 +3,20 @@
 Agent side: :class:`AgentSession` → :class:`AgentRun` (→ :class:`RunStep`). Client side:
 :class:`ClientSession` → :class:`ClientView` / :class:`ClientRun`. Both read the conversation
 through a :class:`View` over the session's tree (:mod:`.tree`, :mod:`.nodes`); lifecycle headers
-live in :mod:`.lifecycle`.
+live in :mod:`.lifecycle`. Steering: :mod:`.steer` (agent), :mod:`.steer_client` (client); branch
+selection: :mod:`.branch`; run hooks: :mod:`.hooks`. Parity with 0.8.0: ``docs/PARITY.md``.
 """
 
 from .agent import AgentSession
 from .agent_run import AgentRun
+from .branch import BranchHandle
 from .client import ClientRun, ClientSession, ClientView
 from .durable import page_until_located, with_agent_session
+from .hooks import CancelRequest
 from .invocation import Invocation
 from .lifecycle import CancelTarget
 from .run import PipeResult, RunInfo, StepInfo
+from .steer_client import SteerOutcome, SteerResult
 from .step import RunStep
 from .tools import function_call_output, gate_calls
 from .view import View
@@ -20,6 +24,8 @@ from .view import View
 __all__ = [
     "AgentRun",
     "AgentSession",
+    "BranchHandle",
+    "CancelRequest",
     "CancelTarget",
     "ClientRun",
     "ClientSession",
@@ -28,6 +34,8 @@ __all__ = [
     "PipeResult",
     "RunInfo",
     "RunStep",
+    "SteerOutcome",
+    "SteerResult",
     "StepInfo",
     "View",
     "function_call_output",

@@ -348,6 +348,13 @@ class ClientSession(SessionCore):
                 self._fold(held, checked=True, live=live)
         return True
 
+    def _before_rebuild(self) -> None:
+        self._steer.drain_continuity_lost(
+            AITransportError(
+                "unable to await steer outcome; channel continuity lost", ErrorCode.CHANNEL_CONTINUITY_LOST, 500
+            )
+        )
+
     def _on_live(self, message: Mapping[str, Any]) -> None:
         if not self._closed and self._fold(message, live=True):
             self._steer.observe(message)

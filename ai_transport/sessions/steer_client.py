@@ -13,7 +13,8 @@ returns a :class:`SteerResult` at once:
 
 A steer before the agent's ``ai-run-start`` waits for the run id; a steer into a run whose end was
 seen, or after the session closed, fails both futures at once (40003 / 104004) and publishes nothing.
-Closing the session fails every pending outcome with 104004.
+Closing the session fails every pending outcome with 104004, a loss of channel continuity with
+104006.
 """
 
 from __future__ import annotations
@@ -226,6 +227,20 @@ class SteerCoordinator:
                     del self._echoes[cmid]
                     _settle(pending.published, None)
                     _settle(pending.outcome, SteerOutcome(False, reason))
+
+    def drain_continuity_lost(self, err: BaseException) -> None:
+        """Channel continuity was lost: the echoes and run ends that would settle pending steers may
+        never arrive, so fail every pending outcome with ``err`` (104006)."""
+        for bucket in self._inflight.values():
+            for entry in bucket:
+                _settle(entry.outcome, error=err)
+        self._inflight.clear()
+        for entry in self._echoes.values():
+            _settle(entry.published, None)
+            _settle(entry.outcome, error=err)
+        self._echoes.clear()
+        self._dead.clear()
+        self._consumed.clear()
 
     def drain_closed(self) -> None:
         """The session closed: fail every pending outcome with 104004."""
