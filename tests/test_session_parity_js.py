@@ -275,3 +275,75 @@ async def test_channel_modes_resolve_and_attach_as_the_js_package(emulator_threa
         await js(node, "pClose", id=jsc["id"])
         await client.close()
         await pch.close()
+
+
+async def test_python_client_branches_with_a_js_agent(emulator_thread, node) -> None:
+    """Our client regenerates a message inside a run (after a tool call) and edits the prompt; a JS
+    agent answers both; our client and a JS watcher show the same messages and handles."""
+    from support_sessions import approve_call
+
+    from ai_transport.cli.scenario import run_tool, scripted_turn
+    from ai_transport.readers.calls import to_responses_input
+
+    async def js_agent(invocation: dict, turns: list, **kw: Any) -> dict:
+        return await asyncio.to_thread(
+            node.call,
+            "session",
+            "agentHandle",
+            options=connect_info(emulator_thread, client_id="js-agent"),
+            channel=name,
+            invocation=invocation,
+            turns=turns,
+            **kw,
+        )
+
+    name = unique_channel("branch-jsa")
+    cch = await open_channel(emulator_thread, name, "alice")
+    client = ClientSession(cch)
+    await client.connect()
+    jsw = await js(node, "pOpen", options=connect_info(emulator_thread, client_id="jswatcher"), channel=name)
+    question = "Weather in Paris?"
+    user = {"type": "message", "role": "user", "content": [{"type": "input_text", "text": question}]}
+    first = scripted_turn({"input": [user]})
+    try:
+        sent = await client.view.send(user_message(question))
+        r1 = await js_agent(sent.invocation.to_json(), [first], gated=["get_weather"])
+        await wait_status(client.view, r1["runId"], "suspended")
+        answer, call = await approve_call(client.view, r1["runId"])
+        weather = run_tool("get_weather", call["arguments"])
+        output = {"type": "function_call_output", "call_id": call["call_id"], "output": weather}
+        second = scripted_turn({"input": [*to_responses_input([m.message for m in client.view.get_messages()]), output]})
+        await js_agent(answer.invocation.to_json(), [second], gated=["get_weather"], toolOutputs={"get_weather": weather})
+        await wait_status(client.view, r1["runId"], "complete")
+        assert len(client.view.get_messages()) == 4
+        final = client.view.get_messages()[3].codec_message_id
+        prompt = sent.input_codec_message_id
+
+        regen = await client.view.regenerate(final)
+        r3 = await js_agent(regen.invocation.to_json(), [text_turn("Paris: 24C, showers.", 9)])
+        assert r3["outcome"] == "complete" and r3["runId"] != r1["runId"]
+        await wait_status(client.view, r3["runId"], "complete")
+        await js(node, "pWait", id=jsw["id"], runId=r3["runId"], status="complete")
+        handle = client.view.branch_selection(final)
+        assert handle.has_siblings and handle.index == 1 and len(handle.siblings) == 2
+        js_handle = await js(node, "pBranch", id=jsw["id"], codecMessageId=final)
+        assert js_handle["siblings"] == [m.to_dict() for m in handle.siblings] and js_handle["index"] == 1
+        assert js_handle["messages"] == as_dicts(client.view.get_messages())
+        assert as_dicts(client.view.get_messages())[:3] == js_handle["messages"][:3]
+
+        edited = await client.view.edit(prompt, user_message("Weather in Rome?"))
+        assert texts(client.view.get_messages()) == ["Weather in Rome?"]
+        r4 = await js_agent(edited.invocation.to_json(), [text_turn("Rome: dry.", 10)])
+        await wait_status(client.view, r4["runId"], "complete")
+        await js(node, "pWait", id=jsw["id"], runId=r4["runId"], status="complete")
+        assert texts(client.view.get_messages()) == ["Weather in Rome?", "assistant"]
+        assert client.view.branch_selection(prompt).index == 1
+        # the watcher showed Paris when the edit arrived: pinned there until it selects the edit
+        pinned = await js(node, "pBranch", id=jsw["id"], codecMessageId=prompt)
+        assert pinned["index"] == 0 and js_texts(pinned["messages"])[0] == question
+        chosen = await js(node, "pBranch", id=jsw["id"], codecMessageId=prompt, select=1)
+        assert chosen["messages"] == as_dicts(client.view.get_messages())
+    finally:
+        await js(node, "pClose", id=jsw["id"])
+        await client.close()
+        await cch.close()
