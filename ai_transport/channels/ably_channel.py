@@ -29,6 +29,7 @@ from typing import Any
 from urllib.parse import quote_plus, urlencode
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
+from .budget import PublishBudget, budget_for
 from .channel import InboundMessage, Listener, OutboundMessage, action_name
 from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
@@ -166,6 +167,10 @@ class AblyChannel(ListenerDelivery):
         realtime: a connected (or connecting) ``ably.AblyRealtime`` client.
         rest: optional ``ably.AblyRest`` used for REST calls (history); defaults to ``realtime``.
         owns_client: close ``realtime`` (and ``rest``) in :meth:`close`.
+        publish_budget: the connection's :class:`~ai_transport.channels.budget.PublishBudget`
+            (operations/s shared by every stream the encoder writes through any channel of
+            ``realtime``). ``None`` (default): one budget per ``realtime`` client at 40/s; a number:
+            that rate (``0`` = off) for this channel's own budget; or a budget object to share.
         channel_options: keyword arguments for ``realtime.channels.get`` (e.g. ``params``).
     """
 
@@ -178,6 +183,7 @@ class AblyChannel(ListenerDelivery):
         *,
         rest: Any = None,
         owns_client: bool = False,
+        publish_budget: PublishBudget | float | None = None,
         **channel_options: Any,
     ) -> None:
         if not isinstance(channel_name, str) or not channel_name:
@@ -189,6 +195,12 @@ class AblyChannel(ListenerDelivery):
         self.rest = rest
         self._owns_client = owns_client
         self._channel_options = dict(channel_options)
+        if publish_budget is None:
+            publish_budget = budget_for(realtime)
+        elif not isinstance(publish_budget, PublishBudget):
+            publish_budget = PublishBudget(publish_budget)
+        #: Operations/s this channel's connection may publish (read by the codec encoder).
+        self.publish_budget: PublishBudget = publish_budget
         self.raw = realtime.channels.get(channel_name, **channel_options)
         self._listeners: list[Listener] = []
         self._queue: asyncio.Queue[Any] | None = None
@@ -235,13 +247,15 @@ class AblyChannel(ListenerDelivery):
         client_id: str | None = None,
         rest_options: dict[str, Any] | None = None,
         channel_options: dict[str, Any] | None = None,
+        publish_budget: PublishBudget | float | None = None,
         **client_options: Any,
     ) -> AblyChannel:
         """Open a new ``AblyRealtime`` connection (owned by the channel) and wrap ``channel_name``.
 
         ``key`` or ``token`` (or ``auth_url`` / ``auth_callback`` in ``client_options``)
         authenticate; ``client_id`` sets the identity. ``rest_options`` (if given) create a separate
-        ``AblyRest`` for history with the same credentials plus those options. Waits until connected.
+        ``AblyRest`` for history with the same credentials plus those options. ``publish_budget``
+        as for the constructor. Waits until connected.
         """
         ably = _import_ably()
         opts = dict(client_options)
@@ -262,7 +276,14 @@ class AblyChannel(ListenerDelivery):
             if rest is not None:
                 await rest.close()
             raise
-        return cls(channel_name, realtime, rest=rest, owns_client=True, **(channel_options or {}))
+        return cls(
+            channel_name,
+            realtime,
+            rest=rest,
+            owns_client=True,
+            publish_budget=publish_budget,
+            **(channel_options or {}),
+        )
 
     # -- identity / state -------------------------------------------------------------------
 

@@ -51,6 +51,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
+from .budget import PublishBudget
 from .channel import InboundMessage, Listener, OutboundMessage
 from .channel_base import ListenerDelivery, check_message_fields, check_message_serial
 from .history import check_history_args
@@ -131,15 +132,20 @@ class InProcessHub:
     Args:
         append_rollup_window: seconds within which consecutive appends to one message are
             conflated for live subscribers (Ably's ``appendRollupWindow``); ``0`` (default) = off.
+        publish_rate: each client's :class:`~ai_transport.channels.budget.PublishBudget`
+            (operations/s its encoders may publish, appends merged to stay under it); ``0``
+            (default) = no budget.
     """
 
-    def __init__(self, *, append_rollup_window: float = 0.0) -> None:
+    def __init__(self, *, append_rollup_window: float = 0.0, publish_rate: float = 0.0) -> None:
         if not isinstance(append_rollup_window, (int, float)) or append_rollup_window < 0:
             raise InvalidArgumentError(
                 "unable to create hub; append_rollup_window must be a non-negative number of seconds",
                 ErrorCode.INVALID_ARGUMENT,
             )
         self.append_rollup_window = float(append_rollup_window)
+        PublishBudget(publish_rate)  # validates
+        self.publish_rate = float(publish_rate)
         self._channels: dict[str, _ChannelState] = {}
         self._connection_ids = itertools.count(1)
         self._prefix = uuid.uuid4().hex[:8]
@@ -181,6 +187,8 @@ class InProcessClient:
         self.connection_id = connection_id
         self._msg_serial = itertools.count(0)
         self._channels: dict[str, InProcessChannel] = {}
+        #: The connection's publish budget (None unless the hub has a ``publish_rate``).
+        self.publish_budget = PublishBudget(hub.publish_rate) if hub.publish_rate else None
 
     def channel(self, name: str) -> InProcessChannel:
         """The channel object for ``name`` on this connection (one per name, like Ably)."""
@@ -346,6 +354,11 @@ class InProcessChannel(ListenerDelivery):
         if self._presence is None:
             self._presence = InProcessPresence(self)
         return self._presence
+
+    @property
+    def publish_budget(self) -> PublishBudget | None:
+        """The connection's publish budget (read by the codec encoder)."""
+        return self._client.publish_budget
 
     @property
     def attach_serial(self) -> str | None:

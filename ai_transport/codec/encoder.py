@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
+from .coalesce import CoalescingPublisher
 from .events import ItemIdNormaliser, event_to_dict
 from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string, write_json, write_str
 from .inputs import WirePart, _get, input_parts
@@ -615,6 +616,13 @@ class Encoder:
         self.message_id = message_id
         self._batch = _AppendBatch()
         self._flushing: asyncio.Future[None] | None = None
+        budget = getattr(writer, "publish_budget", None)
+        #: Appends merged per stream under the writer's publish budget (None: no budget).
+        self.coalescer: CoalescingPublisher | None = (
+            CoalescingPublisher(writer, budget, self._append_failed)
+            if budget is not None and getattr(budget, "enabled", False)
+            else None
+        )
 
     async def publish_output(
         self, event: Any, message_id: str | None = None, *, extras: Mapping[str, Any] | None = None
@@ -667,8 +675,14 @@ class Encoder:
             return asyncio.Task(coro, loop=asyncio.get_running_loop(), eager_start=True)  # type: ignore[call-arg]
         return asyncio.ensure_future(coro)
 
+    def _append_failed(self, stream_id: str, exc: BaseException) -> None:
+        self._batch.failed.append((stream_id, exc))
+
     def _append(self, message: dict[str, Any], stream_id: str) -> None:
         """Fire one append; its outcome is collected by the current batch (awaited at flush)."""
+        if self.coalescer is not None:
+            self.coalescer.append(message, stream_id)
+            return
         batch = self._batch
         batch.outstanding += 1
         try:
@@ -696,26 +710,33 @@ class Encoder:
         else:
             batch.settle(stream_id, None)
 
+    async def _call(self, fn: Callable[[Any], Any], message: Any) -> Any:
+        if self.coalescer is not None:
+            return await self.coalescer.call(lambda: fn(message))
+        return await self._start(fn(message))
+
     async def _run(self, ops: list[Operation]) -> None:
         for op in ops:
             if op.action == "publish":
                 if op.stream_id is not None:
                     try:
-                        serials = await self._start(self._writer.publish(op.message))
+                        serials = await self._call(self._writer.publish, op.message)
                     except BaseException:
                         self.core.stream_failed(op.stream_id)
                         raise
                     self.core.stream_started(op.stream_id, serials)
                 else:
-                    await self._start(self._writer.publish(op.message))
+                    await self._call(self._writer.publish, op.message)
             elif op.action == "append":
                 self._append(op.message, op.stream_id or "")
             elif op.action == "update":
-                await self._start(self._writer.update_message(op.message))
+                await self._call(self._writer.update_message, op.message)
             elif op.action == "flush":
                 await self._flush()
 
     async def _flush(self) -> None:
+        if self.coalescer is not None:
+            await self.coalescer.drain()
         if self._flushing is not None:
             await asyncio.shield(self._flushing)
             return
@@ -742,7 +763,7 @@ class Encoder:
         errors: list[tuple[str, BaseException]] = []
         for op in self.core.recover(failed):
             try:
-                await self._start(self._writer.update_message(op.message))
+                await self._call(self._writer.update_message, op.message)
             except Exception as exc:
                 errors.append((op.stream_id or "", exc))
         if errors:
