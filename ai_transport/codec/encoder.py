@@ -712,7 +712,7 @@ class Encoder:
 
     async def _call(self, fn: Callable[[Any], Any], message: Any) -> Any:
         if self.coalescer is not None:
-            return await self.coalescer.call(lambda: fn(message))
+            return await self.coalescer.call(lambda: self._start(fn(message)))
         return await self._start(fn(message))
 
     async def _run(self, ops: list[Operation]) -> None:
