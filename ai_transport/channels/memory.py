@@ -289,11 +289,26 @@ def _history_page(
 # --------------------------------------------------------------------------------------------
 
 
+_SCALARS = (str, int, float, bool, bytes, type(None))
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON-shaped value (dicts and lists rebuilt, scalars shared); others deep-copied."""
+    t = type(value)
+    if t is dict:
+        return {k: v if type(v) in _SCALARS else _json_copy(v) for k, v in value.items()}
+    if t is list:
+        return [v if type(v) in _SCALARS else _json_copy(v) for v in value]
+    if t in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
 def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
     out = dict(msg)
     for key in ("extras", "version", "data"):
         if key in out and isinstance(out[key], (dict, list, bytearray)):
-            out[key] = copy.deepcopy(out[key])
+            out[key] = _json_copy(out[key])
     return out  # type: ignore[return-value]
 
 
@@ -549,7 +564,7 @@ class InProcessChannel(ListenerDelivery):
     def _norm_data(data: Any) -> Any:
         if isinstance(data, bytearray):
             return bytes(data)
-        return copy.deepcopy(data) if isinstance(data, (dict, list)) else data
+        return _json_copy(data) if isinstance(data, (dict, list)) else data
 
     async def publish(self, messages: OutboundMessage | Sequence[OutboundMessage]) -> list[str]:
         """Publish one message or a list atomically; return the serials in order."""
@@ -575,7 +590,7 @@ class InProcessChannel(ListenerDelivery):
                 agg["name"] = m["name"]
             agg["data"] = self._norm_data(m.get("data"))
             if m.get("extras") is not None:
-                agg["extras"] = copy.deepcopy(m["extras"])
+                agg["extras"] = _json_copy(m["extras"])
             agg["action"] = "message.create"
             agg["serial"] = serial
             agg["version"] = {"serial": serial, "timestamp": ts}
@@ -639,7 +654,7 @@ class InProcessChannel(ListenerDelivery):
         if message.get("name") is not None:
             agg["name"] = message["name"]
         if message.get("extras") is not None:
-            agg["extras"] = copy.deepcopy(message["extras"])
+            agg["extras"] = _json_copy(message["extras"])
         else:
             agg.pop("extras", None)
         if agg["action"] != "message.delete":
@@ -649,7 +664,7 @@ class InProcessChannel(ListenerDelivery):
         if agg.get("name") is not None:
             fragment["name"] = agg["name"]
         if message.get("extras") is not None:
-            fragment["extras"] = copy.deepcopy(message["extras"])
+            fragment["extras"] = _json_copy(message["extras"])
         fragment.update(
             action="message.append",
             serial=agg["serial"],
@@ -678,7 +693,7 @@ class InProcessChannel(ListenerDelivery):
         if message.get("name") is not None:
             agg["name"] = message["name"]
         if message.get("extras") is not None:
-            agg["extras"] = copy.deepcopy(message["extras"])
+            agg["extras"] = _json_copy(message["extras"])
         agg["action"] = action
         agg["version"] = version
         for att in list(self._state.attachments):

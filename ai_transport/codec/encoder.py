@@ -18,9 +18,13 @@ Operations are :class:`typing.NamedTuple` s, so ``action, message = op[:2]`` rea
 :class:`Encoder` is the asyncio shell: ``await publish_output(event)``, ``await publish_input(input)``,
 ``await cancel_streams()``, ``await close()`` over any writer with ``async publish(msg | [msgs]) ->
 serials``, ``async append_message(msg)`` and ``async update_message(msg)``. Appends are
-fire-and-forget tasks collected and awaited at the next flush (a stream's close, a cancel, or
-``close()``), like 0.8.0's promise list. Every writer call is started as a task in call order, so a
-writer that enqueues before its first suspension point sees the operations in encoder order.
+fire-and-forget, collected and awaited at the next flush (a stream's close, a cancel, or
+``close()``), like 0.8.0's promise list; an append's coroutine is run to its first suspension at
+once (no task at all when the writer completes without suspending, as the in-process channel does).
+Writer calls start in call order, so a writer that enqueues before its first suspension point sees
+the operations in encoder order. With a writer carrying an enabled ``publish_budget`` the appends go
+through a :class:`~ai_transport.codec.coalesce.CoalescingPublisher` instead (merged per stream to
+stay within the connection's budget).
 
 The wire is the one of ``@ably/ai-transport@0.8.0`` (reference §1-4), errors included (same code,
 status and message). Before encoding, output events may be ``openai`` SDK models (dumped as sent)
@@ -632,7 +636,11 @@ class Encoder:
         ``message_id`` is stamped as the transport ``codec-message-id``; ``extras={"headers": {...}}``
         overrides the encoder's headers for this write (0.8.0's ``WriteOptions``).
         """
-        await self._run(self.core.encode_output(event, message_id=message_id, extras=extras))
+        ops = self.core.encode_output(event, message_id=message_id, extras=extras)
+        if len(ops) == 1 and ops[0].action == "append":  # the per-delta path: no coroutine of _run
+            self._append(ops[0].message, ops[0].stream_id or "")
+            return
+        await self._run(ops)
 
     async def publish_input(
         self, input: Any, message_id: str | None = None, *, extras: Mapping[str, Any] | None = None
@@ -696,6 +704,18 @@ class Encoder:
             result.add_done_callback(
                 lambda f: batch.settle(stream_id, asyncio.CancelledError() if f.cancelled() else f.exception())
             )
+        elif asyncio.iscoroutine(result):
+            # Run the writer's coroutine to its first suspension here (as an eager task would): a
+            # writer that completes at once (the in-process channel) costs no task at all.
+            try:
+                yielded = result.send(None)
+            except StopIteration:
+                batch.settle(stream_id, None)
+                return
+            except (Exception, asyncio.CancelledError) as exc:  # settled as the task path would
+                batch.settle(stream_id, exc)
+                return
+            batch.tasks.add(self._start(self._guarded(batch, _resume(result, yielded), stream_id)))
         else:
             batch.tasks.add(self._start(self._guarded(batch, result, stream_id)))
 
@@ -770,6 +790,27 @@ class Encoder:
             ids = [sid for sid, _ in errors]
             log.error("recovery failed for streams %s", ids)
             raise EncoderCore.recovery_error(ids, errors[0][1])
+
+
+async def _resume(coro: Any, yielded: Any) -> Any:
+    """Continue a coroutine that was started by hand and suspended on ``yielded`` (a future or None)."""
+    while True:
+        try:
+            if yielded is None:
+                await asyncio.sleep(0)
+            else:
+                yielded._asyncio_future_blocking = False
+                await asyncio.wait((yielded,))
+        except BaseException as exc:  # cancelled while waiting: the coroutine sees it
+            try:
+                yielded = coro.throw(exc)
+            except StopIteration as stop:
+                return stop.value
+            continue
+        try:
+            yielded = coro.send(None)
+        except StopIteration as stop:
+            return stop.value
 
 
 class _AppendBatch:

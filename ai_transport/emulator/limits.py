@@ -252,7 +252,7 @@ def merge_appends(events: list[Event]) -> Event:
             live["encoding"] = first_enc
         else:
             live.pop("encoding", None)
-    return Event(last.serial, last.message_serial, last.action, live, last.aggregate)
+    return last.with_live(live)
 
 
 class _ConnState:

@@ -42,32 +42,130 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@dataclass
+#: Appended fragments held before they are joined into the aggregate's data (bounds the parts
+#: list; joining is amortised over this many appends).
+JOIN_EVERY = 256
+
+
 class Entry:
-    """One stored message: its current aggregate and every version (oldest first)."""
+    """One stored message: its current aggregate and every version (oldest first).
 
-    serial: str
-    aggregate: dict[str, Any]
-    versions: list[dict[str, Any]] = field(default_factory=list)
+    Appends cost memory linear in the bytes appended: fragments are kept as parts and joined into
+    ``aggregate["data"]`` only when read (or every :data:`JOIN_EVERY` appends), and an append's
+    version and event keep the length of the data at that point instead of a copy of it.
+    """
+
+    __slots__ = ("_agg", "_old", "_parts", "generation", "length", "serial", "versions")
+
+    def __init__(
+        self, serial: str, aggregate: dict[str, Any], versions: list[Any] | None = None
+    ) -> None:
+        self.serial = serial
+        self._agg = aggregate
+        self._parts: list[Any] = []
+        #: Bumped whenever ``data`` is replaced (update / delete): as-of snapshots of appends name it.
+        self.generation = 0
+        self._old: dict[int, Any] = {}  # generation -> its final data (kept only once replaced)
+        self.length = _data_len(aggregate.get("data"))
+        #: Version aggregates (dicts) or append :class:`Event` s (materialised by ``Store.versions``).
+        self.versions: list[Any] = versions if versions is not None else []
+
+    @property
+    def aggregate(self) -> dict[str, Any]:
+        """The current aggregate (appended parts joined into ``data`` first)."""
+        if self._parts:
+            self._join()
+        return self._agg
+
+    @aggregate.setter
+    def aggregate(self, agg: dict[str, Any]) -> None:
+        if self.versions and isinstance(self.versions[-1], Event):  # appends point at this data
+            self._old[self.generation] = self.aggregate.get("data")
+        self._agg = agg
+        self._parts = []
+        self.generation += 1
+        self.length = _data_len(agg.get("data"))
+
+    def _join(self) -> None:
+        base = self._agg.get("data")
+        parts = self._parts if base is None else [base, *self._parts]
+        self._agg["data"] = b"".join(parts) if isinstance(parts[0], bytes) else "".join(parts)
+        self._parts = []
+
+    def meta(self) -> dict[str, Any]:
+        """The aggregate without joining pending parts (``data`` may be stale: use :meth:`data_upto`)."""
+        return self._agg
+
+    def add(self, frag: Any) -> None:
+        """Append a fragment (same type as the data; checked by ``Store.validate``)."""
+        self._parts.append(frag)
+        self.length += _data_len(frag)
+        if len(self._parts) >= JOIN_EVERY:
+            self._join()
+
+    def data_upto(self, generation: int, length: int) -> Any:
+        """The data as it was when it had ``length`` units in ``generation`` (None if replaced since)."""
+        data = self.aggregate.get("data") if generation == self.generation else self._old.get(generation)
+        return data[:length] if data is not None and len(data) != length else data
 
 
-@dataclass
+def _data_len(data: Any) -> int:
+    return len(data) if isinstance(data, (str, bytes)) else 0
+
+
 class Event:
     """One accepted operation on a channel, in channel order.
 
     ``serial`` is the event's own serial (the message serial for a create, the version serial
     otherwise); ``live`` is what a receiver already holding the message gets; ``aggregate`` is
-    the message as of this event (action 1/2 once mutated) for first-time receivers.
+    the message as of this event (action 1/2 once mutated) for first-time receivers. An append's
+    aggregate is rebuilt on demand from the message (its data as of the append), so the event log
+    holds no copy of the growing data.
     """
 
-    serial: str
-    message_serial: str
-    action: int
-    live: dict[str, Any]
-    aggregate: dict[str, Any]
-    #: A create whose client-supplied ``id`` was already published (idempotent publishing):
-    #: acknowledged with the original serial, not stored or delivered again.
-    duplicate: bool = False
+    __slots__ = ("_agg", "_snap", "action", "duplicate", "live", "message_serial", "serial")
+
+    def __init__(
+        self,
+        serial: str,
+        message_serial: str,
+        action: int,
+        live: dict[str, Any],
+        aggregate: dict[str, Any] | None,
+        duplicate: bool = False,
+        snapshot: tuple[Entry, int, int, dict[str, Any]] | None = None,
+    ) -> None:
+        self.serial = serial
+        self.message_serial = message_serial
+        self.action = action
+        self.live = live
+        self._agg = aggregate
+        self._snap = snapshot
+        #: A create whose client-supplied ``id`` was already published (idempotent publishing):
+        #: acknowledged with the original serial, not stored or delivered again.
+        self.duplicate = duplicate
+
+    @property
+    def aggregate(self) -> dict[str, Any]:
+        """The message as of this event."""
+        if self._agg is not None:
+            return self._agg
+        assert self._snap is not None
+        entry, generation, length, fields = self._snap
+        agg = dict(entry.meta())
+        for key, value in fields.items():
+            if value is None:
+                agg.pop(key, None)
+            else:
+                agg[key] = value
+        data = entry.data_upto(generation, length)
+        if data is not None:
+            agg["data"] = data
+        return agg
+
+    def with_live(self, live: dict[str, Any]) -> Event:
+        """This event delivering ``live`` instead (a rolled-up append), aggregate unchanged."""
+        return Event(self.serial, self.message_serial, self.action, live, self._agg, snapshot=self._snap)
 
 
 @dataclass
@@ -145,7 +243,7 @@ class Store:
             if entry is None:
                 raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
             if action == MessageAction.APPEND:
-                old, new = entry.aggregate.get("data"), msg.get("data")
+                old, new = entry.meta().get("data"), msg.get("data")
                 if new is not None and old is not None and type(old) is not type(new):
                     raise EmulatorError(
                         f"messages[{i}].data: an append must have the same type as the message data "
@@ -230,7 +328,7 @@ class Store:
         client_id: str | None,
     ) -> Event:
         entry = log.entries[msg["serial"]]
-        old = entry.aggregate
+        old = entry.meta()  # appended parts are not joined for an append
         vserial = self.next_serial()
         version: dict[str, Any] = {"serial": vserial, "timestamp": ts}
         version.update(_clean_version(msg.get("version")))
@@ -239,6 +337,9 @@ class Store:
             version["clientId"] = client_id  # an identified client: Ably stamps who did it
         elif op_client and op_client != "*" and "clientId" not in version:
             version["clientId"] = op_client
+        if action == MessageAction.APPEND:
+            return self._append(entry, msg, version, vserial)
+        old = entry.aggregate
         agg = dict(old)
         agg["version"] = version
         if action in (MessageAction.UPDATE, MessageAction.DELETE):
@@ -292,6 +393,55 @@ class Store:
             live["action"] = action
         return Event(vserial, entry.serial, action, live, dict(agg))
 
+    @staticmethod
+    def _append(entry: Entry, msg: dict[str, Any], version: dict[str, Any], vserial: str) -> Event:
+        """An append: the aggregate is updated in place, data kept as parts (linear memory)."""
+        agg = entry.meta()
+        frag = msg.get("data")
+        if frag is not None:
+            if agg.get("data") is None and not entry._parts:
+                agg["data"] = frag
+                entry.length = _data_len(frag)
+                if msg.get("encoding"):
+                    agg["encoding"] = msg["encoding"]
+            else:
+                entry.add(frag)
+        if msg.get("extras") is not None:
+            agg["extras"] = msg["extras"]
+        else:
+            agg.pop("extras", None)
+        if msg.get("name") is not None:
+            agg["name"] = msg["name"]
+        if agg.get("action") != MessageAction.DELETE:
+            agg["action"] = int(MessageAction.UPDATE)
+        agg["version"] = version
+        live: dict[str, Any] = {"id": agg.get("id")}
+        if agg.get("name") is not None:
+            live["name"] = agg["name"]
+        if frag is not None:
+            live["data"] = frag
+            if msg.get("encoding"):
+                live["encoding"] = msg["encoding"]
+        if msg.get("extras") is not None:
+            live["extras"] = msg["extras"]
+        for key in ("clientId", "connectionId", "timestamp"):
+            if agg.get(key) is not None:
+                live[key] = agg[key]
+        live["serial"] = entry.serial
+        live["action"] = int(MessageAction.APPEND)
+        live["version"] = version
+        fields: dict[str, Any] = {"version": version, "action": agg["action"]}
+        if "extras" in agg:
+            fields["extras"] = agg["extras"]
+        else:
+            fields["extras"] = None
+        if "name" in agg:
+            fields["name"] = agg["name"]
+        snapshot = (entry, entry.generation, entry.length, fields)
+        event = Event(vserial, entry.serial, int(MessageAction.APPEND), live, None, snapshot=snapshot)
+        entry.versions.append(event)
+        return event
+
     # -- reads -------------------------------------------------------------------------------
 
     def get(self, channel: str, serial: str) -> dict[str, Any]:
@@ -308,7 +458,7 @@ class Store:
         entry = log.entries.get(serial) if log else None
         if entry is None:
             raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
-        return list(entry.versions)
+        return [v.aggregate if isinstance(v, Event) else v for v in entry.versions]
 
     def history(
         self,
