@@ -604,7 +604,7 @@ class InProcessChannel(ListenerDelivery):
             stored.append(agg)
         for att in list(state.attachments):
             for agg in stored:
-                att._deliver_full(_copy_message(agg))  # type: ignore[arg-type]
+                att._deliver_full(dict(agg))  # listeners get their own copy at delivery
         return [a["serial"] for a in stored]
 
     def _lookup(self, serial: str, op: str) -> _Stored:
@@ -664,7 +664,7 @@ class InProcessChannel(ListenerDelivery):
         if agg.get("name") is not None:
             fragment["name"] = agg["name"]
         if message.get("extras") is not None:
-            fragment["extras"] = _json_copy(message["extras"])
+            fragment["extras"] = agg["extras"]  # the stored copy: replaced, never mutated
         fragment.update(
             action="message.append",
             serial=agg["serial"],
@@ -675,7 +675,7 @@ class InProcessChannel(ListenerDelivery):
         if "clientId" in agg:
             fragment["clientId"] = agg["clientId"]
         for att in list(self._state.attachments):
-            att._deliver_append(_copy_message(agg), _copy_message(fragment))  # type: ignore[arg-type]
+            att._deliver_append(dict(agg), dict(fragment))  # copied per listener at delivery
         return version["serial"]
 
     async def _replace(self, message: OutboundMessage, op: str, action: str) -> str:
@@ -697,7 +697,7 @@ class InProcessChannel(ListenerDelivery):
         agg["action"] = action
         agg["version"] = version
         for att in list(self._state.attachments):
-            att._deliver_full(_copy_message(agg))  # type: ignore[arg-type]
+            att._deliver_full(dict(agg))  # listeners get their own copy at delivery
         return version["serial"]
 
     async def update_message(self, message: OutboundMessage) -> str:

@@ -133,7 +133,7 @@ class Event:
         live: dict[str, Any],
         aggregate: dict[str, Any] | None,
         duplicate: bool = False,
-        snapshot: tuple[Entry, int, int, dict[str, Any]] | None = None,
+        snapshot: tuple[Entry, int, int, int] | None = None,
     ) -> None:
         self.serial = serial
         self.message_serial = message_serial
@@ -151,13 +151,17 @@ class Event:
         if self._agg is not None:
             return self._agg
         assert self._snap is not None
-        entry, generation, length, fields = self._snap
+        entry, generation, length, action = self._snap
         agg = dict(entry.meta())
-        for key, value in fields.items():
-            if value is None:
-                agg.pop(key, None)
-            else:
-                agg[key] = value
+        live = self.live
+        agg["action"] = action
+        agg["version"] = live["version"]
+        if live.get("extras") is not None:
+            agg["extras"] = live["extras"]
+        else:
+            agg.pop("extras", None)
+        if live.get("name") is not None:
+            agg["name"] = live["name"]
         data = entry.data_upto(generation, length)
         if data is not None:
             agg["data"] = data
@@ -406,8 +410,11 @@ class Store:
                     agg["encoding"] = msg["encoding"]
             else:
                 entry.add(frag)
-        if msg.get("extras") is not None:
-            agg["extras"] = msg["extras"]
+        extras = msg.get("extras")
+        if extras is not None:
+            if extras == agg.get("extras"):  # a stream's appends repeat their extras: keep one copy
+                extras = agg["extras"]
+            agg["extras"] = extras
         else:
             agg.pop("extras", None)
         if msg.get("name") is not None:
@@ -422,22 +429,15 @@ class Store:
             live["data"] = frag
             if msg.get("encoding"):
                 live["encoding"] = msg["encoding"]
-        if msg.get("extras") is not None:
-            live["extras"] = msg["extras"]
+        if extras is not None:
+            live["extras"] = extras
         for key in ("clientId", "connectionId", "timestamp"):
             if agg.get(key) is not None:
                 live[key] = agg[key]
         live["serial"] = entry.serial
         live["action"] = int(MessageAction.APPEND)
         live["version"] = version
-        fields: dict[str, Any] = {"version": version, "action": agg["action"]}
-        if "extras" in agg:
-            fields["extras"] = agg["extras"]
-        else:
-            fields["extras"] = None
-        if "name" in agg:
-            fields["name"] = agg["name"]
-        snapshot = (entry, entry.generation, entry.length, fields)
+        snapshot = (entry, entry.generation, entry.length, agg["action"])
         event = Event(vserial, entry.serial, int(MessageAction.APPEND), live, None, snapshot=snapshot)
         entry.versions.append(event)
         return event
