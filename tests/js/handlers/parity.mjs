@@ -107,7 +107,9 @@ export async function pRun({ id, inputCodecMessageId }) {
 }
 
 export async function pWait({ id, runId, status, timeoutMs = 15000 }) {
-  const view = clients.get(id).session.view;
+  // listens to the tree too: a view fires nothing for a run on a branch it does not show
+  const { session } = clients.get(id);
+  const view = session.view;
   await withTimeout(
     new Promise((resolve) => {
       const check = () => {
@@ -116,7 +118,7 @@ export async function pWait({ id, runId, status, timeoutMs = 15000 }) {
           resolve();
         }
       };
-      const offs = [view.on('update', check), view.on('run', check)];
+      const offs = [view.on('update', check), view.on('run', check), session.tree.on('run', check)];
       check();
     }),
     timeoutMs,
