@@ -287,7 +287,7 @@ class View:
         self._closed = False
         self._snap_keys: list[str] = []
         self._snap_versions: list[int] = []
-        self._snap_set: set[str] = set()
+        self._snap_set: dict[str, int] = {}
         self._walking = False
         self._walk_lock = asyncio.Lock()
         self._bind()
@@ -313,7 +313,7 @@ class View:
         nodes = self._source.visible_nodes() if nodes is None else nodes
         self._snap_keys = [n.key for n in nodes]
         self._snap_versions = [n.fold_version for n in nodes]
-        self._snap_set = set(self._snap_keys)
+        self._snap_set = {key: i for i, key in enumerate(self._snap_keys)}
 
     def _emit_update(self) -> None:
         if not self._walking:
@@ -349,12 +349,14 @@ class View:
         # a fold into a node: emit when the node is visible (every fold, as 0.8.0)
         if self._folding():
             return
-        if event.get("run_id") in self._snap_set or event.get("input_codec_message_id") in self._snap_set:
-            tree = self._tree()
-            self._snap_versions = [
-                node.fold_version if (node := tree.get_node(key)) is not None else -1 for key in self._snap_keys
-            ]
-            self._emit_update()
+        for key in (event.get("run_id"), event.get("input_codec_message_id")):
+            i = self._snap_set.get(key) if isinstance(key, str) else None
+            if i is not None and isinstance(key, str):
+                node = self._tree().get_node(key)
+                if i < len(self._snap_versions):
+                    self._snap_versions[i] = node.fold_version if node is not None else -1
+                self._emit_update()
+                return
 
     def _on_run(self, event: Any) -> None:
         # lifecycle of a visible run, or the start of a run that will be visible
@@ -363,7 +365,7 @@ class View:
         if event.run_id in self._snap_set:
             self._emitter.emit("run", event)
         elif event.type == "start" and self._run_start_visible(event):
-            self._snap_set.add(event.run_id)
+            self._snap_set.setdefault(event.run_id, len(self._snap_keys))
             self._emitter.emit("run", event)
 
     def _run_start_visible(self, event: Any) -> bool:
