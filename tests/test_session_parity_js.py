@@ -352,3 +352,62 @@ async def test_python_client_branches_with_a_js_agent(emulator_thread, node) -> 
         await js(node, "pClose", id=jsw["id"])
         await client.close()
         await cch.close()
+
+
+# -- run hooks -----------------------------------------------------------------------------------
+
+
+async def test_js_client_cancel_reaches_on_cancel_and_the_signal_hook_cancels(emulator_thread, node) -> None:
+    """A JS client's ``ClientRun.cancel()`` (keyed by its input) reaches our ``on_cancel`` as a
+    ``CancelRequest`` naming the run; an external ``signal`` cancels the next run the same way on the
+    wire (the JS client sees the run and its step ``cancelled``)."""
+    from support_sessions import text_delta, text_opening
+
+    from ai_transport.sessions.hooks import CancelRequest
+
+    name = unique_channel("hooks-jsc")
+    ach = await open_channel(emulator_thread, name, "agent")
+    agent = AgentSession(ach)
+    await agent.connect()
+    jsc = await js(node, "pOpen", options=connect_info(emulator_thread, client_id="alice"), channel=name)
+    started = asyncio.Event()
+
+    async def endless():
+        for event in text_opening():
+            yield event
+        while True:
+            started.set()
+            yield text_delta("la ")
+            await asyncio.sleep(0.005)
+
+    try:
+        requests: list[CancelRequest] = []
+        sent = await js(node, "pSend", id=jsc["id"], text="Sing")
+        run = await agent.create_run(sent["invocation"], hooks={"on_cancel": lambda r: requests.append(r) or True})
+        await run.start()
+        pipe = asyncio.ensure_future(run.pipe(endless()))
+        await asyncio.wait_for(started.wait(), 10)
+        await js(node, "pCancel", id=jsc["id"], inputCodecMessageId=sent["inputCodecMessageId"])
+        assert (await asyncio.wait_for(pipe, 10)).reason == "cancelled"
+        assert len(requests) == 1 and requests[0].run_id == run.run_id
+        assert requests[0].message["name"] == "ai-cancel" and requests[0].message["clientId"] == "alice"
+        await run.end("cancelled")
+        await js(node, "pWait", id=jsc["id"], runId=run.run_id, status="cancelled")
+
+        started.clear()
+        signal = asyncio.Event()
+        sent = await js(node, "pSend", id=jsc["id"], text="Again")
+        run2 = await agent.create_run(sent["invocation"], hooks={"signal": signal})
+        await run2.start()
+        pipe = asyncio.ensure_future(run2.pipe(endless()))
+        await asyncio.wait_for(started.wait(), 10)
+        signal.set()
+        assert (await asyncio.wait_for(pipe, 10)).reason == "cancelled"
+        await run2.end("cancelled")
+        await js(node, "pWait", id=jsc["id"], runId=run2.run_id, status="cancelled")
+        runs = (await js(node, "pView", id=jsc["id"]))["runs"]
+        assert [s["status"] for s in runs[-1]["steps"]] == ["cancelled"]
+    finally:
+        await js(node, "pClose", id=jsc["id"])
+        await agent.end()
+        await ach.close()

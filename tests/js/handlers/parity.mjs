@@ -242,3 +242,10 @@ export async function pAttachWithModes({ options, channel, channelModes }) {
   clients.set(id, { client, session, runs: new Map(), steers: new Map(), events: [], nextSteer: 1 });
   return { id, connectionId: client.connection.id, modes: client.channels.get(channel).modes ?? null };
 }
+
+export async function pCancel({ id, runId, inputCodecMessageId }) {
+  const entry = clients.get(id);
+  if (inputCodecMessageId) await entry.runs.get(inputCodecMessageId).cancel();
+  else await entry.session.cancel(runId);
+  return null;
+}
