@@ -10,7 +10,15 @@ from typing import Any
 
 import pytest
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
-from support_sessions import Worker, approve_call, eventually, shapes, user_message, wait_status
+from support_sessions import (
+    Worker,
+    approval,
+    assistant_with_call,
+    eventually,
+    shapes,
+    user_message,
+    wait_status,
+)
 
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import client_options
@@ -46,13 +54,16 @@ async def test_transports_dropped_without_resume_while_an_approval_is_published(
         sent = await client.view.send(user_message("Weather in Paris?"))
         run = await worker.handle(agent, sent.invocation.to_json())
         await wait_status(client.view, run.run_id, "suspended")
+        # The user answers the call they were shown before the gap (while continuity is being
+        # restored the view is refolded from history and may briefly show nothing).
+        cmid, call = assistant_with_call(client.view.get_messages())
         ids = [cch.connection_id, ach.connection_id]
         for conn_id in ids:
             drop = functools.partial(
                 emulator_thread.emulator.drop_transports, conn_id, forget=True, lose_continuity=lose_continuity
             )
             assert await asyncio.to_thread(emulator_thread.call, drop) == 1
-        answer, _ = await approve_call(client.view, run.run_id)  # published during the gap
+        answer = await client.view.send(approval(cmid, call), run_id=run.run_id)  # during the gap
         await eventually(lambda: cch.connection_id not in ids and ach.connection_id not in ids, 20)
         await eventually(lambda: cch.state == "attached" and ach.state == "attached", 20)
         if lose_continuity:
