@@ -95,3 +95,57 @@ async def test_twenty_streams_on_one_connection_no_rate_limit_and_text_intact() 
         finally:
             await agent_rt.close()
             await viewer_rt.close()
+
+
+async def test_concurrent_agent_runs_on_one_connection_share_its_budget() -> None:
+    """Six conversations, one agent connection (every AgentSession's encoder and lifecycle writes
+    share its budget), a model streaming as fast as it can: nothing rejected, every client sees
+    its answer exactly."""
+    from support_sessions import Worker, user_message, wait_status
+
+    from ai_transport.responses.local_server import ScriptedText, build_response_events
+    from ai_transport.sessions.agent import AgentSession
+    from ai_transport.sessions.client import ClientSession
+
+    texts = [f"answer {i}: " + " ".join(f"w{j}" for j in range(150)) for i in range(6)]
+
+    async def fast_model(text: str) -> Any:
+        for ev in build_response_events([ScriptedText(text)]):
+            await asyncio.sleep(0)
+            yield ev
+
+    async with Emulator(port=0, rate_limits=RateLimits()) as emu:
+        agent_rt = ably_realtime(emu, client_id="agent")
+        viewer_rt = ably_realtime(emu, client_id="alice")
+        sessions: list[Any] = []
+        try:
+            await wait_connected(agent_rt)
+            await wait_connected(viewer_rt)
+
+            async def conversation(i: int) -> str:
+                name = unique_channel("fleet-run")
+                client = ClientSession(AblyChannel(name, viewer_rt))
+                agent = AgentSession(AblyChannel(name, agent_rt))
+                sessions.extend([client, agent])
+                await client.connect()
+                await agent.connect()
+                worker = Worker(gated=(), model=lambda items: fast_model(texts[i]))
+                sent = await client.view.send(user_message("go"))
+                run = await worker.handle(agent, sent.invocation.to_json())
+                await wait_status(client.view, run.run_id, "complete", timeout=60)
+                last = client.view.get_messages()[-1].message
+                return "".join(
+                    part.get("text", "")
+                    for item in last.items
+                    if item.get("type") == "message"
+                    for part in item.get("content", [])
+                )
+
+            got = await asyncio.gather(*(conversation(i) for i in range(len(texts))))
+            assert got == texts
+            assert emu.limiter.rejected == {42911: 0, 42913: 0, 42921: 0}
+        finally:
+            for s in sessions:
+                await (s.end() if isinstance(s, AgentSession) else s.close())
+            await agent_rt.close()
+            await viewer_rt.close()

@@ -400,6 +400,7 @@ class AblyChannel(ListenerDelivery):
                 ErrorCode.INVALID_ARGUMENT,
             )
         sdk_messages = [to_ably_message(m) for m in batch]
+        await self.publish_budget.pace()
         try:
             result = await self.raw.publish(sdk_messages)
         except Exception as exc:
@@ -410,6 +411,7 @@ class AblyChannel(ListenerDelivery):
     async def _mutate(self, message: OutboundMessage, op: str, method: str) -> str:
         self._check_open(op)
         sdk_message = to_ably_message(message, op=op, need_serial=True)
+        await self.publish_budget.pace()
         try:
             result = await getattr(self.raw, method)(sdk_message)
         except Exception as exc:

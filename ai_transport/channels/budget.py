@@ -14,7 +14,9 @@ merged per stream, so the window each stream coalesces over grows with the numbe
 sharing the connection and the model's speed, and the connection stays under its budget. A
 rate-limit rejection (42910 / 42911 / 42913) makes the budget back off (1/rate doubling up to
 1 s, reset by the next success) and the rejected operation is retried, merged with what followed
-(never dropped).
+(never dropped). Writes that do not come through the encoder (a session's run and step lifecycle
+messages, inputs) take a token too (:meth:`PublishBudget.pace`), so everything the connection
+publishes shares the budget.
 
 :class:`~ai_transport.channels.ably_channel.AblyChannel` shares one budget per ``AblyRealtime``
 client (on by default); the in-process hub gives each client one when built with
@@ -24,6 +26,7 @@ client (on by default); the in-process hub gives each client one when built with
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import weakref
 from typing import Any
 
@@ -65,6 +68,7 @@ class PublishBudget:
         #: Operations granted and rate-limit rejections seen (for benchmarks and logs).
         self.granted = 0
         self.rejections = 0
+        self._held: contextvars.ContextVar[bool] = contextvars.ContextVar(f"budget-{id(self)}", default=False)
 
     @property
     def enabled(self) -> bool:
@@ -113,6 +117,23 @@ class PublishBudget:
                     self.granted += 1
                     return
                 await asyncio.sleep((1 - self._tokens) / self.rate)
+
+    def holding(self) -> bool:
+        """Whether the calling context already took its token (the encoder's coalescer did)."""
+        return self._held.get()
+
+    def hold(self) -> contextvars.Token[bool]:
+        """Mark the calling context (and tasks it creates) as holding a token; undo with :meth:`unhold`."""
+        return self._held.set(True)
+
+    def unhold(self, token: contextvars.Token[bool]) -> None:
+        """Undo :meth:`hold`."""
+        self._held.reset(token)
+
+    async def pace(self) -> None:
+        """Take a token unless the calling context already holds one (a channel's own writes)."""
+        if self.enabled and not self._held.get():
+            await self.acquire()
 
     def rejected(self) -> None:
         """A rate-limit rejection: pause every user of the budget (doubling, at most 1 s)."""

@@ -58,6 +58,14 @@ class Budget(Protocol):
         """An operation went through."""
         ...
 
+    def hold(self) -> Any:
+        """Mark the calling context as holding a token (the writer then takes none itself)."""
+        ...
+
+    def unhold(self, token: Any) -> None:
+        """Undo :meth:`hold`."""
+        ...
+
 
 class _Stream:
     __slots__ = ("in_flight", "message", "parts", "stream_id")
@@ -155,6 +163,7 @@ class CoalescingPublisher:
         task.add_done_callback(self._tasks.discard)
 
     async def _send(self, serial: str, stream: _Stream, message: dict[str, Any]) -> None:
+        self._budget.hold()  # this task's writer call is paid for (its own context only)
         try:
             await self._writer.append_message(message)
         except Exception as exc:
@@ -201,8 +210,13 @@ class CoalescingPublisher:
         await self.drain()
         while True:
             await self._budget.acquire()
+            token = self._budget.hold()
             try:
-                result = await op()
+                pending = op()  # a task created now inherits the held token
+            finally:
+                self._budget.unhold(token)
+            try:
+                result = await pending
             except Exception as exc:
                 if not is_rate_limited(exc):
                     raise

@@ -65,6 +65,8 @@ class _RecordingWriter:
     def __init__(self, run: AgentRun) -> None:
         self._run = run
         self._channel = run.session.channel
+        #: The channel's publish budget, so the encoder coalesces under it (None: no budget).
+        self.publish_budget = getattr(self._channel, "publish_budget", None)
 
     async def publish(self, message: Any) -> Any:
         serials = await self._channel.publish(message)
