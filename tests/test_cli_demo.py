@@ -79,7 +79,8 @@ def check_approved(out: str) -> None:
     assert len(set(re.findall(r"-- run ([0-9a-f]{8})", out))) == 1
     m = SUMMARY.match(lines[-1])
     assert m, lines[-1]
-    assert int(m.group(1)) > 10 and int(m.group(2)) > 20  # streamed as appends, not one message per delta
+    # streamed as appends, not one message per delta (over Ably the publish budget merges some)
+    assert int(m.group(1)) > 10 and int(m.group(2)) > 5
     assert "denied" not in out
 
 
