@@ -123,7 +123,7 @@ async def test_page_until_located_bounds_history_paging() -> None:
     run = await fresh.create_run(sent.invocation.to_json())
     assert not run.located
     await page_until_located(run, sent.invocation.input_event_id, page_size=5)
-    assert run.located and len(pages) == 1  # the trigger is the newest thing: one page
+    assert run.located and pages == [5]  # the trigger is the newest thing: one page, of page_size
     await run.start()
     await run.end()
     await fresh.close()
@@ -132,7 +132,8 @@ async def test_page_until_located_bounds_history_paging() -> None:
     lost = await lost_session.create_run({"inputEventId": "nope", "sessionName": "chat"})
     with pytest.raises(AITransportError) as err:
         await page_until_located(lost, "nope", max_pages=2, page_size=5, trigger_wait=0.05)
-    assert err.value.code == 104010 and "history pages" in err.value.message
+    assert err.value.code == 104010 and "within 2 history pages" in err.value.message
+    assert lost_session.hydrator.pages_folded == 2  # bounded: 10 of the 31 messages read
     with pytest.raises(AITransportError) as err:
         await page_until_located(lost, "nope", page_size=0)
     assert err.value.code == 40003 and "page_size" in err.value.message

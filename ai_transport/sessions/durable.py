@@ -142,10 +142,15 @@ async def page_until_located(
         raise InvalidArgumentError(
             f"unable to page history; trigger_wait must be a number >= 0, got {trigger_wait!r}"
         )
-    pages = 0
-    while not run.located and run.view.has_older() and pages < max_pages and not run.abort_signal.is_set():
-        pages += 1
-        await run.view.load_older(page_size)
+    # Page the session's history itself: the run's view shows nothing until the trigger is found,
+    # so paging the view by messages would read the whole history in one go.
+    hydrator = run.session.hydrator
+    hydrator.prefer_page_size(page_size)
+    start = hydrator.pages_folded
+    await hydrator.fold_until(
+        lambda: run.located or run.abort_signal.is_set() or hydrator.pages_folded - start >= max_pages
+    )
+    pages = hydrator.pages_folded - start
     if not run.located:
         await _wait_live(lambda: run.located, run, float(trigger_wait))
     if run.abort_signal.is_set():

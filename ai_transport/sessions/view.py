@@ -83,6 +83,14 @@ class HistoryHydrator:
         self._exhausted = False
         self.pages_folded = 0
 
+    def prefer_page_size(self, page_size: int) -> None:
+        """Request ``page_size`` messages per history page, if no page was requested yet.
+
+        Once paging started its size is fixed (later pages follow the first page's cursor).
+        """
+        if not self._started:
+            self._page_size = page_size
+
     def has_next(self) -> bool:
         """True while older history may exist."""
         if self._exhausted:
