@@ -28,13 +28,12 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any
 
-from typing_extensions import Self
-
 from .capability import dumps_capability, parse_capability
 from .core import MAX_BODY, MAX_HEAD, log
 from .http_io import _REASONS, HttpResponse
 from .protocol import EmulatorError
 from .server import Emulator
+from .serving import Serving
 
 __all__ = ["Sandbox", "SandboxApp"]
 
@@ -66,7 +65,7 @@ class SandboxApp:
         }
 
 
-class Sandbox:
+class Sandbox(Serving):
     """The provisioner: an HTTP server for ``POST /apps`` / ``DELETE /apps/<id>``.
 
     Every app's emulator binds ``host`` on a free port and lives in the sandbox's event loop.
@@ -106,20 +105,6 @@ class Sandbox:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    async def serve_forever(self) -> None:
-        """Start (if needed) and serve until cancelled."""
-        if self._server is None:
-            await self.start()
-        assert self._server is not None
-        await self._server.serve_forever()
 
     # -- apps --------------------------------------------------------------------------------
 

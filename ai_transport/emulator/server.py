@@ -22,11 +22,12 @@ from .core import MAX_HEAD, log
 from .guard import check_bind
 from .realtime import RealtimeHandlers
 from .rest import RestHandlers
+from .serving import Serving
 
 __all__ = ["Emulator", "EmulatorThread"]
 
 
-class Emulator(RestHandlers, RealtimeHandlers):
+class Emulator(Serving, RestHandlers, RealtimeHandlers):
     """A local Ably-compatible server (realtime + REST) on one port.
 
     ``async with Emulator(port=0) as emu: emu.port``. Options: ``keys`` (``["name:secret"]``,
@@ -77,20 +78,6 @@ class Emulator(RestHandlers, RealtimeHandlers):
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._server.wait_closed(), 2)
             self._server = None
-
-    async def __aenter__(self) -> Self:
-        await self.start()
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.stop()
-
-    async def serve_forever(self) -> None:
-        """Start (if needed) and serve until cancelled."""
-        if self._server is None:
-            await self.start()
-        assert self._server is not None
-        await self._server.serve_forever()
 
     # -- TCP / HTTP --------------------------------------------------------------------------
 
