@@ -3,9 +3,12 @@ auto-selection as 0.8.0, on the in-process channel. Interop: ``test_session_pari
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support_parity import text_turn, texts
 from support_sessions import Worker, approve_call, open_session, user_message, wait_status
 
@@ -149,3 +152,32 @@ async def test_views_are_tracked_and_closed_with_the_session() -> None:
         client.create_view()
     assert err.value.code == 104004
     await agent.end()
+
+
+@settings(max_examples=20, deadline=None)
+@given(picks=st.lists(st.integers(-3, 6), min_size=1, max_size=6), replies=st.integers(1, 3))
+def test_any_selection_sequence_shows_the_clamped_sibling(picks: list[int], replies: int) -> None:
+    """Whatever indexes are selected, in any order: the handle's index is the last one clamped to
+    the siblings, the view shows exactly that sibling, and the conversation keeps its length."""
+
+    async def scenario() -> None:
+        _hub, client, agent = await open_session()
+        view = client.view
+        sent = await view.send(user_message("Name a colour"))
+        await answer(agent, client, sent, "Colour 0", 1)
+        first = view.get_messages()[1].codec_message_id
+        for n in range(1, replies + 1):
+            regen = await view.regenerate(view.get_messages()[1].codec_message_id)
+            await answer(agent, client, regen, f"Colour {n}", n + 1)
+        for pick in picks:
+            view.branch_selection(first).select(pick)
+            handle = view.branch_selection(first)
+            expected = max(0, min(pick, replies))
+            assert handle.index == expected and handle_texts(handle)[expected] == f"Colour {expected}"
+            assert len(view.get_messages()) == 2
+            shown = view.get_messages()[1].message.items[-1]["content"][0]["text"]
+            assert shown == f"Colour {expected}"
+        await client.close()
+        await agent.end()
+
+    asyncio.run(scenario())

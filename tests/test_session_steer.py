@@ -9,9 +9,9 @@ import asyncio
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
-from support_parity import gated_model, steer_loop, texts
+from support_parity import gated_model, steer_loop, texts, user_text
 from support_sessions import approve_call, open_session, user_message, wait_status
 
 from ai_transport.errors import AITransportError
@@ -227,3 +227,50 @@ async def test_a_loss_of_continuity_fails_pending_steer_outcomes_with_104006() -
     assert err.value.code == 104006
     await client.close()
     await agent.end()
+
+
+@settings(max_examples=15, deadline=None)
+@given(count=st.integers(1, 4), at=st.integers(0, 8))
+def test_every_steer_folded_during_a_pass_is_answered_by_the_next(count: int, at: int) -> None:
+    """However many steers land during the first pass (at any point of its stream), the second pass
+    answers all of them: its model input ends with them in order, each id is stamped on exactly one
+    pass, and every outcome resolves consumed."""
+
+    async def scenario() -> None:
+        _hub, client, agent = await open_session()
+        folded: list[int] = []
+        all_in = asyncio.Event()
+
+        def on_steer() -> None:
+            folded.append(1)
+            if len(folded) == count:
+                all_in.set()
+
+        stamps: list[tuple[str, ...]] = []
+        client.tree.on(
+            "output",
+            lambda e: e.get("steer_codec_message_ids") and stamps.append(tuple(e["steer_codec_message_ids"])),
+        )
+        sent = await client.view.send(user_message("Write a poem"))
+        run = await agent.create_run(sent.invocation, hooks={"on_steer": on_steer})
+        await run.start()
+        streaming = asyncio.Event()
+        model = gated_model(all_in, ["Roses are red", "Short."], at, streaming)
+        loop = asyncio.ensure_future(steer_loop(run, model))
+        await asyncio.wait_for(asyncio.shield(sent.started), 5)
+        await asyncio.wait_for(streaming.wait(), 5)
+        results = [sent.steer(user_message(f"steer {i}")) for i in range(count)]
+        for r in results:
+            await asyncio.wait_for(r.published, 5)
+        inputs = await asyncio.wait_for(loop, 10)
+        await run.end("complete")
+        outcomes = [await asyncio.wait_for(r.outcome, 5) for r in results]
+        assert outcomes == [SteerOutcome(True, "complete")] * count
+        assert len(inputs) == 2
+        assert [i["content"][0]["text"] for i in inputs[1][-count:]] == [f"steer {i}" for i in range(count)]
+        steered = [m.codec_message_id for m in client.view.get_messages() if user_text(m.message).startswith("steer")]
+        assert set(stamps) == {tuple(steered)}  # every output of pass 2 carries them all, in fold order
+        await client.close()
+        await agent.end()
+
+    asyncio.run(scenario())
