@@ -47,6 +47,14 @@ class CallIdSet(set):
     def __repr__(self) -> str:
         return f"CallIdSet({list(self._order)!r})"
 
+    @classmethod
+    def _adopt(cls, order: dict[Any, None]) -> CallIdSet:
+        """A set over the keys of ``order`` that takes ownership of that dict (no copy)."""
+        self = cls.__new__(cls)
+        set.update(self, order)
+        self._order = order
+        return self
+
     def add(self, value: Any) -> None:
         super().add(value)
         self._order.setdefault(value, None)
@@ -133,6 +141,68 @@ def to_responses_input(messages: Sequence[MessageLike]) -> list[OpenAIItem]:
     return out
 
 
+_OUTPUT = "function_call_output"
+_CALL = "function_call"
+
+
+def _plain_parts(messages: Sequence[Any]) -> tuple[list[list[Any]], list[Any]] | None:
+    """Fast path: each message's ``(items, states)`` when every message is a plain ``dict`` or an
+    ``OpenAIMessage`` whose ``items`` is a plain ``list`` and whose states are a plain ``dict`` or
+    absent; ``None`` otherwise (the caller then takes the general path, which raises the errors).
+    """
+    items_of: list[list[Any]] = []
+    states_of: list[Any] = []
+    add_items = items_of.append
+    add_states = states_of.append
+    for message in messages:
+        cls = message.__class__
+        if cls is dict:
+            items = message.get("items")
+            states = message.get("toolCallStates")
+            if states is None:
+                states = message.get("tool_call_states")
+        elif cls is OpenAIMessage:
+            items = message.items
+            states = message.tool_call_states
+        else:
+            return None
+        if items.__class__ is not list or (states is not None and states.__class__ is not dict):
+            return None
+        add_items(items)
+        add_states(states)
+    return items_of, states_of
+
+
+def _resolved_general(messages: Sequence[Any]) -> dict[Any, None]:
+    """Insertion-ordered output call ids, validating message by message (the reference path)."""
+    found: dict[Any, None] = {}
+    for i, message in enumerate(messages):
+        items, _ = _message_parts(message, i)
+        try:
+            for item in items:
+                if item.get("type") == _OUTPUT:
+                    found[item.get("call_id")] = None
+        except AttributeError:
+            raise _bad_item(items, i) from None
+    return found
+
+
+def _resolved(messages: Sequence[Any]) -> dict[Any, None]:
+    """Output call ids in first-seen order (as dict keys); one comprehension over plain input."""
+    parts = _plain_parts(messages)
+    if parts is not None:
+        try:
+            return {
+                item.get("call_id"): None
+                for items in parts[0]
+                for item in items
+                if item.get("type") == _OUTPUT
+            }
+        except (AttributeError, TypeError):
+            pass  # a bad item or an unhashable call id: the general path raises the right error
+    return _resolved_general(messages)
+
+
 def resolved_call_ids(messages: Sequence[MessageLike]) -> CallIdSet:
     """The ``call_id`` of every ``function_call_output`` item, in any message of any role.
 
@@ -141,40 +211,75 @@ def resolved_call_ids(messages: Sequence[MessageLike]) -> CallIdSet:
     without a ``call_id`` contributes ``None`` (JS ``undefined``), which resolves calls that also
     lack one.
     """
-    found: dict[Any, None] = {}
-    for i, message in enumerate(_check_messages(messages)):
-        items, _ = _message_parts(message, i)
-        try:
-            for item in items:
-                if item.get("type") == "function_call_output":
-                    found[item.get("call_id")] = None
-        except AttributeError:
-            raise _bad_item(items, i) from None
-    return CallIdSet(found)
+    return CallIdSet._adopt(_resolved(_check_messages(messages)))
 
 
-def _open_calls(messages: Sequence[MessageLike], approved: bool) -> list[OpenAIItem]:
-    messages = _check_messages(messages)
-    resolved = resolved_call_ids(messages)
+def _approval(state: Any) -> Any:
+    """Whether a (non-``None``) tool call state says ``approval == "approved"`` (as 0.8.0 tests it)."""
+    if state.__class__ is dict:
+        return state.get("approval") == "approved"
+    return isinstance(state, Mapping) and state.get("approval") == "approved"
+
+
+def _open_calls_general(messages: Sequence[Any], approved: bool) -> list[OpenAIItem]:
+    """The reference path of :func:`_open_calls`: message by message, item by item."""
+    resolved = _resolved_general(messages)
     calls: list[OpenAIItem] = []
     for i, message in enumerate(messages):
         items, states = _message_parts(message, i)
         try:
             for item in items:
-                if item.get("type") != "function_call":
+                if item.get("type") != _CALL:
                     continue
                 call_id = item.get("call_id")
                 if call_id in resolved:
                     continue
                 state = states.get(call_id) if states and isinstance(call_id, str) else None
-                is_approved = state.__class__ is dict and state.get("approval") == "approved"
-                if not is_approved and state is not None and state.__class__ is not dict:
-                    is_approved = isinstance(state, Mapping) and state.get("approval") == "approved"
-                if is_approved == approved:
+                if (state is not None and _approval(state)) == approved:
                     calls.append(item)
         except AttributeError:
             raise _bad_item(items, i) from None
     return calls
+
+
+def _open_calls(messages: Sequence[MessageLike], approved: bool) -> list[OpenAIItem]:
+    messages = _check_messages(messages)
+    parts = _plain_parts(messages)
+    if parts is None:
+        return _open_calls_general(messages, approved)
+    try:
+        # One scan over plain input: outputs' ids, and each call with its id and message's states
+        # (in parallel lists, read while the item is hot); then only the calls are looked at.
+        resolved: dict[Any, None] = {}
+        calls: list[OpenAIItem] = []
+        call_ids: list[Any] = []
+        call_states: list[Any] = []
+        add_call = calls.append
+        add_id = call_ids.append
+        add_states = call_states.append
+        for items, states in zip(*parts):
+            for item in items:
+                kind = item.get("type")
+                if kind == _OUTPUT:
+                    resolved[item.get("call_id")] = None
+                elif kind == _CALL:
+                    add_call(item)
+                    add_id(item.get("call_id"))
+                    add_states(states)
+        found: list[OpenAIItem] = []
+        add = found.append
+        for item, call_id, states in zip(calls, call_ids, call_states):
+            if call_id in resolved:
+                continue
+            if states and isinstance(call_id, str):
+                state = states.get(call_id)
+                if (state is not None and _approval(state)) == approved:
+                    add(item)
+            elif not approved:
+                add(item)
+        return found
+    except (AttributeError, TypeError):
+        return _open_calls_general(messages, approved)  # raises the general path's error
 
 
 def unanswered_calls(messages: Sequence[MessageLike]) -> list[OpenAIItem]:
