@@ -194,7 +194,7 @@ class EmulatorCore:
             log_ = self.store.channels.get(channel)
             entry = log_.entries.get(serial) if log_ and isinstance(serial, str) else None
             if entry is None or (
-                client_id and client_id != "*" and entry.aggregate.get("clientId") == client_id
+                client_id and client_id != "*" and entry.meta().get("clientId") == client_id
             ):
                 return
         principal.check(channel, f"message-{op}-any")

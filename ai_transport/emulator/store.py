@@ -13,24 +13,27 @@ Mutations (Ably "mutable messages"):
 * append (5): ``data`` = old + fragment (text+text or bytes+bytes), ``extras`` replaced by the
   append's ``extras``, ``name`` replaced when supplied.
 
-Each stored message keeps its aggregate (``action`` 1 after update/append, 2 after delete, 0 while
-unmodified) and the list of versions. Every accepted operation is also an :class:`Event` in the
-channel's log; a subscriber that already holds the message receives ``Event.live`` (for an
-append: the fragment only, with the message's ``name``), one that does not receives the
-aggregate as of that event.
+Each stored message keeps its versions (the aggregate: ``action`` 1 after update/append, 2 after
+delete, 0 while unmodified); appends are kept in columns (:mod:`.appends`), so an append costs
+a few bytes besides its data. Every accepted operation is also an :class:`Event` of the
+channel's log (rebuilt from the messages on demand); a subscriber that already holds the message
+receives ``Event.live`` (for an append: the fragment only, with the message's ``name``), one that
+does not receives the aggregate as of that event.
 """
 
 from __future__ import annotations
 
+import heapq
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .appends import SERIAL_WIDTH, AppendRun, fmt_serial
 from .protocol import EmulatorError, MessageAction
 
 __all__ = ["FLOOR_SERIAL", "ChannelLog", "Entry", "Event", "Store", "now_ms"]
 
-SERIAL_WIDTH = 20
 #: The channel serial of a channel that has never had a message (sorts before every serial).
 FLOOR_SERIAL = "0" * SERIAL_WIDTH
 
@@ -42,75 +45,68 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-#: Appended fragments held before they are joined into the aggregate's data (bounds the parts
-#: list; joining is amortised over this many appends).
-JOIN_EVERY = 256
-
-
 class Entry:
-    """One stored message: its current aggregate and every version (oldest first).
+    """One stored message: its versions, oldest first.
 
-    Appends cost memory linear in the bytes appended: fragments are kept as parts and joined into
-    ``aggregate["data"]`` only when read (or every :data:`JOIN_EVERY` appends), and an append's
-    version and event keep the length of the data at that point instead of a copy of it.
+    A create, update or delete is kept as its aggregate (a dict, never mutated afterwards); the
+    appends after it as one :class:`~.appends.AppendRun` (columns, about 3 bytes per append
+    besides the appended data), so appends cost memory linear in the bytes appended.
     """
 
-    __slots__ = ("_agg", "_old", "_parts", "generation", "length", "serial", "versions")
+    __slots__ = ("segments", "serial")
 
-    def __init__(
-        self, serial: str, aggregate: dict[str, Any], versions: list[Any] | None = None
-    ) -> None:
+    def __init__(self, serial: str, aggregate: dict[str, Any]) -> None:
         self.serial = serial
-        self._agg = aggregate
-        self._parts: list[Any] = []
-        #: Bumped whenever ``data`` is replaced (update / delete): as-of snapshots of appends name it.
-        self.generation = 0
-        self._old: dict[int, Any] = {}  # generation -> its final data (kept only once replaced)
-        self.length = _data_len(aggregate.get("data"))
-        #: Version aggregates (dicts) or append :class:`Event` s (materialised by ``Store.versions``).
-        self.versions: list[Any] = versions if versions is not None else []
+        self.segments: list[dict[str, Any] | AppendRun] = [aggregate]
 
     @property
     def aggregate(self) -> dict[str, Any]:
-        """The current aggregate (appended parts joined into ``data`` first)."""
-        if self._parts:
-            self._join()
-        return self._agg
-
-    @aggregate.setter
-    def aggregate(self, agg: dict[str, Any]) -> None:
-        if self.versions and isinstance(self.versions[-1], Event):  # appends point at this data
-            self._old[self.generation] = self.aggregate.get("data")
-        self._agg = agg
-        self._parts = []
-        self.generation += 1
-        self.length = _data_len(agg.get("data"))
-
-    def _join(self) -> None:
-        base = self._agg.get("data")
-        parts = self._parts if base is None else [base, *self._parts]
-        self._agg["data"] = b"".join(parts) if isinstance(parts[0], bytes) else "".join(parts)
-        self._parts = []
+        """The current aggregate (do not mutate it)."""
+        last = self.segments[-1]
+        return last if isinstance(last, dict) else last.aggregate(len(last) - 1)
 
     def meta(self) -> dict[str, Any]:
-        """The aggregate without joining pending parts (``data`` may be stale: use :meth:`data_upto`)."""
-        return self._agg
+        """The aggregate's fields an append does not change (``data`` may be stale)."""
+        last = self.segments[-1]
+        return last if isinstance(last, dict) else last.base
 
-    def add(self, frag: Any) -> None:
-        """Append a fragment (same type as the data; checked by ``Store.validate``)."""
-        self._parts.append(frag)
-        self.length += _data_len(frag)
-        if len(self._parts) >= JOIN_EVERY:
-            self._join()
+    def data_type(self) -> type | None:
+        """The type of the current data (None when the message has none)."""
+        last = self.segments[-1]
+        if isinstance(last, AppendRun):
+            return last.data_type()
+        data = last.get("data")
+        return type(data) if data is not None else None
 
-    def data_upto(self, generation: int, length: int) -> Any:
-        """The data as it was when it had ``length`` units in ``generation`` (None if replaced since)."""
-        data = self.aggregate.get("data") if generation == self.generation else self._old.get(generation)
-        return data[:length] if data is not None and len(data) != length else data
+    def run(self) -> AppendRun:
+        """The run the next append goes to (a new one after a create / update / delete)."""
+        last = self.segments[-1]
+        if isinstance(last, AppendRun):
+            return last
+        run = AppendRun(last)
+        self.segments.append(run)
+        return run
 
+    def versions(self) -> list[dict[str, Any]]:
+        """Every version's aggregate, oldest first."""
+        out: list[dict[str, Any]] = []
+        for seg in self.segments:
+            if isinstance(seg, dict):
+                out.append(seg)
+            else:
+                out.extend(seg.aggregate(i) for i in range(len(seg)))
+        return out
 
-def _data_len(data: Any) -> int:
-    return len(data) if isinstance(data, (str, bytes)) else 0
+    def events_after(self, serial: str) -> Iterator[Event]:
+        """This message's events whose serial sorts after ``serial``, in order."""
+        for seg in self.segments:
+            if isinstance(seg, dict):
+                if seg["version"]["serial"] > serial:
+                    yield Event(seg["version"]["serial"], self.serial, seg["action"], seg, seg)
+            elif fmt_serial(seg.serials.last) > serial:
+                start = seg.index_after(serial)
+                for i, n in enumerate(seg.serials.iter_from(start), start):
+                    yield Event(fmt_serial(n), self.serial, int(MessageAction.APPEND), None, None, run=(seg, i))
 
 
 class Event:
@@ -119,84 +115,105 @@ class Event:
     ``serial`` is the event's own serial (the message serial for a create, the version serial
     otherwise); ``live`` is what a receiver already holding the message gets; ``aggregate`` is
     the message as of this event (action 1/2 once mutated) for first-time receivers. An append's
-    aggregate is rebuilt on demand from the message (its data as of the append), so the event log
-    holds no copy of the growing data.
+    dicts are built on demand from its :class:`~.appends.AppendRun`; events are not stored (the
+    channel log rebuilds them), and two events with the same serials are equal.
     """
 
-    __slots__ = ("_agg", "_snap", "action", "duplicate", "live", "message_serial", "serial")
+    __slots__ = ("_agg", "_live", "_run", "action", "duplicate", "message_serial", "serial")
 
     def __init__(
         self,
         serial: str,
         message_serial: str,
         action: int,
-        live: dict[str, Any],
+        live: dict[str, Any] | None,
         aggregate: dict[str, Any] | None,
         duplicate: bool = False,
-        snapshot: tuple[Entry, int, int, int] | None = None,
+        run: tuple[AppendRun, int] | None = None,
     ) -> None:
         self.serial = serial
         self.message_serial = message_serial
         self.action = action
-        self.live = live
+        self._live = live
         self._agg = aggregate
-        self._snap = snapshot
+        self._run = run
         #: A create whose client-supplied ``id`` was already published (idempotent publishing):
         #: acknowledged with the original serial, not stored or delivered again.
         self.duplicate = duplicate
 
     @property
+    def live(self) -> dict[str, Any]:
+        """The event as delivered to a receiver already holding the message."""
+        if self._live is None:
+            assert self._run is not None
+            self._live = self._run[0].live(self._run[1])
+        return self._live
+
+    @property
     def aggregate(self) -> dict[str, Any]:
         """The message as of this event."""
-        if self._agg is not None:
-            return self._agg
-        assert self._snap is not None
-        entry, generation, length, action = self._snap
-        agg = dict(entry.meta())
-        live = self.live
-        agg["action"] = action
-        agg["version"] = live["version"]
-        if live.get("extras") is not None:
-            agg["extras"] = live["extras"]
-        else:
-            agg.pop("extras", None)
-        if live.get("name") is not None:
-            agg["name"] = live["name"]
-        data = entry.data_upto(generation, length)
-        if data is not None:
-            agg["data"] = data
-        return agg
+        if self._agg is None:
+            assert self._run is not None
+            self._agg = self._run[0].aggregate(self._run[1])
+        return self._agg
 
     def with_live(self, live: dict[str, Any]) -> Event:
         """This event delivering ``live`` instead (a rolled-up append), aggregate unchanged."""
-        return Event(self.serial, self.message_serial, self.action, live, self._agg, snapshot=self._snap)
+        return Event(self.serial, self.message_serial, self.action, live, self._agg, run=self._run)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Event):
+            return NotImplemented
+        return (self.serial, self.message_serial, self.action, self.duplicate) == (
+            other.serial,
+            other.message_serial,
+            other.action,
+            other.duplicate,
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.serial, self.message_serial))
+
+    def __repr__(self) -> str:
+        return f"Event({self.serial!r}, {self.message_serial!r}, action={self.action})"
 
 
 @dataclass
 class ChannelLog:
-    """A channel: entries by serial (in serial order) and the event log."""
+    """A channel: entries by serial (in serial order); its event log is rebuilt from them."""
 
     name: str
     entries: dict[str, Entry] = field(default_factory=dict)
     order: list[str] = field(default_factory=list)
-    events: list[Event] = field(default_factory=list)
     ids: dict[str, str] = field(default_factory=dict)  # client-supplied message id -> serial
+    #: message serial -> the serial of its latest event, least recently changed first
+    touched: dict[str, str] = field(default_factory=dict)
+    latest_serial: str = FLOOR_SERIAL
+    """The serial of the latest event, or :data:`FLOOR_SERIAL`."""
+
+    def touch(self, message_serial: str, serial: str) -> None:
+        """Record an event ``serial`` on message ``message_serial`` (the channel's latest)."""
+        touched = self.touched
+        if touched and next(reversed(touched)) != message_serial:
+            touched.pop(message_serial, None)
+        touched[message_serial] = serial
+        self.latest_serial = serial
 
     @property
-    def latest_serial(self) -> str:
-        """The serial of the latest event, or :data:`FLOOR_SERIAL`."""
-        return self.events[-1].serial if self.events else FLOOR_SERIAL
+    def events(self) -> list[Event]:
+        """Every event, in serial order."""
+        return self.events_after(FLOOR_SERIAL)
 
     def events_after(self, serial: str) -> list[Event]:
         """Events whose serial sorts after ``serial``."""
-        lo, hi = 0, len(self.events)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self.events[mid].serial <= serial:
-                lo = mid + 1
-            else:
-                hi = mid
-        return self.events[lo:]
+        changed = []
+        for message_serial, last in reversed(self.touched.items()):
+            if last <= serial:
+                break
+            changed.append(self.entries[message_serial].events_after(serial))
+        if len(changed) == 1:
+            return list(changed[0])
+        return list(heapq.merge(*changed, key=lambda ev: ev.serial))
 
 
 def _clean_version(v: Any) -> dict[str, Any]:
@@ -247,11 +264,11 @@ class Store:
             if entry is None:
                 raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
             if action == MessageAction.APPEND:
-                old, new = entry.meta().get("data"), msg.get("data")
-                if new is not None and old is not None and type(old) is not type(new):
+                old, new = entry.data_type(), msg.get("data")
+                if new is not None and old is not None and old is not type(new):
                     raise EmulatorError(
                         f"messages[{i}].data: an append must have the same type as the message data "
-                        f"({type(old).__name__}, got {type(new).__name__})",
+                        f"({old.__name__}, got {type(new).__name__})",
                         40003,
                         400,
                     )
@@ -291,7 +308,7 @@ class Store:
                     log.ids[msg["id"]] = events[-1].serial
             else:
                 events.append(self._mutate(log, msg, int(action), ts, connection_id, client_id))
-        log.events.extend(e for e in events if not e.duplicate)
+            log.touch(events[-1].message_serial, events[-1].serial)
         return events
 
     def _create(
@@ -317,10 +334,9 @@ class Store:
         agg["serial"] = serial
         agg["action"] = int(MessageAction.CREATE)
         agg["version"] = {"serial": serial, "timestamp": ts}
-        entry = Entry(serial, agg, [dict(agg)])
-        log.entries[serial] = entry
+        log.entries[serial] = Entry(serial, agg)
         log.order.append(serial)
-        return Event(serial, serial, int(MessageAction.CREATE), dict(agg), dict(agg))
+        return Event(serial, serial, int(MessageAction.CREATE), agg, agg)
 
     def _mutate(
         self,
@@ -332,7 +348,6 @@ class Store:
         client_id: str | None,
     ) -> Event:
         entry = log.entries[msg["serial"]]
-        old = entry.meta()  # appended parts are not joined for an append
         vserial = self.next_serial()
         version: dict[str, Any] = {"serial": vserial, "timestamp": ts}
         version.update(_clean_version(msg.get("version")))
@@ -342,105 +357,21 @@ class Store:
         elif op_client and op_client != "*" and "clientId" not in version:
             version["clientId"] = op_client
         if action == MessageAction.APPEND:
-            return self._append(entry, msg, version, vserial)
-        old = entry.aggregate
-        agg = dict(old)
+            run = entry.run()
+            del version["serial"], version["timestamp"]
+            i = run.add(self._counter, ts, msg, version)
+            live = run.live(i, msg.get("data"))
+            return Event(vserial, entry.serial, action, live, None, run=(run, i))
+        agg = dict(entry.aggregate)
         agg["version"] = version
-        if action in (MessageAction.UPDATE, MessageAction.DELETE):
-            agg.pop("data", None)
-            agg.pop("encoding", None)
-            for key in ("data", "encoding"):
-                if msg.get(key) is not None:
-                    agg[key] = msg[key]
-            for key in ("name", "extras"):
-                if msg.get(key) is not None:
-                    agg[key] = msg[key]
-            agg["action"] = int(action)
-        else:  # APPEND
-            frag = msg.get("data")
-            if frag is not None:
-                base = old.get("data")
-                agg["data"] = frag if base is None else base + frag
-                if base is None and msg.get("encoding"):
-                    agg["encoding"] = msg["encoding"]
-            if msg.get("extras") is not None:
-                agg["extras"] = msg["extras"]
-            else:
-                agg.pop("extras", None)
-            if msg.get("name") is not None:
-                agg["name"] = msg["name"]
-            agg["action"] = (
-                int(MessageAction.UPDATE)
-                if old.get("action") != MessageAction.DELETE
-                else int(MessageAction.DELETE)
-            )
-        entry.aggregate = agg
-        entry.versions.append(agg)
-        if action == MessageAction.APPEND:
-            live: dict[str, Any] = {"id": old.get("id")}
-            if agg.get("name") is not None:
-                live["name"] = agg["name"]
-            if msg.get("data") is not None:
-                live["data"] = msg["data"]
-                if msg.get("encoding"):
-                    live["encoding"] = msg["encoding"]
-            if msg.get("extras") is not None:
-                live["extras"] = msg["extras"]
-            for key in ("clientId", "connectionId", "timestamp"):
-                if old.get(key) is not None:
-                    live[key] = old[key]
-            live["serial"] = entry.serial
-            live["action"] = int(MessageAction.APPEND)
-            live["version"] = version
-        else:
-            live = dict(agg)
-            live["action"] = action
-        return Event(vserial, entry.serial, action, live, dict(agg))
-
-    @staticmethod
-    def _append(entry: Entry, msg: dict[str, Any], version: dict[str, Any], vserial: str) -> Event:
-        """An append: the aggregate is updated in place, data kept as parts (linear memory)."""
-        agg = entry.meta()
-        frag = msg.get("data")
-        if frag is not None:
-            if agg.get("data") is None and not entry._parts:
-                agg["data"] = frag
-                entry.length = _data_len(frag)
-                if msg.get("encoding"):
-                    agg["encoding"] = msg["encoding"]
-            else:
-                entry.add(frag)
-        extras = msg.get("extras")
-        if extras is not None:
-            if extras == agg.get("extras"):  # a stream's appends repeat their extras: keep one copy
-                extras = agg["extras"]
-            agg["extras"] = extras
-        else:
-            agg.pop("extras", None)
-        if msg.get("name") is not None:
-            agg["name"] = msg["name"]
-        if agg.get("action") != MessageAction.DELETE:
-            agg["action"] = int(MessageAction.UPDATE)
-        agg["version"] = version
-        live: dict[str, Any] = {"id": agg.get("id")}
-        if agg.get("name") is not None:
-            live["name"] = agg["name"]
-        if frag is not None:
-            live["data"] = frag
-            if msg.get("encoding"):
-                live["encoding"] = msg["encoding"]
-        if extras is not None:
-            live["extras"] = extras
-        for key in ("clientId", "connectionId", "timestamp"):
-            if agg.get(key) is not None:
-                live[key] = agg[key]
-        live["serial"] = entry.serial
-        live["action"] = int(MessageAction.APPEND)
-        live["version"] = version
-        snapshot = (entry, entry.generation, entry.length, agg["action"])
-        event = Event(vserial, entry.serial, int(MessageAction.APPEND), live, None, snapshot=snapshot)
-        entry.versions.append(event)
-        return event
+        agg.pop("data", None)
+        agg.pop("encoding", None)
+        for key in ("data", "encoding", "name", "extras"):
+            if msg.get(key) is not None:
+                agg[key] = msg[key]
+        agg["action"] = int(action)
+        entry.segments.append(agg)
+        return Event(vserial, entry.serial, action, agg, agg)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -458,7 +389,7 @@ class Store:
         entry = log.entries.get(serial) if log else None
         if entry is None:
             raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
-        return [v.aggregate if isinstance(v, Event) else v for v in entry.versions]
+        return entry.versions()
 
     def history(
         self,
