@@ -185,3 +185,36 @@ async def test_step_client_id_is_sticky_across_steps() -> None:
     await fresh.close()
     await client.close()
     await agent.end()
+
+
+async def test_load_until_settles_with_one_update_and_honours_its_signal() -> None:
+    import asyncio
+
+    from ai_transport.sessions.client import ClientSession
+
+    hub, client, agent = await open_session()
+    for i in range(4):
+        sent = await client.view.send(user_message(f"question {i}"))
+        run = await agent.create_run(sent.invocation)
+        await run.start()
+        await run.pipe(text_turn(f"answer {i}", i + 1))
+        await run.end("complete")
+        await wait_status(client.view, run.run_id, "complete")
+    fresh = ClientSession(hub.client("erin").channel("chat"))
+    await fresh.connect()
+    updates: list[int] = []
+    fresh.view.on("update", lambda: updates.append(1))
+    stop = asyncio.Event()
+    stop.set()
+    assert await fresh.view.load_until(lambda m: False, signal=stop) == []
+
+    def is_q1(m) -> bool:
+        return m.message.role == "user" and m.message.items[0]["content"][0]["text"] == "question 1"
+
+    # two walks at once run one after the other; each emits a single settled update
+    tails = await asyncio.gather(fresh.view.load_until(is_q1), fresh.view.load_until(is_q1))
+    assert texts(tails[0]) == ["assistant", "question 2", "assistant", "question 3", "assistant"]
+    assert tails[1] == tails[0] and len(updates) == 2
+    await fresh.close()
+    await client.close()
+    await agent.end()
