@@ -67,7 +67,7 @@ def action_name(action: Any) -> str | None:
         return action if action in ACTIONS else None
     try:
         i = int(action)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # e.g. float('inf') from an untrusted wire
         return None
     return ACTIONS[i] if 0 <= i < len(ACTIONS) else None
 
