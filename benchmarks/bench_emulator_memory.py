@@ -5,8 +5,9 @@ Each measurement runs in a fresh subprocess (its RSS is the emulator's plus a ra
 client's). Prints:
 
 * the RSS growth for N appends of 10 bytes (each with a small AI Transport ``extras``) to one
-  message, next to the bytes appended (target: within 2x the bytes appended + a constant; the
-  per-append bookkeeping — its event, version and extras — is shown separately per append);
+  message, next to the bytes appended (target: within 2x the bytes appended + a constant), the
+  marginal RSS per append between the sizes (target: about 20 bytes for a 10-byte append), and
+  the store's own bytes per append (tracemalloc of ``Store.apply``: the data plus its columns);
 * the RSS growth while ``--stream-mb`` MB are published to a channel with 10 subscribers that
   attached and never read again, next to the bytes the store keeps and the documented bound
   (``RateLimits.max_outbound_bytes`` per subscriber, 8 MiB).
@@ -63,6 +64,25 @@ def appends(n: int) -> dict[str, float]:
     return {"appends": n, "bytes": 10 * n, "rss": grown, "seconds": seconds}
 
 
+def store_bytes(n: int) -> float:
+    """Bytes per append the store holds (tracemalloc), appends applied directly."""
+    import tracemalloc
+
+    from ai_transport.emulator.store import Store
+
+    extras = {"ai": {"transport": {"stream": "true", "status": "streaming"}}}
+    store = Store()
+    (create,) = store.apply("mem", [{"name": "ai-output", "data": ""}], connection_id="c", client_id=None,
+                            id_prefix="p")
+    tracemalloc.start()
+    for _ in range(n):
+        msg = {"action": 5, "serial": create.serial, "data": "0123456789", "extras": dict(extras)}
+        store.apply("mem", [msg], connection_id="c", client_id=None, id_prefix="p")
+    held = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    return held / n
+
+
 def stalled(stream_mb: int, subscribers: int = 10) -> dict[str, float]:
     import httpx
 
@@ -114,12 +134,21 @@ def main() -> None:
         return json.loads(res.stdout.strip().splitlines()[-1])
 
     print("== appends of 10 bytes to one message ==")
+    runs = []
     for n in args.appends:
         r = child(f"appends:{n}")
+        runs.append(r)
         per = (r["rss"] - 2 * r["bytes"]) / n
         print(f"{n:>7} appends: bytes appended {r['bytes'] / 1e6:6.2f} MB, RSS +{r['rss'] / 1e6:7.2f} MB "
-              f"({r['rss'] / max(1, r['bytes']):5.1f}x; beyond 2x bytes: {per:6.0f} B/append of event, version "
-              f"and extras), {n / r['seconds']:,.0f} appends/s")
+              f"({r['rss'] / max(1, r['bytes']):5.1f}x; beyond 2x bytes: {per:6.0f} B/append), "
+              f"{n / r['seconds']:,.0f} appends/s")
+    if len(runs) > 1:
+        a, b = runs[0], runs[-1]
+        marginal = (b["rss"] - a["rss"]) / max(1, b["appends"] - a["appends"])
+        print(f"marginal RSS per append ({a['appends']:.0f} -> {b['appends']:.0f}): {marginal:.1f} B "
+              f"(target ~{2 * 10} B: 2x the 10 bytes appended)")
+    print(f"store bytes per append (tracemalloc, 100k appends): {store_bytes(100_000):.1f} B "
+          "(10 B of data + columns)")
     print(f"\n== 10 stalled subscribers while {args.stream_mb} MB are published ==")
     r = child(f"stalled:{args.stream_mb}")
     print(f"RSS +{r['rss'] / 1e6:.1f} MB for {r['sent'] / 1e6:.1f} MB published (the store keeps it all: "

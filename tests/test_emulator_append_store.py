@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ai_transport.emulator import store as store_mod
+from ai_transport.emulator.http_io import _page, page_sorted
 from ai_transport.emulator.store import FLOOR_SERIAL, Store
 
 
@@ -199,3 +200,32 @@ def test_compact_store_matches_the_plain_model(script: list[tuple[Any, ...]], st
         after = log.events_after(model.events[cut][0])
         assert [(e.serial, e.live, e.aggregate) for e in after] == [(s, lv, ag) for s, _, _, lv, ag in
                                                                     model.events[cut + 1 :]]
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.sampled_from(["append", "update", "burst"]), max_size=12),
+    st.integers(1, 30),
+    st.sampled_from(["forwards", "backwards"]),
+    st.integers(-1, 400),
+)
+def test_versions_pages_are_built_lazily_like_the_list_pages(
+    ops: list[str], limit: int, direction: str, cursor_at: int
+) -> None:
+    """GET .../versions pages the lazy view exactly as the generic pager pages the full list."""
+    store = Store()
+    (create,) = store.apply("c", [{"data": "a"}], connection_id="k", client_id=None, id_prefix="p")
+    for name in ops:
+        for _ in range(100 if name == "burst" else 1):
+            action = 1 if name == "update" else 5
+            store.apply("c", [{"action": action, "serial": create.serial, "data": "b"}], connection_id="k",
+                        client_id=None, id_prefix="p")
+    view = store.versions_view("c", create.serial)
+    full = store.versions("c", create.serial)
+    assert len(view) == len(full) and [view.serial(i) for i in range(len(view))] == [
+        v["version"]["serial"] for v in full
+    ]
+    query = {"limit": str(limit), "direction": direction}
+    if cursor_at >= 0:
+        query["cursor"] = full[cursor_at % len(full)]["version"]["serial"] if cursor_at < 300 else "0" * 19 + "5"
+    assert page_sorted(view, view.serial, query, "versions") == _page(full, query, "version", "versions")

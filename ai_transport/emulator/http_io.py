@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import urllib.parse
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,13 +95,7 @@ def _int_param(query: dict[str, str], name: str) -> int | None:
         raise EmulatorError(f"{name} must be an integer, got {value!r}", 40003, 400) from None
 
 
-def _page(
-    items: list[dict[str, Any]], query: dict[str, str], key: str, base: str
-) -> tuple[list[dict[str, Any]], str]:
-    """Page ``items`` (oldest first, ordered by ``item[key]``) by ``limit``/``direction``/``cursor``.
-
-    Returns the page and a ``Link`` header value (``first`` always, ``next`` while more remain).
-    """
+def _page_params(query: dict[str, str]) -> tuple[int, str]:
     limit = _int_param(query, "limit")
     limit = 100 if limit is None else limit
     if not 1 <= limit <= 1000:
@@ -107,6 +103,43 @@ def _page(
     direction = query.get("direction", "backwards") or "backwards"
     if direction not in ("backwards", "forwards"):
         raise EmulatorError("direction must be 'backwards' or 'forwards'", 40003, 400)
+    return limit, direction
+
+
+def _links(query: dict[str, str], base: str, next_cursor: str | None) -> str:
+    first_q = {k: v for k, v in query.items() if k != "cursor"}
+    links = [f'<./{base}?{urllib.parse.urlencode(first_q)}>; rel="first"']
+    if next_cursor is not None:
+        next_q = dict(first_q, cursor=next_cursor)
+        links.append(f'<./{base}?{urllib.parse.urlencode(next_q)}>; rel="next"')
+    return ", ".join(links)
+
+
+def page_sorted(
+    items: Sequence[dict[str, Any]], key_at: Callable[[int], str], query: dict[str, str], base: str
+) -> tuple[list[dict[str, Any]], str]:
+    """:func:`_page` over a lazy sequence whose keys (``key_at(i)``) ascend: only the page is built."""
+    limit, direction = _page_params(query)
+    cursor = query.get("cursor")
+    lo, hi = 0, len(items)
+    if cursor:
+        if direction == "forwards":
+            lo = bisect_right(range(hi), cursor, key=key_at)
+        else:
+            hi = bisect_left(range(hi), cursor, key=key_at)
+    span = range(lo, hi) if direction == "forwards" else range(hi - 1, lo - 1, -1)
+    page = [items[i] for i in span[:limit]]
+    return page, _links(query, base, key_at(span[limit - 1]) if len(span) > limit else None)
+
+
+def _page(
+    items: list[dict[str, Any]], query: dict[str, str], key: str, base: str
+) -> tuple[list[dict[str, Any]], str]:
+    """Page ``items`` (oldest first, ordered by ``item[key]``) by ``limit``/``direction``/``cursor``.
+
+    Returns the page and a ``Link`` header value (``first`` always, ``next`` while more remain).
+    """
+    limit, direction = _page_params(query)
     cursor = query.get("cursor")
 
     def sort_key(item: dict[str, Any]) -> str:
@@ -122,11 +155,6 @@ def _page(
         else:
             ordered = [m for m in ordered if sort_key(m) < cursor]
     page = ordered[:limit]
-    first_q = {k: v for k, v in query.items() if k != "cursor"}
-    links = [f'<./{base}?{urllib.parse.urlencode(first_q)}>; rel="first"']
-    if len(ordered) > limit:
-        next_q = dict(first_q, cursor=sort_key(page[-1]))
-        links.append(f'<./{base}?{urllib.parse.urlencode(next_q)}>; rel="next"')
-    return page, ", ".join(links)
+    return page, _links(query, base, sort_key(page[-1]) if len(ordered) > limit else None)
 
 

@@ -24,6 +24,7 @@ from .http_io import (
     _int_param,
     _page,
     _wants_msgpack,
+    page_sorted,
 )
 from .presence import PresenceHandlers
 from .protocol import (
@@ -279,8 +280,8 @@ class RestHandlers(PresenceHandlers):
             and req.method in ("GET", "HEAD")
         ):
             principal.check(channel, "history")
-            versions = self.store.versions(channel, rest[1])
-            page, link = _page(versions, query, "version", "versions")
+            versions = self.store.versions_view(channel, rest[1])
+            page, link = page_sorted(versions, versions.serial, query, "versions")
             return reply([render_message(m, fmt) for m in page], headers={"Link": link})
         raise EmulatorError(f"no route for {req.method} {req.path}", 40400, 404)
 

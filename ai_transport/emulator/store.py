@@ -25,14 +25,15 @@ from __future__ import annotations
 
 import heapq
 import time
-from collections.abc import Iterator
+from bisect import bisect_right
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, overload
 
 from .appends import SERIAL_WIDTH, AppendRun, fmt_serial
 from .protocol import EmulatorError, MessageAction
 
-__all__ = ["FLOOR_SERIAL", "ChannelLog", "Entry", "Event", "Store", "now_ms"]
+__all__ = ["FLOOR_SERIAL", "ChannelLog", "Entry", "Event", "Store", "Versions", "now_ms"]
 
 #: The channel serial of a channel that has never had a message (sorts before every serial).
 FLOOR_SERIAL = "0" * SERIAL_WIDTH
@@ -87,15 +88,9 @@ class Entry:
         self.segments.append(run)
         return run
 
-    def versions(self) -> list[dict[str, Any]]:
-        """Every version's aggregate, oldest first."""
-        out: list[dict[str, Any]] = []
-        for seg in self.segments:
-            if isinstance(seg, dict):
-                out.append(seg)
-            else:
-                out.extend(seg.aggregate(i) for i in range(len(seg)))
-        return out
+    def versions(self) -> Versions:
+        """Every version's aggregate, oldest first (built when indexed)."""
+        return Versions(self.segments)
 
     def events_after(self, serial: str) -> Iterator[Event]:
         """This message's events whose serial sorts after ``serial``, in order."""
@@ -107,6 +102,47 @@ class Entry:
                 start = seg.index_after(serial)
                 for i, n in enumerate(seg.serials.iter_from(start), start):
                     yield Event(fmt_serial(n), self.serial, int(MessageAction.APPEND), None, None, run=(seg, i))
+
+
+class Versions(Sequence[dict[str, Any]]):
+    """A message's versions as a lazy sequence: an append's aggregate is built when indexed."""
+
+    def __init__(self, segments: list[dict[str, Any] | AppendRun]) -> None:
+        self._segments = list(segments)
+        self._starts: list[int] = []
+        n = 0
+        for seg in self._segments:
+            self._starts.append(n)
+            n += 1 if isinstance(seg, dict) else len(seg)
+        self._len = n
+
+    def __len__(self) -> int:
+        return self._len
+
+    def _locate(self, i: int) -> tuple[dict[str, Any] | AppendRun, int]:
+        if i < 0:
+            i += self._len
+        if not 0 <= i < self._len:
+            raise IndexError(i)
+        k = bisect_right(self._starts, i) - 1
+        return self._segments[k], i - self._starts[k]
+
+    @overload
+    def __getitem__(self, i: int) -> dict[str, Any]: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[dict[str, Any]]: ...
+
+    def __getitem__(self, i: int | slice) -> dict[str, Any] | list[dict[str, Any]]:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(self._len))]
+        seg, j = self._locate(i)
+        return seg if isinstance(seg, dict) else seg.aggregate(j)
+
+    def serial(self, i: int) -> str:
+        """Version ``i``'s serial (without building it)."""
+        seg, j = self._locate(i)
+        return seg["version"]["serial"] if isinstance(seg, dict) else fmt_serial(seg.serials[j])
 
 
 class Event:
@@ -385,6 +421,14 @@ class Store:
 
     def versions(self, channel: str, serial: str) -> list[dict[str, Any]]:
         """Every version of message ``serial``, oldest first (appends as aggregates, action 1)."""
+        log = self.channels.get(channel)
+        entry = log.entries.get(serial) if log else None
+        if entry is None:
+            raise EmulatorError(f"message {serial} not found on channel {channel}", 40400, 404)
+        return list(entry.versions())
+
+    def versions_view(self, channel: str, serial: str) -> Versions:
+        """:meth:`versions` as a lazy sequence (an append's aggregate is built when indexed)."""
         log = self.channels.get(channel)
         entry = log.entries.get(serial) if log else None
         if entry is None:
