@@ -145,34 +145,6 @@ _OUTPUT = "function_call_output"
 _CALL = "function_call"
 
 
-def _plain_parts(messages: Sequence[Any]) -> tuple[list[list[Any]], list[Any]] | None:
-    """Fast path: each message's ``(items, states)`` when every message is a plain ``dict`` or an
-    ``OpenAIMessage`` whose ``items`` is a plain ``list`` and whose states are a plain ``dict`` or
-    absent; ``None`` otherwise (the caller then takes the general path, which raises the errors).
-    """
-    items_of: list[list[Any]] = []
-    states_of: list[Any] = []
-    add_items = items_of.append
-    add_states = states_of.append
-    for message in messages:
-        cls = message.__class__
-        if cls is dict:
-            items = message.get("items")
-            states = message.get("toolCallStates")
-            if states is None:
-                states = message.get("tool_call_states")
-        elif cls is OpenAIMessage:
-            items = message.items
-            states = message.tool_call_states
-        else:
-            return None
-        if items.__class__ is not list or (states is not None and states.__class__ is not dict):
-            return None
-        add_items(items)
-        add_states(states)
-    return items_of, states_of
-
-
 def _resolved_general(messages: Sequence[Any]) -> dict[Any, None]:
     """Insertion-ordered output call ids, validating message by message (the reference path)."""
     found: dict[Any, None] = {}
@@ -187,20 +159,43 @@ def _resolved_general(messages: Sequence[Any]) -> dict[Any, None]:
     return found
 
 
+# The fast paths below take plain input only: every message a ``dict`` or an ``OpenAIMessage``, its
+# items a ``list`` and its states a ``dict`` or absent. They return ``None`` at the first message
+# that is not plain, and raise AttributeError/TypeError on a bad item or an unhashable call id; the
+# caller then runs the general path, which raises the right error. Each message is read just
+# before its items (one pass over memory: at 1M items the readers are bound by cache misses), and
+# the message-level reads are written out in each loop rather than called per message.
+
+
+def _resolved_plain(messages: Sequence[Any]) -> dict[Any, None] | None:
+    found: dict[Any, None] = {}
+    for message in messages:
+        cls = message.__class__
+        if cls is dict:
+            items = message.get("items")
+            states = message.get("toolCallStates")
+            if states is None:
+                states = message.get("tool_call_states")
+        elif cls is OpenAIMessage:
+            items = message.items
+            states = message.tool_call_states
+        else:
+            return None
+        if items.__class__ is not list or (states is not None and states.__class__ is not dict):
+            return None
+        for item in items:
+            if item.get("type") == _OUTPUT:
+                found[item.get("call_id")] = None
+    return found
+
+
 def _resolved(messages: Sequence[Any]) -> dict[Any, None]:
-    """Output call ids in first-seen order (as dict keys); one comprehension over plain input."""
-    parts = _plain_parts(messages)
-    if parts is not None:
-        try:
-            return {
-                item.get("call_id"): None
-                for items in parts[0]
-                for item in items
-                if item.get("type") == _OUTPUT
-            }
-        except (AttributeError, TypeError):
-            pass  # a bad item or an unhashable call id: the general path raises the right error
-    return _resolved_general(messages)
+    """Output call ids in first-seen order (as dict keys)."""
+    try:
+        found = _resolved_plain(messages)
+    except (AttributeError, TypeError):
+        found = None  # a bad item or an unhashable call id: the general path raises the error
+    return _resolved_general(messages) if found is None else found
 
 
 def resolved_call_ids(messages: Sequence[MessageLike]) -> CallIdSet:
@@ -242,44 +237,59 @@ def _open_calls_general(messages: Sequence[Any], approved: bool) -> list[OpenAII
     return calls
 
 
+def _open_calls_plain(messages: Sequence[Any], approved: bool) -> list[OpenAIItem] | None:
+    # One scan: the outputs' ids, and each call with its id and its message's states (parallel
+    # lists, read while the item is hot); then only the calls are looked at.
+    resolved: dict[Any, None] = {}
+    calls: list[OpenAIItem] = []
+    call_ids: list[Any] = []
+    call_states: list[Any] = []
+    add_call = calls.append
+    add_id = call_ids.append
+    add_states = call_states.append
+    for message in messages:
+        cls = message.__class__
+        if cls is dict:
+            items = message.get("items")
+            states = message.get("toolCallStates")
+            if states is None:
+                states = message.get("tool_call_states")
+        elif cls is OpenAIMessage:
+            items = message.items
+            states = message.tool_call_states
+        else:
+            return None
+        if items.__class__ is not list or (states is not None and states.__class__ is not dict):
+            return None
+        for item in items:
+            kind = item.get("type")
+            if kind == _OUTPUT:
+                resolved[item.get("call_id")] = None
+            elif kind == _CALL:
+                add_call(item)
+                add_id(item.get("call_id"))
+                add_states(states)
+    found: list[OpenAIItem] = []
+    add = found.append
+    for item, call_id, states in zip(calls, call_ids, call_states):
+        if call_id in resolved:
+            continue
+        if states and isinstance(call_id, str):
+            state = states.get(call_id)
+            if (state is not None and _approval(state)) == approved:
+                add(item)
+        elif not approved:
+            add(item)
+    return found
+
+
 def _open_calls(messages: Sequence[MessageLike], approved: bool) -> list[OpenAIItem]:
     messages = _check_messages(messages)
-    parts = _plain_parts(messages)
-    if parts is None:
-        return _open_calls_general(messages, approved)
     try:
-        # One scan over plain input: outputs' ids, and each call with its id and message's states
-        # (in parallel lists, read while the item is hot); then only the calls are looked at.
-        resolved: dict[Any, None] = {}
-        calls: list[OpenAIItem] = []
-        call_ids: list[Any] = []
-        call_states: list[Any] = []
-        add_call = calls.append
-        add_id = call_ids.append
-        add_states = call_states.append
-        for items, states in zip(*parts):
-            for item in items:
-                kind = item.get("type")
-                if kind == _OUTPUT:
-                    resolved[item.get("call_id")] = None
-                elif kind == _CALL:
-                    add_call(item)
-                    add_id(item.get("call_id"))
-                    add_states(states)
-        found: list[OpenAIItem] = []
-        add = found.append
-        for item, call_id, states in zip(calls, call_ids, call_states):
-            if call_id in resolved:
-                continue
-            if states and isinstance(call_id, str):
-                state = states.get(call_id)
-                if (state is not None and _approval(state)) == approved:
-                    add(item)
-            elif not approved:
-                add(item)
-        return found
+        found = _open_calls_plain(messages, approved)
     except (AttributeError, TypeError):
-        return _open_calls_general(messages, approved)  # raises the general path's error
+        found = None  # a bad item or an unhashable call id: the general path raises the error
+    return _open_calls_general(messages, approved) if found is None else found
 
 
 def unanswered_calls(messages: Sequence[MessageLike]) -> list[OpenAIItem]:
