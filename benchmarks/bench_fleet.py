@@ -1,7 +1,7 @@
 """Fleet-scale publishing: many concurrent streams through one connection under Ably's limits.
 
 Run: ``python benchmarks/bench_fleet.py [--streams 1 10 50] [--seconds 3] [--rate 150]
-[--skip-js]``. Not a test. Prints:
+[--skip-js] [--in-process-only [--repeat N]]``. Not a test. Prints:
 
 * for each stream count, through one ``AblyChannel`` (its default publish budget) on the emulator
   with Ably's limits on (``RateLimits()``: 50/s per connection and channel, appendRollupWindow 40):
@@ -247,7 +247,17 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=150.0, help="deltas/s per stream")
     ap.add_argument("--in-process-deltas", type=int, default=20_000)
     ap.add_argument("--skip-js", action="store_true")
+    ap.add_argument("--in-process-only", action="store_true",
+                    help="run only the in-process path (agent CPU per delta)")
+    ap.add_argument("--repeat", type=int, default=1, help="in-process runs (figures of each)")
     args = ap.parse_args()
+
+    if args.in_process_only:
+        print("== in-process path (AgentSession on InProcessHub) ==")
+        runs = [asyncio.run(in_process_cpu_per_delta(args.in_process_deltas)) for _ in range(args.repeat)]
+        print(f"agent CPU per model delta: {' '.join(f'{u:.1f}' for u in runs)} us "
+              f"(min {min(runs):.1f}, median {statistics.median(runs):.1f}; {args.in_process_deltas} deltas)")
+        return
 
     print("== through one AblyChannel on the emulator, Ably's limits on (RateLimits()) ==")
     print(f"{'streams':>7} {'ops/s mean':>10} {'busiest 1s':>10} {'budget':>6} {'42911':>5} {'42913':>5} "

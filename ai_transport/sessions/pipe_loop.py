@@ -8,6 +8,7 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from ..codec.encoder import _resume
 from ..errors import AITransportError, ErrorCode
 from .run import PipeResult
 from .tools import aiter_any
@@ -34,11 +35,34 @@ async def pipe_events(
     error: BaseException | None = None
     try:
         while True:
-            nxt: asyncio.Future[Any] = asyncio.ensure_future(iterator.__anext__())
-            waitables: set[asyncio.Future[Any]] = {nxt, abort}
-            done, _ = await asyncio.wait(waitables, return_when=asyncio.FIRST_COMPLETED)
-            if nxt not in done:
-                nxt.cancel()
+            # The next event, raced against the abort signal. A source that yields at once (its
+            # ``__anext__`` completes without suspending) costs no task and no wait: the abort is
+            # checked first and the loop still yields once per event (fairness, as before).
+            pending: asyncio.Future[Any] | None = None
+            ready = False
+            value: Any = None
+            if abort.done() or run.abort_signal.is_set():
+                cancelled = True
+            else:
+                step_coro = iterator.__anext__()
+                try:
+                    yielded = step_coro.send(None)
+                except StopIteration as stop:
+                    value, ready = stop.value, True
+                except StopAsyncIteration:
+                    pass  # the source ended
+                else:
+                    pending = asyncio.ensure_future(_resume(step_coro, yielded))
+                cancelled = False
+                if pending is not None:
+                    waitables: set[asyncio.Future[Any]] = {pending, abort}
+                    done, _ = await asyncio.wait(waitables, return_when=asyncio.FIRST_COMPLETED)
+                    cancelled = pending not in done
+                    if cancelled:
+                        pending.cancel()
+                elif ready:
+                    await asyncio.sleep(0)  # let other tasks run (a cancel, the echo) between events
+            if cancelled:
                 reason = "cancelled"
                 if encoder is not None:
                     hook = run.hooks.get("on_cancelled")
@@ -50,7 +74,10 @@ async def pipe_events(
                     await encoder.close()
                 break
             try:
-                value = nxt.result()
+                if pending is not None:
+                    value = pending.result()
+                elif not ready:
+                    raise StopAsyncIteration
             except StopAsyncIteration:
                 if encoder is not None:
                     await encoder.cancel_streams()
