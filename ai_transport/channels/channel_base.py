@@ -129,11 +129,14 @@ class ListenerDelivery:
     async def _call_listeners(self, listeners: Iterable[Listener], make_message: Callable[[], Any]) -> None:
         """Call each of ``listeners`` still registered with a fresh ``make_message()``, in order."""
         for listener in listeners:
-            if not any(x is listener for x in self._listeners):
-                continue
+            for registered in self._listeners:
+                if registered is listener:
+                    break
+            else:
+                continue  # removed since the message was queued
             try:
                 result = listener(make_message())
-                if inspect.isawaitable(result):
+                if result is not None and inspect.isawaitable(result):
                     await result
             except asyncio.CancelledError:
                 raise

@@ -36,7 +36,10 @@ class Emitter:
 
     def emit(self, event: str, *args: Any) -> None:
         """Call every handler of ``event`` in registration order."""
-        for handler in list(self._handlers.get(event, ())):
+        handlers = self._handlers.get(event)
+        if not handlers:
+            return
+        for handler in list(handlers):
             try:
                 handler(*args)
             except Exception:  # a listener must never break the fold

@@ -82,7 +82,11 @@ class OpenStreams:
         known = streams.get(serial)
         if known is not None and known.version > version:
             return  # an older view of the stream (a history page folded after newer live appends)
-        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec_headers(extras)))
+        codec = codec_headers(extras)
+        if known is not None and known.transport == transport and known.codec == codec:
+            known.version = version  # an append repeating its stream's headers: no copies
+            return
+        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec))
 
     def open_streams(self, run_id: str, before: str | None = None) -> list[OpenStream]:
         """The run's streams still open (those created before serial ``before``, if given)."""

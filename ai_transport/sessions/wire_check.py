@@ -25,6 +25,7 @@ __all__ = ["wire_problem"]
 
 _STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
 _VERSION_STRING_FIELDS = ("serial", "clientId")
+_ONLY_STR = frozenset((str,))
 
 
 def _is_number(value: Any) -> bool:
@@ -37,6 +38,10 @@ def _tier_problem(ai: Mapping[Any, Any], tier: str) -> str | None:
         return None
     if not isinstance(headers, Mapping):
         return f"extras.ai.{tier} is {type_name(headers)}, not an object"
+    if type(headers) is dict and _ONLY_STR.issuperset(map(type, headers)) and _ONLY_STR.issuperset(
+        map(type, headers.values())
+    ):
+        return None  # the common case, checked in C: every key and value exactly a str
     for key, value in headers.items():
         if not isinstance(key, str):
             return f"extras.ai.{tier} has a {type_name(key)} key"
