@@ -504,8 +504,8 @@ class InProcessChannel(ListenerDelivery):
     def _deliver_append(self, aggregate: dict[str, Any], fragment: dict[str, Any]) -> None:
         serial = aggregate["serial"]
         if serial not in self._att.seen:
-            # First sight of the message on this attachment: the aggregate, as an update.
-            self._deliver_full(aggregate)
+            # First sight of the message on this attachment: the aggregate (as it is now), as an update.
+            self._deliver_full(dict(aggregate))
             return
         window = self._client.hub.append_rollup_window
         if window <= 0:
@@ -675,7 +675,9 @@ class InProcessChannel(ListenerDelivery):
         if "clientId" in agg:
             fragment["clientId"] = agg["clientId"]
         for att in list(self._state.attachments):
-            att._deliver_append(dict(agg), dict(fragment))  # copied per listener at delivery
+            # the fragment is never mutated once built (a roll-up merges into a new dict) and every
+            # listener gets its own copy at delivery; the aggregate is snapshotted only on first sight
+            att._deliver_append(agg, fragment)
         return version["serial"]
 
     async def _replace(self, message: OutboundMessage, op: str, action: str) -> str:
