@@ -8,7 +8,6 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
-from ..codec.encoder import _resume
 from ..errors import AITransportError, ErrorCode
 from .run import PipeResult
 from .tools import aiter_any
@@ -21,6 +20,16 @@ __all__ = ["pipe_events"]
 logger = logging.getLogger("ai_transport.sessions.agent")
 
 
+class _AbortWatch:
+    """Whether the pipe waits on its source, and whether an abort cancelled that wait."""
+
+    __slots__ = ("aborted", "waiting")
+
+    def __init__(self) -> None:
+        self.waiting = False
+        self.aborted = False
+
+
 async def pipe_events(
     run: AgentRun,
     events: AsyncIterable[Any] | Iterable[Any],
@@ -30,38 +39,47 @@ async def pipe_events(
     steer_ids = run._steering.begin_pass()  # the steers this pass answers (stamped on its message)
     iterator = aiter_any(events).__aiter__()
     abort: asyncio.Future[Any] = asyncio.ensure_future(run.abort_signal.wait())
+    task = asyncio.current_task()
+    watch = _AbortWatch()
+
+    def on_abort(fut: asyncio.Future[Any]) -> None:
+        if watch.waiting and task is not None and not fut.cancelled():
+            watch.aborted = True
+            task.cancel()
+
+    def _uncancel() -> None:
+        uncancel = getattr(task, "uncancel", None)  # 3.11+; before, a cancel leaves no count behind
+        if uncancel is not None:
+            uncancel()
+
+    abort.add_done_callback(on_abort)
     encoder: Any = None
     reason = "complete"
     error: BaseException | None = None
     try:
         while True:
-            # The next event, raced against the abort signal. A source that yields at once (its
-            # ``__anext__`` completes without suspending) costs no task and no wait: the abort is
-            # checked first and the loop still yields once per event (fairness, as before).
-            pending: asyncio.Future[Any] | None = None
-            ready = False
+            # The next event, raced against the abort signal. The source's step runs in this task
+            # (a source holding a cancel scope across steps, as anyio's, needs one task): an abort
+            # while it waits cancels this task, which the loop takes back (uncancel) as "cancelled".
+            # No task and no asyncio.wait per event; one loop yield per event keeps it fair.
+            cancelled = abort.done() or run.abort_signal.is_set()
+            ended = False
             value: Any = None
-            if abort.done() or run.abort_signal.is_set():
-                cancelled = True
-            else:
-                step_coro = iterator.__anext__()
+            if not cancelled:
+                watch.waiting = True
                 try:
-                    yielded = step_coro.send(None)
-                except StopIteration as stop:
-                    value, ready = stop.value, True
+                    value = await iterator.__anext__()
                 except StopAsyncIteration:
-                    pass  # the source ended
-                else:
-                    pending = asyncio.ensure_future(_resume(step_coro, yielded))
-                cancelled = False
-                if pending is not None:
-                    waitables: set[asyncio.Future[Any]] = {pending, abort}
-                    done, _ = await asyncio.wait(waitables, return_when=asyncio.FIRST_COMPLETED)
-                    cancelled = pending not in done
-                    if cancelled:
-                        pending.cancel()
-                elif ready:
-                    await asyncio.sleep(0)  # let other tasks run (a cancel, the echo) between events
+                    ended = True
+                except asyncio.CancelledError:
+                    if not watch.aborted:
+                        raise
+                finally:
+                    watch.waiting = False
+                if watch.aborted:
+                    watch.aborted = False
+                    _uncancel()
+                    cancelled = True
             if cancelled:
                 reason = "cancelled"
                 if encoder is not None:
@@ -73,16 +91,12 @@ async def pipe_events(
                     await encoder.cancel_streams()
                     await encoder.close()
                 break
-            try:
-                if pending is not None:
-                    value = pending.result()
-                elif not ready:
-                    raise StopAsyncIteration
-            except StopAsyncIteration:
+            if ended:
                 if encoder is not None:
                     await encoder.cancel_streams()
                     await encoder.close()
                 break
+            await asyncio.sleep(0)  # let other tasks run (a cancel, the echo) between events
             if encoder is None:
                 step_id, step_start_serial = await step()
                 encoder, _ = run._encoder(step_id, step_start_serial, steer_ids=steer_ids)
