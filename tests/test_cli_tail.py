@@ -159,10 +159,15 @@ def test_ctrl_c_stops_tail_cleanly(emulator_thread):
     tail = subprocess.Popen([sys.executable, "-m", "ai_transport", "tail", f"ctrl-c-{os.getpid()}", "--emulator",
                              emulator_thread.url], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             cwd=ROOT, env=ENV, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
-    while "following live" not in (line := tail.stderr.readline()):
-        assert line, "tail exited early"
-    tail.send_signal(signal.SIGINT)
-    out, err = tail.communicate(timeout=30)
+    try:
+        while "following live" not in (line := tail.stderr.readline()):
+            assert line, "tail exited early"
+        tail.send_signal(signal.SIGINT)
+        out, err = tail.communicate(timeout=30)
+    finally:
+        if tail.poll() is None:  # a failed run leaves no tail process behind
+            tail.kill()
+            tail.communicate()
     assert tail.returncode == 130
     assert "Traceback" not in err and out == ""
 
