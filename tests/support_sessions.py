@@ -226,6 +226,23 @@ async def wait_status(view: Any, run_id: str, status: str, timeout: float = 10.0
     await view.wait_for(ok, timeout)
 
 
+async def second_question_and_regenerate(client: ClientSession, agent: AgentSession) -> None:
+    """The user asks "Thanks! And tomorrow?", the agent answers, the client regenerates that answer
+    and the agent answers again (every run complete)."""
+    second = await client.view.send(user_message("Thanks! And tomorrow?"))
+    r2 = await agent.create_run(second.invocation.to_json())
+    await r2.start()
+    await r2.pipe(build_response_events([ScriptedText("No forecast for tomorrow, sorry.")], seed=3))
+    await r2.end("complete")
+    await wait_status(client.view, r2.run_id, "complete")
+    regen = await client.view.regenerate(client.view.get_messages()[-1].codec_message_id)
+    r3 = await agent.create_run(regen.invocation.to_json())
+    await r3.start()
+    await r3.pipe(build_response_events([ScriptedText("Tomorrow looks dry.")], seed=4))
+    await r3.end("complete")
+    await wait_status(client.view, r3.run_id, "complete")
+
+
 async def record_conversation() -> dict[str, Any]:
     """Run a real conversation on the in-process channel and return its ``history`` (aggregates,
     ascending serial) and the live client's view (``live``: messages and runs).
@@ -240,18 +257,7 @@ async def record_conversation() -> dict[str, Any]:
     answer, _call = await approve_call(client.view, run.run_id)
     await worker.handle(agent, answer.invocation.to_json())
     await wait_status(client.view, run.run_id, "complete")
-    second = await client.view.send(user_message("Thanks! And tomorrow?"))
-    r2 = await agent.create_run(second.invocation.to_json())
-    await r2.start()
-    await r2.pipe(build_response_events([ScriptedText("No forecast for tomorrow, sorry.")], seed=3))
-    await r2.end("complete")
-    await wait_status(client.view, r2.run_id, "complete")
-    regen = await client.view.regenerate(client.view.get_messages()[-1].codec_message_id)
-    r3 = await agent.create_run(regen.invocation.to_json())
-    await r3.start()
-    await r3.pipe(build_response_events([ScriptedText("Tomorrow looks dry.")], seed=4))
-    await r3.end("complete")
-    await wait_status(client.view, r3.run_id, "complete")
+    await second_question_and_regenerate(client, agent)
     page = await hub.client("reader").channel("chat").history(limit=1000, direction="forwards")
     history = list(page.items)
     live = {

@@ -12,10 +12,16 @@ import asyncio
 from collections.abc import Mapping
 from typing import Any
 
-from support_sessions import Worker, approve_call, open_session, user_message, wait_status
+from support_sessions import (
+    Worker,
+    approve_call,
+    open_session,
+    second_question_and_regenerate,
+    user_message,
+    wait_status,
+)
 
 from ai_transport.channels.memory import InProcessChannel, InProcessHub
-from ai_transport.responses.local_server import ScriptedText, build_response_events
 
 
 class _Page:
@@ -89,18 +95,7 @@ async def record() -> dict[str, Any]:
         else:
             await worker.handle(agent, answer.invocation.to_json())
             await wait_status(client.view, run.run_id, "complete")
-            second = await client.view.send(user_message("Thanks! And tomorrow?"))
-            r2 = await agent.create_run(second.invocation.to_json())
-            await r2.start()
-            await r2.pipe(build_response_events([ScriptedText("No forecast for tomorrow, sorry.")], seed=3))
-            await r2.end("complete")
-            await wait_status(client.view, r2.run_id, "complete")
-            regen = await client.view.regenerate(client.view.get_messages()[-1].codec_message_id)
-            r3 = await agent.create_run(regen.invocation.to_json())
-            await r3.start()
-            await r3.pipe(build_response_events([ScriptedText("Tomorrow looks dry.")], seed=4))
-            await r3.end("complete")
-            await wait_status(client.view, r3.run_id, "complete")
+            await second_question_and_regenerate(client, agent)
             out[name] = {}
         await asyncio.sleep(0.05)
         out[name]["wires"] = list(wires)
