@@ -2,6 +2,8 @@
 // Clients live across calls in a registry keyed by a handle; received messages are buffered.
 import * as Ably from 'ably';
 
+import { waitConnected } from '../connect.mjs';
+
 const clients = new Map();
 let nextHandle = 1;
 
@@ -30,25 +32,6 @@ function entry(handle) {
   const e = clients.get(handle);
   if (!e) throw new Error(`unknown client handle ${handle}`);
   return e;
-}
-
-function waitConnected(client, timeoutMs = 10000) {
-  return new Promise((resolve, reject) => {
-    if (client.connection.state === 'connected') return resolve();
-    const timer = setTimeout(() => reject(new Error(`not connected (${client.connection.state})`)), timeoutMs);
-    client.connection.on((change) => {
-      if (change.current === 'connected') {
-        clearTimeout(timer);
-        resolve();
-      } else if (change.current === 'failed') {
-        clearTimeout(timer);
-        const err = new Error(change.reason?.message ?? 'connection failed');
-        err.code = change.reason?.code;
-        err.statusCode = change.reason?.statusCode;
-        reject(err);
-      }
-    });
-  });
 }
 
 // Open a realtime client; {options} are ClientOptions (see ai_transport.emulator.connect_info).

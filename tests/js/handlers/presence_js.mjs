@@ -4,6 +4,8 @@ import * as Ably from 'ably';
 import { createAgentSession, createClientSession } from '@ably/ai-transport';
 import { ResponsesCodec } from '@ably/ai-transport/openai';
 
+import { waitConnected } from '../connect.mjs';
+
 const clients = new Map();
 let nextHandle = 1;
 
@@ -24,22 +26,6 @@ function entry(handle) {
   const e = clients.get(handle);
   if (!e) throw new Error(`unknown client handle ${handle}`);
   return e;
-}
-
-function waitConnected(client, timeoutMs = 10000) {
-  return new Promise((resolve, reject) => {
-    if (client.connection.state === 'connected') return resolve();
-    const timer = setTimeout(() => reject(new Error(`not connected (${client.connection.state})`)), timeoutMs);
-    client.connection.on((change) => {
-      if (change.current === 'connected') {
-        clearTimeout(timer);
-        resolve();
-      } else if (change.current === 'failed') {
-        clearTimeout(timer);
-        reject(new Error(change.reason?.message ?? 'connection failed'));
-      }
-    });
-  });
 }
 
 // A session of the reference implementation (@ably/ai-transport 0.8.0): {kind} 'client' or 'agent'.
