@@ -109,8 +109,8 @@ async def page_history_for_trigger(
     Stops as soon as it surfaces: opening a run needs no inference, so it never reads the rest of the
     conversation. Raises 104010 when ``max_pages`` pages did not reveal it and history has more;
     when history is exhausted, ``run.start()`` then waits a bounded moment for a live arrival.
-    Counts channel pages (``sessions.durable.page_until_located`` counts view pages, and a view
-    that shows nothing before its trigger is located reveals all history in its first page).
+    Works on the session before any run exists (``sessions.durable.page_until_located`` needs the
+    run) and calls ``on_page`` per page read, so the activity can heartbeat.
     """
     pages = 0
 
