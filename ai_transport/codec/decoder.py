@@ -39,6 +39,7 @@ import math
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from .._shapes import MAPPING
 from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string, parse_json
 
 __all__ = ["DecodeResult", "Decoder"]
@@ -152,22 +153,22 @@ _EMPTY: Final[Mapping[str, Any]] = {}
 
 
 def _is_map(v: Any) -> bool:
-    return type(v) is dict or isinstance(v, Mapping)
+    return type(v) is dict or isinstance(v, MAPPING)
 
 
 def _tier(extras: Any, tier: str) -> Mapping[str, Any]:
     """One tier of ``extras.ai`` (``{}`` when missing or not an object; arrays read as empty). Not copied."""
-    if type(extras) is not dict and not isinstance(extras, Mapping):
+    if type(extras) is not dict and not isinstance(extras, MAPPING):
         return _EMPTY
     ai = extras.get("ai")
-    if type(ai) is not dict and not isinstance(ai, Mapping):
+    if type(ai) is not dict and not isinstance(ai, MAPPING):
         if ai is not None:
             logger.warning(
                 "decode(); extras.ai is not an object (%s), reading it as empty", type(ai).__name__
             )
         return _EMPTY
     sub = ai.get(tier)
-    if type(sub) is dict or isinstance(sub, Mapping):
+    if type(sub) is dict or isinstance(sub, MAPPING):
         return sub
     if sub is not None:
         logger.warning(
@@ -359,7 +360,7 @@ class _Inbound:
 
 def _read_inbound(msg: Any) -> _Inbound | None:
     m = _Inbound()
-    if type(msg) is dict or isinstance(msg, Mapping):
+    if type(msg) is dict or isinstance(msg, MAPPING):
         get = msg.get
         m.action = get("action")
         m.name = get("name")
@@ -377,7 +378,7 @@ def _read_inbound(msg: Any) -> _Inbound | None:
     else:
         return None
     # ably-js fills version.serial from the message serial when missing (Message.fromValues).
-    if type(version) is dict or isinstance(version, Mapping):
+    if type(version) is dict or isinstance(version, MAPPING):
         vs = version.get("serial")
     elif version is not None:
         vs = getattr(version, "serial", None)

@@ -42,6 +42,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple, Protocol
 
+from .._shapes import MAPPING
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .coalesce import CoalescingPublisher
 from .events import ItemIdNormaliser, event_to_dict
@@ -141,9 +142,9 @@ def _ai_extras(transport: dict[str, Any], codec: dict[str, str]) -> dict[str, An
 def _caller_headers(*layers: Any) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for extras in layers:
-        if isinstance(extras, Mapping):
+        if isinstance(extras, MAPPING):
             headers = extras.get("headers")
-            if isinstance(headers, Mapping):
+            if isinstance(headers, MAPPING):
                 out.update(headers)
     return out
 
@@ -153,7 +154,7 @@ def _caller_headers(*layers: Any) -> dict[str, Any]:
 
 
 def _has_logprobs(part: Any) -> bool:
-    if not isinstance(part, Mapping) or part.get("type") != "output_text":
+    if not isinstance(part, MAPPING) or part.get("type") != "output_text":
         return False
     lp = part.get("logprobs")
     return isinstance(lp, list) and len(lp) > 0
@@ -164,7 +165,7 @@ def _pick(item: Mapping[str, Any], *keys: str) -> dict[str, Any]:
 
 
 def _unsupported_item(item: Any) -> InvalidArgumentError:
-    itype = item.get("type", MISSING) if isinstance(item, Mapping) else MISSING
+    itype = item.get("type", MISSING) if isinstance(item, MAPPING) else MISSING
     return InvalidArgumentError(
         f"unable to publish; unsupported output item type '{js_to_string(itype)}'", status_code=400
     )
@@ -179,7 +180,7 @@ def wire_item(item: Any) -> dict[str, Any]:
     ``{type: "output_text", logprobs}`` where present, ``{type}`` elsewhere. Any other item type
     raises 40003 ``unable to publish; unsupported output item type '<type>'``.
     """
-    if not isinstance(item, Mapping):
+    if not isinstance(item, MAPPING):
         raise _unsupported_item(item)
     itype = item.get("type")
     if itype == "message":
@@ -189,7 +190,7 @@ def wire_item(item: Any) -> dict[str, Any]:
             out["content"] = [
                 {"type": "output_text", "logprobs": p["logprobs"]}
                 if _has_logprobs(p)
-                else (_pick(p, "type") if isinstance(p, Mapping) else {})
+                else (_pick(p, "type") if isinstance(p, MAPPING) else {})
                 for p in content
             ]
         return out
@@ -255,7 +256,7 @@ def _stream_id(group: _Group, event: Mapping[str, Any], phase: str) -> str:
         if phase != "start":
             return js_to_string(event.get("item_id", MISSING))
         item = event.get("item")
-        item_id = item.get("id") if isinstance(item, Mapping) else None
+        item_id = item.get("id") if isinstance(item, MAPPING) else None
         if item_id is None:
             raise InvalidArgumentError(
                 "unable to stream function-call arguments; item has no id", status_code=400
@@ -271,7 +272,7 @@ def _start_group(event: Mapping[str, Any]) -> _Group | None:
     etype = event.get("type")
     if etype == "response.content_part.added":
         part = event.get("part")
-        ptype = part.get("type") if isinstance(part, Mapping) else None
+        ptype = part.get("type") if isinstance(part, MAPPING) else None
         if ptype in ("output_text", "refusal", "reasoning_text"):
             return _GROUPS[ptype]
         return None
@@ -279,7 +280,7 @@ def _start_group(event: Mapping[str, Any]) -> _Group | None:
         return _GROUPS["reasoning_summary_text"]
     if etype == "response.output_item.added":
         item = event.get("item")
-        if isinstance(item, Mapping) and item.get("type") == "function_call":
+        if isinstance(item, MAPPING) and item.get("type") == "function_call":
             return _GROUPS["function_call_arguments"]
     return None
 
@@ -339,7 +340,7 @@ class EncoderCore:
 
         if etype == "response.output_item.added":
             item = ev.get("item")
-            if not (isinstance(item, Mapping) and item.get("type") in _MODELLED_ITEM_TYPES):
+            if not (isinstance(item, MAPPING) and item.get("type") in _MODELLED_ITEM_TYPES):
                 raise _unsupported_item(item)
             return [self._discrete(etype, {"item": item}, {"kind": etype}, message_id, extras)]
         if etype == "response.output_item.done":
@@ -568,7 +569,7 @@ class EncoderCore:
 
 def _first_serial(result: Any) -> str | None:
     serials = result
-    if isinstance(result, Mapping):
+    if isinstance(result, MAPPING):
         serials = result.get("serials")
     elif hasattr(result, "serials"):
         serials = result.serials

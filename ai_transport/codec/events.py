@@ -23,9 +23,9 @@ Two things happen to an output event before the encoder maps it to the wire:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
+from .._shapes import MAPPING
 from ..errors import InvalidTypeError, type_name
 
 __all__ = ["ItemIdNormaliser", "event_to_dict"]
@@ -38,7 +38,7 @@ def event_to_dict(event: Any, *, what: str = "output event") -> dict[str, Any]:
     """
     if isinstance(event, dict):
         return event
-    if isinstance(event, Mapping):
+    if isinstance(event, MAPPING):
         return dict(event)
     to_dict = getattr(event, "to_dict", None)
     model_dump = getattr(event, "model_dump", None)
@@ -92,7 +92,7 @@ class ItemIdNormaliser:
         if not isinstance(index, int) or isinstance(index, bool):
             return event
         item = event.get("item")
-        if isinstance(item, Mapping) and "item_id" not in event:
+        if isinstance(item, MAPPING) and "item_id" not in event:
             current = item.get("id")
             if current is None:
                 return event

@@ -30,6 +30,8 @@ from typing import Any, Final
 import msgspec
 from typing_extensions import Self
 
+from .._shapes import MAPPING
+
 __all__ = [
     "AI",
     "CODEC",
@@ -103,17 +105,17 @@ MISSING: Final = _Missing()
 
 def has_ai_envelope(extras: Any) -> bool:
     """True when ``extras.ai`` is an object (the message is an AI Transport message)."""
-    return isinstance(extras, Mapping) and isinstance(extras.get(AI), Mapping)
+    return isinstance(extras, MAPPING) and isinstance(extras.get(AI), MAPPING)
 
 
 def _tier(extras: Any, tier: str) -> dict[str, str]:
-    if not isinstance(extras, Mapping):
+    if not isinstance(extras, MAPPING):
         return {}
     ai = extras.get(AI)
-    if not isinstance(ai, Mapping):
+    if not isinstance(ai, MAPPING):
         return {}
     sub = ai.get(tier)
-    if not isinstance(sub, Mapping):
+    if not isinstance(sub, MAPPING):
         return {}
     return sub  # type: ignore[return-value]
 

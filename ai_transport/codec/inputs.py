@@ -20,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from .._shapes import MAPPING
 from ..errors import InvalidArgumentError, InvalidTypeError, type_name
 from .headers import MISSING, js_to_string, write_bool, write_str
 
@@ -60,7 +61,7 @@ class InputParts(NamedTuple):
 
 def _message_dict(message: Any) -> Any:
     to_dict = getattr(message, "to_dict", None)
-    if callable(to_dict) and not isinstance(message, Mapping):
+    if callable(to_dict) and not isinstance(message, MAPPING):
         return to_dict()
     return message
 
@@ -108,7 +109,7 @@ def _kind_headers(kind: str) -> dict[str, str]:
 
 def _payload_of(inp: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
     payload = inp.get("payload")
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, MAPPING):
         raise InvalidArgumentError(
             f"unable to encode input; event '{kind}' carries no payload object — declare it wireOnly or "
             "use an encode escape hatch"
@@ -118,7 +119,7 @@ def _payload_of(inp: Mapping[str, Any], kind: str) -> Mapping[str, Any]:
 
 def _user_message_parts(inp: Mapping[str, Any]) -> InputParts:
     message = _message_dict(inp.get("message"))
-    if not isinstance(message, Mapping):
+    if not isinstance(message, MAPPING):
         raise InvalidTypeError(
             f"unable to publish; user-message input.message must be an object, got {type_name(message)}"
         )
@@ -128,7 +129,7 @@ def _user_message_parts(inp: Mapping[str, Any]) -> InputParts:
             f"unable to publish; user-message input.message.items must be an array, got {type_name(items)}"
         )
     item = items[0] if len(items) == 1 else None
-    if not isinstance(item, Mapping) or item.get("type") != "message":
+    if not isinstance(item, MAPPING) or item.get("type") != "message":
         raise InvalidArgumentError(
             "unable to publish; a user message must be exactly one message item, "
             f"got {len(items)} item(s)"
@@ -141,7 +142,7 @@ def _user_message_parts(inp: Mapping[str, Any]) -> InputParts:
         )
     texts: list[Any] = []
     for part in content:
-        ptype = part.get("type", MISSING) if isinstance(part, Mapping) else MISSING
+        ptype = part.get("type", MISSING) if isinstance(part, MAPPING) else MISSING
         if ptype != "input_text":
             raise InvalidArgumentError(
                 f"unable to publish; unsupported input content part type '{js_to_string(ptype)}'"
@@ -165,7 +166,7 @@ def input_parts(inp: Any) -> InputParts:
     unknown kind, a user message that is not exactly one ``message`` item, a non-``input_text``
     content part, or a tool input without a ``payload`` object.
     """
-    if not isinstance(inp, Mapping):
+    if not isinstance(inp, MAPPING):
         raise InvalidTypeError(f"unable to publish; input must be an object with a 'kind', got {type_name(inp)}")
     kind = inp.get("kind", MISSING)
     if kind == "user-message":

@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
+from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import codec_headers, transport_headers
 from .lifecycle import (
@@ -79,7 +80,7 @@ AcceptInput = Callable[[Any, RunNode | None], bool]
 def mutator_of(message: Mapping[str, Any]) -> Any:
     """``version.clientId`` of ``message`` (the identity that updated / appended / deleted it), or None."""
     version = message.get("version")
-    return version.get("clientId") if isinstance(version, Mapping) else None
+    return version.get("clientId") if isinstance(version, MAPPING) else None
 
 
 def is_untrusted_agent_mutation(message: Mapping[str, Any], trusted_agent_ids: set[Any]) -> bool:

@@ -66,6 +66,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from .._shapes import MAPPING
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
@@ -211,7 +212,7 @@ class AgentSession(SessionCore):
         version = message.get("version")
         mark = max(
             str(message.get("serial") or ""),
-            str(version.get("serial") or "") if isinstance(version, Mapping) else "",
+            str(version.get("serial") or "") if isinstance(version, MAPPING) else "",
         )
         if mark > self._high_water:
             self._high_water = mark

@@ -26,6 +26,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from .._shapes import MAPPING
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .admission import Admission
@@ -101,7 +102,7 @@ class ClientRun(BaseRun):
         """Publish ``input`` (e.g. ``codec.create_user_message(...)``) into this run while it runs
         (``ClientRun.steer`` of 0.8.0); returns a :class:`SteerResult` at once (see
         :mod:`ai_transport.sessions.steer_client`). Waits for the run to start first."""
-        if not isinstance(input, Mapping):
+        if not isinstance(input, MAPPING):
             raise InvalidArgumentError("unable to steer; input must be an input object")
 
         async def run_id() -> str:
@@ -143,7 +144,7 @@ class ClientView(View):
         to it).
         """
         self._check_open("send")
-        inputs = [input] if isinstance(input, Mapping) else list(input)
+        inputs = [input] if isinstance(input, MAPPING) else list(input)
         last = self.get_messages()
         auto_parent = last[-1].codec_message_id if last and parent is None and not fork_of else None
         run = await self._session._send(inputs, run_id, parent, auto_parent, fork_of, role, supersedes)
@@ -379,7 +380,7 @@ class ClientSession(SessionCore):
         if not inputs:
             raise InvalidArgumentError("unable to send; inputs array is empty (include at least one input)")
         for i, inp in enumerate(inputs):
-            if not isinstance(inp, Mapping):
+            if not isinstance(inp, MAPPING):
                 raise InvalidArgumentError(f"unable to send; inputs[{i}] must be an input object")
         if sum(1 for inp in inputs if not _is_wire_only(inp)) > 1:
             raise InvalidArgumentError("unable to send; a send may introduce at most one new message")

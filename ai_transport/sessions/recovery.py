@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from .._shapes import MAPPING
 from ..codec.headers import codec_headers, transport_headers
 from .lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
 
@@ -76,7 +77,7 @@ class OpenStreams:
         if not isinstance(run_id, str) or not isinstance(serial, str):
             return
         version_info = message.get("version")
-        version = version_info.get("serial") if isinstance(version_info, Mapping) else None
+        version = version_info.get("serial") if isinstance(version_info, MAPPING) else None
         version = version if isinstance(version, str) else serial
         streams = self._by_run.setdefault(run_id, {})
         known = streams.get(serial)

@@ -10,6 +10,7 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any, ClassVar
 
+from .._shapes import MAPPING
 from ..channels.modes import channel_agent, resolve_channel_modes, validate_channel_modes
 from ..channels.presence import Presence
 from ..channels.state import ChannelStateChange, is_continuity_lost
@@ -118,9 +119,9 @@ class SessionCore:
         self._log.log(
             level,
             "skipped %s from client %r (serial %r): %s (%d skipped so far)",
-            message.get("name") if isinstance(message, Mapping) else None,
-            message.get("clientId") if isinstance(message, Mapping) else None,
-            message.get("serial") if isinstance(message, Mapping) else None,
+            message.get("name") if isinstance(message, MAPPING) else None,
+            message.get("clientId") if isinstance(message, MAPPING) else None,
+            message.get("serial") if isinstance(message, MAPPING) else None,
             why,
             self._skipped,
         )
@@ -131,7 +132,7 @@ class SessionCore:
         problem = wire_problem(message)
         if problem is None:
             return True
-        self._skip(message if isinstance(message, Mapping) else {}, f"malformed: {problem}")
+        self._skip(message if isinstance(message, MAPPING) else {}, f"malformed: {problem}")
         return False
 
     @property

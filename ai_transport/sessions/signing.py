@@ -30,6 +30,7 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
+from .._shapes import MAPPING
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from ..errors import AITransportError, ErrorCode
 
@@ -157,7 +158,7 @@ class HistoryIntegrity:
         if message.get("name") != NAME_OUTPUT or message.get("clientId") not in self._trusted:
             return None
         version = message.get("version")
-        mutator = version.get("clientId") if isinstance(version, Mapping) else None
+        mutator = version.get("clientId") if isinstance(version, MAPPING) else None
         action = message.get("action")
         mutated = action not in (None, "message.create", 0)
         if mutated and mutator not in self._trusted:
@@ -176,7 +177,7 @@ def missing_approved_calls(tree: Any, run_id: str, messages: list[Any]) -> list[
     approved: list[str] = []
     for (direction, event), _serial, _mid in entry.log.replay():
         payload = event.get("payload") if direction == "input" else None
-        if event.get("kind") == "tool-approval-response" and isinstance(payload, Mapping):
+        if event.get("kind") == "tool-approval-response" and isinstance(payload, MAPPING):
             call_id = payload.get("call_id")
             if payload.get("approved") is True and isinstance(call_id, str) and call_id not in approved:
                 approved.append(call_id)
@@ -184,6 +185,6 @@ def missing_approved_calls(tree: Any, run_id: str, messages: list[Any]) -> list[
         item.get("call_id")
         for m in messages
         for item in getattr(m.message, "items", ())
-        if isinstance(item, Mapping) and item.get("type") == "function_call"
+        if isinstance(item, MAPPING) and item.get("type") == "function_call"
     }
     return [c for c in approved if c not in present]

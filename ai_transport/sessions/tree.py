@@ -38,6 +38,7 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
 from .lifecycle import (
@@ -629,7 +630,7 @@ class WireApplier:
         if inputs or outputs or (headers.get(H_RUN_ID) and name in (EVENT_AI_INPUT, EVENT_AI_OUTPUT)):
             version = (
                 (message.get("version") or {}).get("serial")
-                if isinstance(message.get("version"), Mapping)
+                if isinstance(message.get("version"), MAPPING)
                 else None
             )
             client_id = message.get("clientId")

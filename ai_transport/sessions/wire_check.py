@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..errors import type_name
 
@@ -36,7 +37,7 @@ def _tier_problem(ai: Mapping[Any, Any], tier: str) -> str | None:
     headers = ai.get(tier)
     if headers is None:
         return None
-    if not isinstance(headers, Mapping):
+    if not isinstance(headers, MAPPING):
         return f"extras.ai.{tier} is {type_name(headers)}, not an object"
     if type(headers) is dict and _ONLY_STR.issuperset(map(type, headers)) and _ONLY_STR.issuperset(
         map(type, headers.values())
@@ -59,7 +60,7 @@ def wire_problem(message: Any) -> str | None:
     number; ``extras`` and ``extras.ai`` objects; every key and value of ``extras.ai.transport`` and
     ``extras.ai.codec`` a string.
     """
-    if not isinstance(message, Mapping):
+    if not isinstance(message, MAPPING):
         return f"message is {type_name(message)}, not an object"
     for key in _STRING_FIELDS:
         value = message.get(key)
@@ -73,7 +74,7 @@ def wire_problem(message: Any) -> str | None:
         return f"timestamp is {type_name(timestamp)}, not a number"
     version = message.get("version")
     if version is not None:
-        if not isinstance(version, Mapping):
+        if not isinstance(version, MAPPING):
             return f"version is {type_name(version)}, not an object"
         for key in _VERSION_STRING_FIELDS:
             value = version.get(key)
@@ -85,11 +86,11 @@ def wire_problem(message: Any) -> str | None:
     extras = message.get("extras")
     if extras is None:
         return None
-    if not isinstance(extras, Mapping):
+    if not isinstance(extras, MAPPING):
         return f"extras is {type_name(extras)}, not an object"
     ai = extras.get("ai")
     if ai is None:
         return None
-    if not isinstance(ai, Mapping):
+    if not isinstance(ai, MAPPING):
         return f"extras.ai is {type_name(ai)}, not an object"
     return _tier_problem(ai, "transport") or _tier_problem(ai, "codec")
