@@ -17,6 +17,14 @@ if TYPE_CHECKING:
 
 __all__ = ["pipe_events"]
 
+#: The pipe yields to the event loop (a cancel, the agent's own echo, other runs) after this many
+#: events, or once :data:`YIELD_AFTER_SECONDS` passed since it last did, whichever is first.
+#: A source reading a network suspends on its own between chunks; a chunk (or an in-memory source)
+#: holding many events is served in bursts this long instead of one loop round trip per event
+#: (~13 us of CPU a model delta).
+YIELD_AFTER_EVENTS = 16
+YIELD_AFTER_SECONDS = 0.002
+
 logger = logging.getLogger("ai_transport.sessions.agent")
 
 
@@ -54,6 +62,8 @@ async def pipe_events(
 
     abort.add_done_callback(on_abort)
     encoder: Any = None
+    loop = asyncio.get_running_loop()
+    burst, burst_began = 0, loop.time()
     reason = "complete"
     error: BaseException | None = None
     try:
@@ -96,7 +106,10 @@ async def pipe_events(
                     await encoder.cancel_streams()
                     await encoder.close()
                 break
-            await asyncio.sleep(0)  # let other tasks run (a cancel, the echo) between events
+            burst += 1
+            if burst >= YIELD_AFTER_EVENTS or loop.time() - burst_began >= YIELD_AFTER_SECONDS:
+                await asyncio.sleep(0)  # let other tasks run (a cancel, the echo) between bursts
+                burst, burst_began = 0, loop.time()
             if encoder is None:
                 step_id, step_start_serial = await step()
                 encoder, _ = run._encoder(step_id, step_start_serial, steer_ids=steer_ids)
