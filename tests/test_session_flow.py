@@ -288,6 +288,42 @@ async def test_cancel_stops_the_pipe_and_ends_the_run_cancelled() -> None:
     await agent.end()
 
 
+async def test_a_source_that_never_suspends_is_still_cancelled_within_a_burst() -> None:
+    """The pipe yields to the loop every YIELD_AFTER_EVENTS events, so a cancel (and the agent's
+    own echo) gets through even when the model source never awaits anything."""
+    from ai_transport.sessions.pipe_loop import YIELD_AFTER_EVENTS
+
+    _hub, client, agent = await open_session()
+    produced = 0
+    cancel_sent_at: list[int] = []
+
+    async def endless(items):
+        nonlocal produced
+        for event in text_opening():
+            yield event
+        while True:  # never awaits: an in-memory source, or one network chunk holding many events
+            produced += 1
+            yield text_delta("word ")
+
+    worker = Worker(model=endless)
+    sent = await client.view.send(user_message("Talk forever, fast"))
+    task = asyncio.ensure_future(worker.handle(agent, sent.invocation.to_json()))
+    await sent.started
+    while produced < 3 * YIELD_AFTER_EVENTS:
+        await asyncio.sleep(0)
+    cancel_sent_at.append(produced)
+    await client.cancel(sent.run_id)
+    run = await asyncio.wait_for(task, 10)
+    assert worker.results[-1].reason == "cancelled"
+    # the cancel travels client -> channel -> agent: a few bursts, not the whole (endless) stream
+    assert produced - cancel_sent_at[0] <= 4 * YIELD_AFTER_EVENTS
+    await wait_status(client.view, run.run_id, "cancelled")
+    text = client.view.get_messages()[1].message.items[0]["content"][0]["text"]
+    assert text == "word " * (len(text) // len("word "))
+    await client.close()
+    await agent.end()
+
+
 async def test_pipe_error_ends_run_with_error_and_cancels_open_streams() -> None:
     hub, client, agent = await open_session()
 
