@@ -208,3 +208,53 @@ async def test_bad_rollup_window_is_refused(raw: str) -> None:
     ) as c:
         frame = await c.recv()
         assert frame["action"] == 9 and frame["error"]["code"] == 40000
+
+
+async def test_the_emulator_command_enforces_limits_when_asked() -> None:
+    """``ai-transport emulator --inbound-rate N`` (and ``--rate-limits``) turn Ably's limits on; the
+    startup text says which limits hold."""
+    import re
+    import sys
+
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "ai_transport", "emulator", "--port", "0", "--inbound-rate", "2",
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None
+        head = ""
+        while "Rate limits:" not in head:
+            line = (await asyncio.wait_for(proc.stdout.readline(), 30)).decode()
+            assert line, head
+            head += line
+        assert "2 messages/s per connection (42911)" in head
+        found = re.search(r"listening on (http://127\.0\.0\.1:\d+)", head)
+        assert found, head
+        url = found.group(1)
+        async with realtime_client(url, client_id="w") as client:
+            ch = client.channels.get(unique_channel())
+            await ch.attach()
+            codes = await _outcomes([ch.publish("m", f"{i}") for i in range(30)])
+        assert None in codes and set(codes) - {None} and set(codes) <= {None, 42911, 42913}
+    finally:
+        proc.terminate()
+        await proc.wait()
+
+
+def test_rate_limit_options() -> None:
+    import argparse
+
+    from ai_transport.emulator.options import add_rate_limit_arguments, rate_limits_from_args
+
+    parser = argparse.ArgumentParser()
+    add_rate_limit_arguments(parser)
+    assert rate_limits_from_args(parser.parse_args([])) is None
+    assert rate_limits_from_args(parser.parse_args(["--rate-limits"])) == RateLimits()
+    limits = rate_limits_from_args(parser.parse_args(["--append-rollup-window", "100"]))
+    assert limits is not None and limits.append_rollup_window == 100 and limits.connection_rate == 50
+    limits = rate_limits_from_args(parser.parse_args(["--inbound-rate", "10"]))
+    assert limits is not None and (limits.connection_rate, limits.channel_rate) == (10, 10)
+    with pytest.raises(ValueError, match="--inbound-rate"):
+        rate_limits_from_args(parser.parse_args(["--inbound-rate", "0"]))
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--append-rollup-window", "33"])

@@ -156,6 +156,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="ORIGIN",
         help="a browser Origin (scheme://host[:port]) allowed besides loopback ones (repeatable)",
     )
+    from ..emulator.options import add_rate_limit_arguments
+
+    add_rate_limit_arguments(emu)
     emu.add_argument(
         "--sandbox",
         action="store_true",

@@ -44,6 +44,17 @@ Run the demo over it:
 """
 
 
+def limits_line(limits: Any) -> str:
+    """One line saying which of Ably's limits the emulator enforces."""
+    if limits is None:
+        return "Rate limits: off (--rate-limits enforces Ably's 50 messages/s per connection and channel)"
+    return (
+        f"Rate limits: {limits.connection_rate:g} messages/s per connection (42911) and "
+        f"{limits.channel_rate:g}/s per channel (42913); appendRollupWindow {limits.append_rollup_window} ms "
+        "unless a publisher's transport params say otherwise"
+    )
+
+
 def sandbox_help(url: str) -> str:
     """How to run an Ably SDK test suite against the local sandbox at ``url``."""
     return f"""\
@@ -59,10 +70,17 @@ ably-js's node test suite:
 async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = None) -> int:
     """Start the emulator on ``args.host:args.port``, print connection help, serve until cancelled."""
     out = out or sys.stdout
+    from ..emulator.options import rate_limits_from_args
     from ..emulator.sandbox import Sandbox
     from ..emulator.server import Emulator
 
     sandbox = bool(getattr(args, "sandbox", False))
+    try:
+        rate_limits = rate_limits_from_args(args)
+    except ValueError as e:
+        raise CliError(str(e)) from e
+    if sandbox and rate_limits is not None:
+        raise CliError("--sandbox provisions emulators without rate limits; drop --rate-limits / --inbound-rate / --append-rollup-window")
     emulator: Any = (
         Sandbox(host=args.host, port=args.port)
         if sandbox
@@ -72,6 +90,7 @@ async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = No
             strict_tokens=bool(getattr(args, "strict_tokens", False)),
             dev_tokens_on_any_host=bool(getattr(args, "dev_tokens_on_any_host", False)),
             allowed_origins=list(getattr(args, "allow_origin", None) or []),
+            rate_limits=rate_limits,
         )
     )
     try:
@@ -87,6 +106,7 @@ async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = No
         print(sandbox_help(emulator.url), file=out, flush=True)
     else:
         print(connection_help(emulator.url, emulator.key), file=out, flush=True)
+        print(limits_line(rate_limits), file=out, flush=True)
     try:
         await asyncio.Event().wait()
     finally:

@@ -8,6 +8,7 @@ import contextlib
 import logging
 
 from .auth import DEFAULT_KEY
+from .options import add_rate_limit_arguments, rate_limits_from_args
 from .server import Emulator
 
 
@@ -38,7 +39,12 @@ def main(argv: list[str] | None = None) -> None:
         "--echo-before-ack", action="store_true", help="deliver a publish (echo included) before its ACK"
     )
     parser.add_argument("-v", "--verbose", action="store_true")
+    add_rate_limit_arguments(parser)
     args = parser.parse_args(argv)
+    try:
+        rate_limits = rate_limits_from_args(args)
+    except ValueError as e:
+        parser.error(str(e))
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(asctime)s %(message)s"
     )
@@ -54,6 +60,7 @@ def main(argv: list[str] | None = None) -> None:
             max_message_size=args.max_message_size,
             max_idle_interval=args.max_idle_interval,
             echo_before_ack=args.echo_before_ack,
+            rate_limits=rate_limits,
         )
         await emu.start()
         print(f"ai_transport emulator on {emu.url} (ws://{emu.host}:{emu.port}) key {emu.key}", flush=True)
