@@ -1,7 +1,9 @@
 """Pure readers over run messages (``OpenAIMessage`` lists), input hygiene, preflight, chat shape.
 
 - :mod:`.calls` — the four interop readers of ``@ably/ai-transport@0.8.0``.
-- :mod:`.hygiene` — reasoning pairing sweep, replay fingerprints, ``sanitize_input``.
+- :mod:`.hygiene` — ``sanitize_input``, the whole replay hygiene; its parts: :mod:`.input_items`
+  (item kinds, predicates, ``Change``), :mod:`.reasoning_sweep` (the reasoning pairing sweep,
+  ``drop_reasoning``) and :mod:`.fingerprints` (replay fingerprints).
 - :mod:`.preflight` — offline prediction (``preflight``/``check``) and ``repair`` of the API's 400s.
 - :mod:`.chat` — Chat Completions conversation shape helpers.
 """

@@ -28,7 +28,7 @@ from typing import Any, NamedTuple, Union
 
 from ..codec.types import OpenAIMessage
 from ..errors import InvalidArgumentError, InvalidTypeError, type_name
-from .hygiene import _object_array
+from .input_items import _object_array
 
 __all__ = [
     "CONTEXT_PREAMBLE",

@@ -27,17 +27,16 @@ from dataclasses import dataclass
 from typing import Any, Literal, NamedTuple
 
 from ..errors import AITransportError, InvalidTypeError, type_name
-from .hygiene import (
+from .hygiene import ABORTED_OUTPUT, _run
+from .input_items import (
     _ASSISTANT_BAD_PARTS,
     _OUTPUT_CALL_TYPES,
-    ABORTED_OUTPUT,
     CALL_OUTPUT_TYPES,
     STREAM_ONLY_FIELDS,
     Change,
     _call_ids,
     _object_array,
     _output_call_ids,
-    _run,
     is_output_item,
     is_paired,
     is_reference,
