@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from support_responses import USER_INPUT, chunk_lines, compact, split_by_response
 
 from ai_transport.errors import AITransportError
+from ai_transport.readers import drop_reasoning
 from ai_transport.responses import (
     E_INVALID_OPENAI_RESPONSES_OPTIONS,
     E_OPENAI_RESPONSES_API_ERROR,
@@ -233,8 +234,8 @@ async def test_invalid_encrypted_content_retries_once_without_reasoning(fixtures
         {"role": "user", "content": "What is the code?"},
         {"type": "function_call", "call_id": "call_1", "name": "lookup", "arguments": "{}"},
         {"type": "function_call_output", "call_id": "call_1", "output": "blue-42"},
-        {"type": "message", "role": "assistant", "status": "completed",
-         "content": [{"type": "output_text", "text": "blue-42", "annotations": []}]},
+        # id-less assistant message: no status either (readers.drop_reasoning's rule)
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "blue-42", "annotations": []}]},
         {"role": "user", "content": "thanks"},
     ]
     assert {k: v for k, v in second.items() if k != "input"} == {k: v for k, v in first.items() if k != "input"}
@@ -476,6 +477,24 @@ def test_drop_reasoning_items_keeps_ids_not_produced_by_reasoning():
     ]
     assert drop_reasoning_items(items[1:]) is None
     assert drop_reasoning_items("text input") is None
+
+
+def test_drop_reasoning_items_is_the_readers_drop_reasoning():
+    # one implementation: the client's retry input is readers.drop_reasoning's
+    items = [
+        {"role": "user", "content": "q"},
+        {"type": "reasoning", "id": "rs_1", "summary": []},
+        {"type": "web_search_call", "id": "ws_1", "status": "completed"},
+        {"type": "message", "id": "msg_1", "role": "assistant", "status": "completed", "content": []},
+        {"type": "reasoning", "id": "rs_2", "summary": []},
+        {"type": "shell_call", "id": "sh_1", "call_id": "c", "action": {}},
+    ]
+    assert drop_reasoning_items(items) == drop_reasoning(items).input == [
+        items[0],
+        {"type": "message", "role": "assistant", "content": []},
+        {"type": "shell_call", "call_id": "c", "action": {}},
+    ]
+    assert drop_reasoning_items([*items, "not an object"]) is None
 
 
 async def test_x_should_retry_header_overrides_the_status_rule(serve, make_client):

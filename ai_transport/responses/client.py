@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from ..readers.reasoning_sweep import drop_reasoning
 from .errors import (
     InvalidResponsesOptionsError,
     ResponsesConnectionError,
@@ -65,7 +66,6 @@ DEFAULT_BASE_URL = "https://api.openai.com/v1"
 #: Event types that end a response stream.
 TERMINAL_EVENT_TYPES = frozenset({"response.completed", "response.incomplete", "response.failed"})
 _RETRY_STATUSES = frozenset({408, 409, 429})
-_OUTPUT_ITEM_TYPES = frozenset({"function_call", "custom_tool_call"})
 _DEFAULT_TIMEOUT = httpx.Timeout(connect=10.0, read=600.0, write=60.0, pool=60.0)
 _USER_AGENT = "ai-transport-python"
 
@@ -92,36 +92,23 @@ class _NotGiven:
 NOT_GIVEN: Any = _NotGiven()
 
 
-def _is_output_item(item: Any) -> bool:
-    if not isinstance(item, dict):
-        return False
-    kind = item.get("type")
-    if kind in _OUTPUT_ITEM_TYPES:
-        return True
-    return kind in ("message", None) and item.get("role") == "assistant"
-
-
 def drop_reasoning_items(input: Any) -> list[Any] | None:
-    """``input`` without its ``reasoning`` items, and without the ``id`` of the output items (assistant
-    messages, function/custom tool calls) that directly followed a dropped reasoning item; ``None`` if
-    there was no reasoning item to drop. The given list and items are not modified."""
+    """``input`` without its ``reasoning`` items, and without the ``id`` of the output items that
+    pointed at a dropped one; ``None`` if there was no reasoning item to drop (or ``input`` is not a
+    list of objects). The given list and items are not modified.
+
+    The input :func:`~ai_transport.readers.drop_reasoning` returns (one implementation): every
+    output item a dropped reasoning item produced — the one right after it and the rest of its
+    response, e.g. parallel calls — loses its ``id`` (an assistant message its ``status`` too), and
+    server-side tool items it produced (``web_search_call``, …) are dropped.
+    """
     if not isinstance(input, list) or not any(
         isinstance(item, dict) and item.get("type") == "reasoning" for item in input
     ):
         return None
-    out: list[Any] = []
-    after_reasoning = False
-    for item in input:
-        if isinstance(item, dict) and item.get("type") == "reasoning":
-            after_reasoning = True
-            continue
-        if after_reasoning and _is_output_item(item):
-            if "id" in item:
-                item = {k: v for k, v in item.items() if k != "id"}
-        else:
-            after_reasoning = False
-        out.append(item)
-    return out
+    if not all(isinstance(item, Mapping) for item in input):
+        return None
+    return drop_reasoning(input).input
 
 
 def _should_retry(response: httpx.Response) -> bool:
