@@ -273,4 +273,3 @@ def _output_call_ids(items: Iterable[Mapping[str, Any]]) -> set[tuple[str, str]]
         for item in items
         if item.get("type") in _OUTPUT_CALL_TYPES and isinstance(item.get("call_id"), str)
     }
-
