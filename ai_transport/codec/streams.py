@@ -1,0 +1,247 @@
+"""Streamed messages as the decoder tracks them (sans-I/O).
+
+One :class:`_Tracker` per stream ``serial`` (version-guarded, closed into a tombstone), the output
+descriptor groups (``output_text``, ``refusal``, reasoning text / summary, function call
+arguments), and the Responses events a stream's start, deltas and end rebuild — the start preceded
+by the synthetic ``response.output_item.added`` of 0.8.0's mid-stream-join repair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from .headers import NAME_OUTPUT
+from .inbound import _ABSENT, _EMPTY, _json_field, _nullish, _prop, _str_field, _strip
+
+# ---------------------------------------------------------------------------------------------
+# Stream trackers and the output descriptor groups
+
+_CONTENT_ADDED: Final = "response.content_part.added"
+_SUMMARY_ADDED: Final = "response.reasoning_summary_part.added"
+_ITEM_ADDED: Final = "response.output_item.added"
+
+
+class _Group:
+    """A streamed output group (``kind``) and how it rebuilds its start / delta / end events."""
+
+    __slots__ = ("delta_type", "end_field", "end_type", "index_key", "kind", "start_type")
+
+    def __init__(self, kind: str, delta_type: str, end_type: str, end_field: str, index_key: str) -> None:
+        self.kind = kind
+        self.start_type = _SUMMARY_ADDED if index_key == "summary_index" else _CONTENT_ADDED
+        self.delta_type = delta_type
+        self.end_type = end_type
+        self.end_field = end_field
+        self.index_key = index_key
+
+
+_FN_ARGS: Final = "function_call_arguments"
+
+_GROUPS: Final[dict[str, _Group]] = {
+    g.kind: g
+    for g in (
+        _Group(
+            "output_text", "response.output_text.delta", "response.output_text.done", "text", "content_index"
+        ),
+        _Group("refusal", "response.refusal.delta", "response.refusal.done", "refusal", "content_index"),
+        _Group(
+            "reasoning_text",
+            "response.reasoning_text.delta",
+            "response.reasoning_text.done",
+            "text",
+            "content_index",
+        ),
+        _Group(
+            "reasoning_summary_text",
+            "response.reasoning_summary_text.delta",
+            "response.reasoning_summary_text.done",
+            "text",
+            "summary_index",
+        ),
+    )
+}
+
+_FN_DELTA: Final = "response.function_call_arguments.delta"
+_FN_DONE: Final = "response.function_call_arguments.done"
+
+_MESSAGE_PARTS: Final = ("output_text", "refusal")
+_REASONING_PARTS: Final = ("reasoning_text", "summary_text")
+
+
+class _Tracker:
+    """Per-serial stream state (``StreamSequenceState``): closed trackers are tombstones."""
+
+    __slots__ = ("_delta", "chunks", "closed", "codec", "name", "stream_id", "transport", "version")
+
+    def __init__(
+        self, name: Any, stream_id: Any, accumulated: str, codec: dict, transport: dict, version: Any
+    ) -> None:
+        self.name = name
+        self.stream_id = stream_id
+        #: The accumulated text as chunks (joined lazily: appends stay O(1), as JS ropes are).
+        self.chunks: list[str] = [accumulated] if accumulated else []
+        self.codec = codec
+        self.transport = transport
+        self.version = version
+        self.closed = False
+        self._delta: tuple[str, dict[str, Any]] | bool | None = False  # False = not computed yet
+
+    @property
+    def accumulated(self) -> str:
+        """The text accumulated so far (create data + appends, or the last replacing update)."""
+        chunks = self.chunks
+        if len(chunks) > 1:
+            joined = "".join(chunks)
+            chunks[:] = [joined]
+            return joined
+        return chunks[0] if chunks else ""
+
+    def close(self) -> None:
+        """Close into a tombstone: keep only the version (a closed tracker is never read again)."""
+        self.closed = True
+        self.chunks = []
+        self.codec = self.transport = _EMPTY  # type: ignore[assignment]
+        self._delta = None
+
+    def set_headers(self, codec: dict, transport: dict) -> None:
+        self.codec = codec
+        self.transport = transport
+        self._delta = False
+
+    def delta_template(self) -> tuple[str, dict[str, Any]] | None:
+        """``(type, fields)`` of this stream's delta events, read once from the start headers.
+
+        ``None`` when the stream is not an ``ai-output`` stream of a known group (no delta events).
+        """
+        cached = self._delta
+        if cached is not False:
+            return cached  # type: ignore[return-value]
+        template: tuple[str, dict[str, Any]] | None = None
+        if self.name == NAME_OUTPUT:
+            kind = self.codec.get("kind")
+            if kind is None:
+                kind = ""
+            group = _GROUPS.get(kind) if type(kind) is str else None
+            if group is not None:
+                template = (
+                    group.delta_type,
+                    _strip(
+                        {
+                            "item_id": _str_field(self.codec, "item_id"),
+                            group.index_key: _json_field(self.codec, group.index_key),
+                        }
+                    ),
+                )
+            elif kind == _FN_ARGS:
+                item = _json_field(self.codec, "item")
+                template = (
+                    _FN_DELTA,
+                    {
+                        "item_id": _nullish(_prop(item, "id"), ""),
+                        "output_index": _nullish(_json_field(self.codec, "output_index"), 0),
+                    },
+                )
+        # Cache only immutable field values, so events never share a mutable object.
+        if template is None or all(not isinstance(v, (dict, list)) for v in template[1].values()):
+            self._delta = template
+        return template
+
+
+# ---------------------------------------------------------------------------------------------
+# Event rebuilding
+
+
+def _start_events(tracker: _Tracker) -> list[dict[str, Any]]:
+    if tracker.name != NAME_OUTPUT:
+        return []
+    codec = tracker.codec
+    out: list[dict[str, Any]] = []
+    kind = _nullish(codec.get("kind"), "")
+    group = _GROUPS.get(kind) if type(kind) is str else None
+    item_id = _str_field(codec, "item_id")
+    output_index = _json_field(codec, "output_index")  # each header parsed once
+    part: Any = _ABSENT
+    # Mid-stream-join repair: the opening output_item.added of the part's container.
+    if item_id is not _ABSENT:
+        part = _json_field(codec, "part")
+        part_type = _prop(part, "type")
+        container: dict[str, Any] | None = None
+        if part_type in _MESSAGE_PARTS and type(part_type) is str:
+            container = {
+                "id": item_id,
+                "type": "message",
+                "role": "assistant",
+                "status": "in_progress",
+                "content": [],
+            }
+        elif part_type in _REASONING_PARTS and type(part_type) is str:
+            container = {"id": item_id, "type": "reasoning", "summary": []}
+        if container is not None:
+            index = _nullish(output_index, 0)
+            if isinstance(index, (dict, list)):  # never share a mutable value between events
+                index = _json_field(codec, "output_index")
+            out.append({"type": _ITEM_ADDED, "item": container, "output_index": index})
+    elif group is not None:
+        part = _json_field(codec, "part")
+    if group is not None:
+        bag = _strip(
+            {
+                "item_id": item_id,
+                "output_index": output_index,
+                group.index_key: _json_field(codec, group.index_key),
+                "part": part,
+            }
+        )
+        bag["type"] = group.start_type
+        out.append(bag)
+    elif kind == _FN_ARGS:
+        bag = _strip({"item": _json_field(codec, "item"), "output_index": output_index})
+        bag["type"] = _ITEM_ADDED
+        out.append(bag)
+    return out
+
+def _delta_events(tracker: _Tracker, delta: str, out: list[dict[str, Any]]) -> None:
+    template = tracker.delta_template()
+    if template is None:
+        return
+    typ, fields = template
+    ev: dict[str, Any]
+    if typ is _FN_DELTA:
+        ev = {"type": typ}
+        ev.update(fields)
+        ev["delta"] = delta
+    else:
+        ev = dict(fields)
+        ev["delta"] = delta
+        ev["type"] = typ
+    out.append(ev)
+
+def _end_events(tracker: _Tracker, closing: Mapping[str, Any], out: list[dict[str, Any]]) -> None:
+    kind = _nullish(tracker.codec.get("kind"), "")
+    group = _GROUPS.get(kind) if type(kind) is str else None
+    if group is not None:
+        out.append(
+            {
+                "type": group.end_type,
+                "item_id": _nullish(_str_field(closing, "item_id"), ""),
+                "output_index": _nullish(_json_field(closing, "output_index"), 0),
+                group.index_key: _nullish(_json_field(closing, group.index_key), 0),
+                group.end_field: tracker.accumulated,
+            }
+        )
+    elif kind == _FN_ARGS:
+        item = _json_field(closing, "item")
+        ev = {
+            "type": _FN_DONE,
+            "item_id": _nullish(_prop(item, "id"), ""),
+            "output_index": _nullish(_json_field(closing, "output_index"), 0),
+            "arguments": tracker.accumulated,
+        }
+        if _prop(item, "type") == "function_call":
+            name = _prop(item, "name")
+            if name is not _ABSENT:
+                ev["name"] = name
+        else:
+            ev["name"] = ""
+        out.append(ev)
