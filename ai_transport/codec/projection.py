@@ -1,0 +1,176 @@
+"""The reducer's state: one conversation node's messages in progress (``OpenAIProjection`` of 0.8.0).
+
+:class:`ReducerState` holds the messages in first-touch order, each an :class:`_Entry` with the
+indexes that keep every fold O(1); streamed text is accumulated as chunks (:func:`_append_text`)
+and joined when the state is read (:func:`_flush`). Pure; mutated only by the fold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .js_values import _ABSENT, _js_plus, _key
+
+__all__ = ["ReducerState", "init"]
+
+
+# ---------------------------------------------------------------------------------------------
+# State
+
+
+class _Entry:
+    """One message in progress: its items plus the indexes that keep every fold O(1)."""
+
+    __slots__ = (
+        "by_item_id",
+        "codec_message_id",
+        "input_message",
+        "items",
+        "outputs_by_call",
+        "role",
+        "tool_states",
+    )
+
+    def __init__(self, codec_message_id: Any, role: Any) -> None:
+        self.codec_message_id = codec_message_id
+        self.role = role
+        self.items: list[Any] = []
+        self.by_item_id: dict[Any, dict[str, Any]] = {}
+        #: key(call_id) -> (call_id, state); insertion-ordered like the JS Map.
+        self.tool_states: dict[Any, tuple[Any, dict[str, Any]]] = {}
+        #: key(call_id) -> index in ``items`` of the first ``function_call_output`` with that call_id.
+        self.outputs_by_call: dict[Any, int] = {}
+        #: The first item that is a ``message`` with an array ``content`` (user-message merge target).
+        self.input_message: dict[str, Any] | None = None
+
+    def push(self, item: dict[str, Any]) -> None:
+        index = len(self.items)
+        self.items.append(item)
+        typ = item.get("type")
+        if typ == "function_call_output":
+            k = _key(item.get("call_id", _ABSENT))
+            if k not in self.outputs_by_call and type(k) is not object:
+                self.outputs_by_call[k] = index
+        elif typ == "message" and self.input_message is None and type(item.get("content")) is list:
+            self.input_message = item
+
+    def upsert_output(self, item: dict[str, Any]) -> None:
+        index = self.outputs_by_call.get(_key(item.get("call_id", _ABSENT)))
+        if index is None:
+            self.push(item)
+        else:
+            self.items[index] = item
+
+    def merge_state(self, call_id: Any, patch: dict[str, Any]) -> None:
+        k = _key(call_id)
+        old = self.tool_states.get(k)
+        state = dict(old[1]) if old is not None else {}
+        for name, value in patch.items():
+            if value is _ABSENT:
+                state.pop(name, None)
+            else:
+                state[name] = value
+        self.tool_states[k] = (call_id if old is None else old[0], state)
+
+
+class ReducerState:
+    """The projection of one conversation node (``OpenAIProjection`` of 0.8.0). Opaque; mutated by :func:`fold`.
+
+    Streamed text (``text`` / ``refusal`` / ``arguments``) is accumulated as chunks and joined when
+    :func:`get_messages` reads the state, so a long stream folds in linear time (JS strings are
+    ropes; Python's are not).
+    """
+
+    __slots__ = ("_by_id", "_messages", "_pending")
+
+    def __init__(self) -> None:
+        self._messages: list[_Entry] = []
+        self._by_id: dict[Any, _Entry] = {}
+        #: (id(obj), key) -> (obj, key, chunks): text appended to ``obj[key]`` not yet joined.
+        self._pending: dict[tuple[int, str], tuple[dict[str, Any], str, list[str]]] = {}
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __repr__(self) -> str:
+        return f"ReducerState(messages={len(self._messages)})"
+
+    def __getstate__(self) -> tuple[list[_Entry], dict[Any, _Entry]]:
+        _flush(self)
+        return (self._messages, self._by_id)
+
+    def __setstate__(self, state: tuple[list[_Entry], dict[Any, _Entry]]) -> None:
+        self._messages, self._by_id = state
+        self._pending = {}
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> ReducerState:
+        import copy
+
+        _flush(self)
+        new = ReducerState()
+        memo[id(self)] = new
+        new._messages = copy.deepcopy(self._messages, memo)
+        new._by_id = copy.deepcopy(self._by_id, memo)
+        return new
+
+    def _ensure(self, role: Any, codec_message_id: Any) -> _Entry:
+        k = codec_message_id if type(codec_message_id) is str else _key(codec_message_id)
+        entry = self._by_id.get(k)
+        if entry is None:
+            entry = _Entry(codec_message_id, role)
+            self._messages.append(entry)
+            if type(k) is not object:
+                self._by_id[k] = entry
+        return entry
+
+    def _item(self, codec_message_id: Any, item_id: Any) -> dict[str, Any] | None:
+        entry = self._by_id.get(codec_message_id if type(codec_message_id) is str else _key(codec_message_id))
+        if entry is None:
+            return None
+        return entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
+
+
+def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> None:
+    """JS ``obj[key] += value``, deferred: string chunks are joined by :func:`_flush`."""
+    pk = (id(obj), key)
+    pending = state._pending.get(pk)
+    if pending is not None:
+        if type(value) is str:
+            pending[2].append(value)
+            return
+        obj[key] = "".join(pending[2])
+        del state._pending[pk]
+    cur = obj.get(key, _ABSENT)
+    if type(cur) is str and type(value) is str:
+        state._pending[pk] = (obj, key, [cur, value])
+    else:
+        obj[key] = _js_plus(cur, value)
+
+
+def _replace_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> None:
+    """JS ``obj[key] = value`` for a streamed field (drops pending chunks)."""
+    if state._pending:
+        state._pending.pop((id(obj), key), None)
+    _assign(obj, key, value)
+
+
+def _flush(state: ReducerState) -> None:
+    """Join every pending streamed text into its object."""
+    pending = state._pending
+    if pending:
+        for obj, key, chunks in pending.values():
+            obj[key] = "".join(chunks)
+        pending.clear()
+
+
+def init() -> ReducerState:
+    """A fresh, empty projection (``init()``)."""
+    return ReducerState()
+
+
+def _assign(obj: dict[str, Any], key: str, value: Any) -> None:
+    """``obj[key] = value`` where assigning ``undefined`` removes the key from the JSON view."""
+    if value is _ABSENT:
+        obj.pop(key, None)
+    else:
+        obj[key] = value
