@@ -85,7 +85,7 @@ def test_lower_layers_never_import_sessions_or_cli(layer: str) -> None:
 
 def test_the_walker_sees_relative_and_lazy_imports() -> None:
     # The walker itself must be able to fail: a lazy relative import of sessions is found.
-    names = imports_of(PKG / "channels" / "memory.py")
+    names = imports_of(PKG / "channels" / "memory_channel.py")
     assert "ai_transport.channels.channel" in names  # `from .channel import ...` resolved
     lazy = "def f():\n    from ..sessions.agent import AgentSession\n"
     assert "ai_transport.sessions.agent" in imports_in(lazy, "ai_transport.channels")

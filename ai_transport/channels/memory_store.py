@@ -1,0 +1,170 @@
+"""What an in-process hub keeps per channel: messages by serial, the serial counter, history pages.
+
+Serials are a zero-padded decimal counter (:data:`SERIAL_WIDTH` digits), so string order is
+acceptance order; history pages find their window by bisection. Messages handed out (deliveries,
+history, ``get_message``) are copies (:func:`_copy_message`), never the stored aggregate.
+"""
+
+from __future__ import annotations
+
+import bisect
+import copy
+import itertools
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .channel import InboundMessage
+
+if TYPE_CHECKING:
+    from .memory_channel import InProcessChannel
+
+__all__ = ["SERIAL_WIDTH", "InProcessHistoryPage"]
+
+#: Digits in a serial (zero-padded decimal counter, so string order == numeric order).
+SERIAL_WIDTH = 20
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _format_serial(n: int) -> str:
+    return f"{n:0{SERIAL_WIDTH}d}"
+
+
+# --------------------------------------------------------------------------------------------
+# Shared channel state (one per channel name in a hub)
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Stored:
+    """A stored message: its aggregate (the latest version)."""
+
+    aggregate: dict[str, Any]
+
+
+class _ChannelState:
+    """Everything the hub keeps for one channel name."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.counter = 0
+        self.messages: list[_Stored] = []  # in serial order
+        self.by_serial: dict[str, _Stored] = {}
+        self.attachments: list[InProcessChannel] = []
+        self.presence: Any = None  # the member set (presence_memory._PresenceSet), on first use
+
+    def next_serial(self) -> str:
+        self.counter += 1
+        return _format_serial(self.counter)
+
+    @property
+    def channel_serial(self) -> str:
+        return _format_serial(self.counter)
+
+
+# --------------------------------------------------------------------------------------------
+# History
+# --------------------------------------------------------------------------------------------
+
+
+class InProcessHistoryPage:
+    """One page of in-process history (``items`` in the requested direction)."""
+
+    def __init__(
+        self,
+        state: _ChannelState,
+        items: list[InboundMessage],
+        *,
+        limit: int,
+        direction: str,
+        bound: str | None,
+        cursor: str | None,
+        more: bool,
+    ) -> None:
+        self.items = items
+        self._state = state
+        self._limit = limit
+        self._direction = direction
+        self._bound = bound
+        self._cursor = cursor
+        self._more = more
+
+    def has_next(self) -> bool:
+        """True when another page (older for ``backwards``) exists."""
+        return self._more
+
+    def is_last(self) -> bool:
+        """True on the last page."""
+        return not self._more
+
+    async def next(self) -> InProcessHistoryPage | None:
+        """The next page, or None after the last."""
+        if not self._more:
+            return None
+        return _history_page(self._state, self._limit, self._direction, self._bound, self._cursor)
+
+
+def _history_page(
+    state: _ChannelState, limit: int, direction: str, bound: str | None, cursor: str | None
+) -> InProcessHistoryPage:
+    msgs = state.messages
+
+    def serial_of(stored: _Stored) -> str:
+        return str(stored.aggregate["serial"])
+
+    # messages are kept in serial order: find the page's window by bisection, not by a scan
+    candidates: Any
+    if direction == "backwards":
+        end = len(msgs)
+        if bound is not None:
+            end = bisect.bisect_right(msgs, bound, key=serial_of)
+        if cursor is not None:
+            end = min(end, bisect.bisect_left(msgs, cursor, key=serial_of))
+        candidates = (msgs[i] for i in range(end - 1, -1, -1))
+    else:
+        start = 0 if cursor is None else bisect.bisect_right(msgs, cursor, key=serial_of)
+        stop = len(msgs) if bound is None else bisect.bisect_right(msgs, bound, key=serial_of)
+        candidates = (msgs[i] for i in range(start, stop))
+    chosen = list(itertools.islice(candidates, limit + 1))
+    more = len(chosen) > limit
+    chosen = chosen[:limit]
+    items = [_copy_message(s.aggregate) for s in chosen]
+    next_cursor = items[-1]["serial"] if items else cursor
+    return InProcessHistoryPage(
+        state, items, limit=limit, direction=direction, bound=bound, cursor=next_cursor, more=more
+    )
+
+
+# --------------------------------------------------------------------------------------------
+# Copies of stored messages
+# --------------------------------------------------------------------------------------------
+
+
+_SCALARS = (str, int, float, bool, bytes, type(None))
+_SCALAR_SET = frozenset(_SCALARS)
+
+
+def _json_copy(value: Any) -> Any:
+    """A copy of a JSON-shaped value (dicts and lists rebuilt, scalars shared); others deep-copied."""
+    t = type(value)
+    if t is dict:
+        if _SCALAR_SET.issuperset(map(type, value.values())):
+            return value.copy()  # a flat object (header tiers): checked and copied in C
+        return {k: v if type(v) in _SCALARS else _json_copy(v) for k, v in value.items()}
+    if t is list:
+        return [v if type(v) in _SCALARS else _json_copy(v) for v in value]
+    if t in _SCALARS:
+        return value
+    return copy.deepcopy(value)
+
+
+def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
+    out = dict(msg)
+    for key in ("extras", "version", "data"):
+        if key in out and isinstance(out[key], (dict, list, bytearray)):
+            out[key] = _json_copy(out[key])
+    return out  # type: ignore[return-value]
