@@ -1,26 +1,19 @@
 """The realtime side of the emulator: websocket connections speaking Ably's protocol.
+
+:class:`RealtimeHandlers` handles the protocol's frames (attach with rewind / resume, publish,
+detach, presence, sync, auth); the connections carrying them are in
+:mod:`~ai_transport.emulator.realtime_connections`.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import secrets
-import urllib.parse
 from typing import Any
 
-from websockets.frames import Frame, Opcode
-from websockets.http11 import Request
-from websockets.protocol import State
-from websockets.server import ServerProtocol
-
 from .attach import check_channel_name, echoed_params, granted_modes, requested_modes
-from .auth import Principal
 from .connection import Attachment, Connection, WsSession
-from .core import MAX_WS_FRAME, log
+from .core import log
 from .guard import may_replay
-from .limits import FatalRateError, parse_rollup_window
-from .presence import PresenceHandlers
+from .limits import FatalRateError
 from .protocol import (
     Action,
     EmulatorError,
@@ -28,267 +21,21 @@ from .protocol import (
     decode_frame,
     render_message,
 )
+from .realtime_connections import REAUTH_LEAD_MS, RealtimeConnections
 from .store import Event, now_ms
 
 __all__ = ["REAUTH_LEAD_MS", "RealtimeHandlers"]
 
-#: How long before a connection's token expires the emulator sends AUTH (Ably: 30 s).
-REAUTH_LEAD_MS = 30_000
 
 def _flag(frame: dict[str, Any], flag: int) -> bool:
     raw = frame.get("flags")
     return isinstance(raw, int) and not isinstance(raw, bool) and bool(raw & flag)
 
 
-class RealtimeHandlers(PresenceHandlers):
+class RealtimeHandlers(RealtimeConnections):
     """The realtime side: websocket connections, the protocol's frames, attach / publish / detach."""
 
-    # -- websocket ---------------------------------------------------------------------------
-
-    async def _serve_websocket(
-        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        proto = ServerProtocol(max_size=MAX_WS_FRAME)
-        proto.receive_data(head)
-        events = proto.events_received()
-        if not events or not isinstance(events[0], Request):
-            writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-            return
-        request = events[0]
-        response = proto.accept(request)
-        proto.send_response(response)
-        for chunk in proto.data_to_send():
-            writer.write(chunk)
-        await writer.drain()
-        if response.status_code != 101:
-            return
-        query = dict(
-            urllib.parse.parse_qsl(urllib.parse.urlsplit(request.path).query, keep_blank_values=True)
-        )
-        fmt = "msgpack" if query.get("format") == "msgpack" else "json"
-        session = WsSession(proto, writer, fmt)
-        conn: Connection | None = None
-        heartbeat: asyncio.Task[None] | None = None
-        try:
-            conn = self._open_connection(session, query)
-            if conn is None:
-                await writer.drain()
-                await self._drain_close(session, reader)
-                return
-            self._presence_connected(conn, query)
-            if self.max_idle_interval > 0:
-                heartbeat = asyncio.create_task(self._heartbeat(session))
-            self._watch_expiry(conn, session)
-            await self._read_loop(conn, session, reader)
-        finally:
-            if heartbeat is not None:
-                heartbeat.cancel()
-            if session.expiry_task is not None:
-                session.expiry_task.cancel()
-            session.closed = True
-            if conn is not None and conn.session is session:
-                conn.session = None
-                self._pause(conn)
-                conn.expires_at = asyncio.get_running_loop().time() + self.connection_state_ttl / 1000
-                self._presence_transport_lost(conn)
-
-    def _watch_expiry(self, conn: Connection, session: WsSession) -> None:
-        """Send AUTH :data:`REAUTH_LEAD_MS` before the connection's token expires (the SDK
-        re-authorises), and DISCONNECTED 40142 if it still expires (the SDK renews and resumes)."""
-        if session.expiry_task is not None:
-            session.expiry_task.cancel()
-            session.expiry_task = None
-        expires = conn.principal.expires
-        if expires is None:
-            return
-
-        async def expire() -> None:
-            if expires - now_ms() > REAUTH_LEAD_MS:
-                # as Ably: ask the client to re-authorise before its token expires (AUTH frame)
-                await asyncio.sleep((expires - REAUTH_LEAD_MS - now_ms()) / 1000)
-                if session.closed or conn.session is not session:
-                    return
-                session.send({"action": int(Action.AUTH)})
-            await asyncio.sleep(max(0.0, (expires - now_ms()) / 1000))
-            if session.closed or conn.session is not session:
-                return
-            err = EmulatorError("Token expired", 40142, 401)
-            session.send({"action": int(Action.DISCONNECTED), "error": err.to_dict()})
-            session.close(1000, "token expired")
-
-        session.expiry_task = asyncio.create_task(expire())
-
-    async def _drain_close(self, session: WsSession, reader: asyncio.StreamReader) -> None:
-        """After a fatal error: close and wait (briefly) for the peer's close."""
-        session.close(1000, "")
-
-        async def wait_peer_close() -> None:
-            while session.proto.state is not State.CLOSED:
-                data = await reader.read(65536)
-                if not data:
-                    break
-                session.proto.receive_data(data)
-                session.proto.events_received()
-                session.flush()
-
-        with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
-            await asyncio.wait_for(wait_peer_close(), 2)
-
-    async def _heartbeat(self, session: WsSession) -> None:
-        interval = self.max_idle_interval / 2000
-        while not session.closed:
-            await asyncio.sleep(interval)
-            session.send({"action": int(Action.HEARTBEAT)})
-
-    async def _read_loop(self, conn: Connection, session: WsSession, reader: asyncio.StreamReader) -> None:
-        proto = session.proto
-        fragments: list[bytes] = []
-        fragment_text = False
-        while True:
-            data = await reader.read(65536)
-            if not data:
-                proto.receive_eof()
-                session.flush()
-                return
-            proto.receive_data(data)
-            for event in proto.events_received():
-                if not isinstance(event, Frame):
-                    continue
-                if event.opcode in (Opcode.TEXT, Opcode.BINARY):
-                    if not event.fin:
-                        fragments = [bytes(event.data)]
-                        fragment_text = event.opcode is Opcode.TEXT
-                        continue
-                    self._on_payload(conn, session, bytes(event.data), event.opcode is Opcode.TEXT)
-                elif event.opcode is Opcode.CONT:
-                    fragments.append(bytes(event.data))
-                    if event.fin:
-                        self._on_payload(conn, session, b"".join(fragments), fragment_text)
-                        fragments = []
-            session.flush()
-            if proto.state is State.CLOSED or session.closed:
-                return
-            await session.writer.drain()
-
-    @staticmethod
-    def _pause(conn: Connection) -> None:
-        """The transport went away: hold deliveries until each channel is re-attached."""
-        for att in conn.attachments.values():
-            att.live = False
-
-    def _sweep(self) -> None:
-        now = asyncio.get_running_loop().time()
-        for conn in list(self.connections.values()):
-            if conn.session is None and conn.expires_at is not None and conn.expires_at < now:
-                self._drop_connection(conn)
-
-    def _drop_connection(self, conn: Connection) -> None:
-        self._presence_leave_connection(conn)
-        self.connections.pop(conn.id, None)
-        self._by_key.pop(conn.key, None)
-        for name in conn.attachments:
-            subs = self._subs.get(name)
-            if subs is not None:
-                subs.pop(conn.id, None)
-        conn.attachments.clear()
-        self.limiter.close(conn.id)
-
-    def _connected_frame(self, conn: Connection, error: EmulatorError | None = None) -> dict[str, Any]:
-        frame: dict[str, Any] = {
-            "action": int(Action.CONNECTED),
-            "connectionId": conn.id,
-            "connectionKey": conn.key,
-            "connectionDetails": {
-                "connectionKey": conn.key,
-                "clientId": conn.client_id,
-                "connectionStateTtl": self.connection_state_ttl,
-                "maxIdleInterval": self.max_idle_interval,
-                "maxMessageSize": self.max_message_size,
-                "maxInboundRate": int(self.limits.connection_rate or 1000),
-                "maxFrameSize": MAX_WS_FRAME,
-                "serverId": self.server_id,
-            },
-        }
-        if error is not None:
-            frame["error"] = error.to_dict()
-        return frame
-
-    def _authenticate(
-        self, query: dict[str, str], token_override: str | None = None
-    ) -> tuple[Principal, str | None]:
-        requested = query.get("clientId") or None
-        token = token_override or query.get("accessToken") or query.get("access_token")
-        if token:
-            principal = self.authority.by_token(token)
-        elif query.get("key"):
-            principal = self.authority.by_key(query["key"], requested)
-        else:
-            raise EmulatorError("No authentication information provided", 40101, 401)
-        bound = principal.client_id
-        if bound == "*" and requested in (None, "*") and principal.key_name is not None:
-            # an issued wildcard token: CONNECTED says "*", as Ably does (a dev-mode token stays
-            # anonymous, which ably-python 3.1.4 needs to enter presence on behalf of others)
-            return principal, "*"
-        if bound in (None, "*"):
-            return principal, requested if requested != "*" else None
-        if requested is not None and requested != bound:
-            raise EmulatorError(
-                f"Incompatible clientId: the credentials are for {bound!r}, the connection asked for {requested!r}",
-                40102,
-                401,
-            )
-        return principal, bound
-
-    def _open_connection(self, session: WsSession, query: dict[str, str]) -> Connection | None:
-        """Authenticate and send CONNECTED (resuming where asked); ERROR and None on failure."""
-        self._sweep()
-        try:
-            principal, client_id = self._authenticate(query)
-            window = parse_rollup_window(query.get("appendRollupWindow"), self.limits.append_rollup_window)
-        except EmulatorError as err:
-            session.send({"action": int(Action.ERROR), "error": err.to_dict()})
-            return None
-        echo = query.get("echo", "true").lower() != "false"
-        recover_key = query.get("recover")
-        resume_key = query.get("resume") or recover_key
-        resume_error: EmulatorError | None = None
-        if resume_key:
-            old = self._by_key.get(resume_key)
-            if old is not None and old.client_id == client_id:
-                if old.session is not None:
-                    old.session.close(1000, "superseded by a resumed transport")
-                    old.session.closed = True
-                self._pause(old)
-                if recover_key and not query.get("resume"):
-                    # a recovered connection gets a fresh key: the old one (still held by the
-                    # client recovered from) no longer resumes it, so the two never alternate
-                    self._by_key.pop(old.key, None)
-                    old.key = f"{old.id}!{secrets.token_urlsafe(12)}"
-                    self._by_key[old.key] = old
-                old.session = session
-                old.expires_at = None
-                old.principal = principal
-                old.fmt = session.fmt
-                old.echo = echo
-                self.limiter.open(old.id, window)
-                session.send(self._connected_frame(old))
-                return old
-            if recover_key and not query.get("resume"):
-                resume_error = EmulatorError(
-                    "Unable to recover connection: invalid or unspecified connection key", 80018, 400
-                )
-            else:
-                resume_error = EmulatorError("Unable to recover connection: connection key not found", 80008, 400)
-        self._conn_counter += 1
-        conn = Connection(
-            f"emu-{self._conn_counter}-{secrets.token_hex(3)}", principal, client_id, session.fmt, echo
-        )
-        conn.session = session
-        self.connections[conn.id] = conn
-        self._by_key[conn.key] = conn
-        self.limiter.open(conn.id, window)
-        session.send(self._connected_frame(conn, resume_error))
-        return conn
+    # -- frames ------------------------------------------------------------------------------
 
     def _on_payload(self, conn: Connection, session: WsSession, payload: bytes, text: bool) -> None:
         if session.closed:
@@ -592,37 +339,3 @@ class RealtimeHandlers(PresenceHandlers):
         )
         if self.echo_before_ack:
             session.send(ack)
-
-    # -- introspection -----------------------------------------------------------------------
-
-    def drop_transports(
-        self, connection_id: str | None = None, *, forget: bool = False, lose_continuity: bool = False
-    ) -> int:
-        """Abruptly cut live websockets (all, or one connection's); return how many were cut.
-
-        The connections stay resumable for ``connection_state_ttl``: an SDK reconnects with
-        ``resume`` and re-attaches with its last ``channelSerial``, and the emulator replays every
-        event it missed. ``forget=True`` also discards the connection state, so the resume fails
-        (CONNECTED with error 80008 and a new connectionId) and only the ``channelSerial``
-        re-attach restores continuity. ``lose_continuity=True`` also makes each cut connection's
-        next re-attach (per clientId and channel) ignore its ``channelSerial``, as Ably does past
-        its retention window: nothing missed is replayed and ATTACHED has no RESUMED flag. Call on
-        the emulator's loop (or through :meth:`EmulatorThread.call`).
-        """
-        n = 0
-        for conn in list(self.connections.values()):
-            if conn.session is None or (connection_id is not None and conn.id != connection_id):
-                continue
-            session = conn.session
-            if lose_continuity:
-                lost: set[tuple[str | None, str]] = self.__dict__.setdefault("_continuity_lost", set())
-                lost.update((conn.client_id, name) for name in conn.attachments)
-            session.closed = True
-            with contextlib.suppress(Exception):
-                session.writer.transport.abort()
-            if forget:
-                self._drop_connection(conn)
-            n += 1
-        return n
-
-
