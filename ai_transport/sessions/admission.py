@@ -202,6 +202,11 @@ class Admission:
             if not queue:
                 del self._held[oldest_run]
 
+    def clear_held(self) -> None:
+        """Drop every held input (a loss of continuity: the refold from history holds them again)."""
+        self._held.clear()
+        self._held_total = 0
+
     def release(self, run_id: str) -> list[Mapping[str, Any]]:
         """The inputs held for ``run_id`` (now started), in arrival order."""
         released = self._held.pop(run_id, None) or []

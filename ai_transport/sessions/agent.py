@@ -77,6 +77,7 @@ from .invocation import Invocation
 from .lifecycle import EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
 from .presence import AgentPresence
 from .recovery import OpenStreams
+from .refold import adopt_state
 from .session import SessionCore
 from .signing import HistoryIntegrity
 from .step import RunStep
@@ -182,20 +183,32 @@ class AgentSession(SessionCore):
         self.rejected: list[Mapping[str, Any]] = []
         #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
         self.open_streams = OpenStreams()
+        #: Where folds record claims / streams: the ledgers, or fresh twins while a refold runs.
+        self._claims_sink, self._streams_sink = self.claims, self.open_streams
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook; or
         channel continuity was lost: 104006, open runs were aborted and the tree is refolded from
-        history, see :class:`~.session.SessionCore`) or ``skipped`` (``(message, reason)``: a channel
+        history, see :class:`~.session.SessionCore`; or that refold could not read history: 104011) or ``skipped`` (``(message, reason)``: a channel
         message not folded, see :attr:`skipped`)."""
         return self._emitter.on(event, handler)
 
     def _before_rebuild(self) -> None:
         for run in list(self._runs.values()):
             run.abort_signal.set()
-        self.admission._held.clear()
-        self.open_streams.clear()
-        self.claims.clear()
+
+    def _shadow_begin(self) -> None:
+        # readers keep the pre-loss ledgers; the refold fills fresh twins
+        self.admission.clear_held()
+        self._claims_sink, self._streams_sink = ClaimLedger(), OpenStreams()
+
+    def _shadow_commit(self) -> None:
+        adopt_state(self.claims, self._claims_sink)
+        adopt_state(self.open_streams, self._streams_sink)
+        self._shadow_discard()
+
+    def _shadow_discard(self) -> None:
+        self._claims_sink, self._streams_sink = self.claims, self.open_streams
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -272,17 +285,18 @@ class AgentSession(SessionCore):
         if not checked and not self._well_formed(message):
             return
         if message.get("name") == CLAIM_NAME:
-            self.claims.note(message, self.trusted_agent_ids)
+            self._claims_sink.note(message, self.trusted_agent_ids)
             return
-        verdict = self.admission.admit(message, self.tree)
+        tree = self._applier.tree  # the shadow tree while a refold runs
+        verdict = self.admission.admit(message, tree)
         if verdict is None:
             self.admission.hold(message)
             return
         if not verdict:
             return
-        self.open_streams.note(message)
+        self._streams_sink.note(message)
         event = self._applier.apply(message)
-        self.tree.emit_ably_message(message)
+        tree.emit_ably_message(message)
         if isinstance(event, RunLifecycleEvent) and event.type == "start":
             for held in self.admission.release(event.run_id):
                 self._on_wire(held, checked=True)

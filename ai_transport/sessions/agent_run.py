@@ -307,7 +307,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         await self._publish(build_lifecycle_message(name, headers), name)
         self.is_open = True
         if not self.continuation:
-            self.session.tree.apply_run_lifecycle(
+            self.session._apply_local_lifecycle(
                 RunLifecycleEvent(
                     "start",
                     self.run_id,

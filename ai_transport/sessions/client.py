@@ -21,6 +21,7 @@ band: POST ``run.invocation.to_json()`` (``{inputEventId, sessionName}``) to it 
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -52,6 +53,16 @@ from .view import DEFAULT_HISTORY_PAGE_SIZE, View
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
 
 logger = logging.getLogger("ai_transport.sessions.client")
+
+
+def _apply_optimistic(inp: dict[str, Any], headers: Mapping[str, str], client_id: str | None, tree: Tree) -> None:
+    tree.apply_message([inp], [], headers, client_id=client_id)
+
+
+def _drop_optimistic(key: str, tree: Tree) -> None:
+    node = tree.get_node(key)
+    if node is not None and getattr(node, "serial", None) is None:
+        tree.delete(key)
 
 
 def _is_wire_only(inp: Mapping[str, Any]) -> bool:
@@ -312,7 +323,7 @@ class ClientSession(SessionCore):
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error``: an agent's run ended ``error`` (the :class:`AITransportError` from its
         ``ai-run-end``; or channel continuity was lost: 104006, the views are rebuilt from history, see
-        :class:`~.session.SessionCore`) or ``skipped`` (``(message, reason)``: a channel message not
+        :class:`~.session.SessionCore`; or that rebuild could not read history: 104011) or ``skipped`` (``(message, reason)``: a channel message not
         folded, see :attr:`skipped`). Returns an unsubscribe function."""
         return self._emitter.on(event, handler)
 
@@ -324,8 +335,9 @@ class ClientSession(SessionCore):
         ``ai-run-end`` with reason ``error`` emits ``error`` first (not one folded from history)."""
         if not checked and not self._well_formed(message):
             return False
+        tree = self._applier.tree  # the shadow tree while a refold runs
         if self.admission is not None:
-            verdict = self.admission.admit(message, self.tree)
+            verdict = self.admission.admit(message, tree)
             if verdict is None:
                 self.admission.hold(message)
                 return False
@@ -343,7 +355,7 @@ class ClientSession(SessionCore):
             pending = self._pending.pop(key, None) if key is not None else None
             if pending is not None and not pending.started.done():
                 pending.started.set_result(event.run_id)
-        self.tree.emit_ably_message(message)
+        tree.emit_ably_message(message)
         if self.admission is not None and isinstance(event, RunLifecycleEvent) and event.type == "start":
             for held in self.admission.release(event.run_id):
                 self._fold(held, checked=True, live=live)
@@ -402,7 +414,7 @@ class ClientSession(SessionCore):
                 input_event_id=event_id,
             )
             if not _is_wire_only(inp):
-                self.tree.apply_message([dict(inp)], [], headers, client_id=self._client_id())
+                self._apply_local(functools.partial(_apply_optimistic, dict(inp), headers, self._client_id()))
                 optimistic = cmid
             items.append((inp, cmid, event_id, headers))
         trigger = items[-1]
@@ -414,9 +426,7 @@ class ClientSession(SessionCore):
         except Exception as exc:
             self._pending.pop(trigger[1], None)
             if optimistic is not None:
-                node = self.tree.get_node(optimistic)
-                if node is not None and getattr(node, "serial", None) is None:
-                    self.tree.delete(optimistic)
+                self._apply_local(functools.partial(_drop_optimistic, optimistic))
             status = getattr(exc, "status_code", None) or getattr(exc, "statusCode", None)
             if status in (401, 403):
                 raise AITransportError(

@@ -16,7 +16,9 @@ from ..channels.presence import Presence
 from ..channels.state import ChannelStateChange, is_continuity_lost
 from ..errors import AITransportError, ErrorCode
 from .admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
+from .lifecycle import RunLifecycleEvent
 from .presence import presence_of
+from .refold import Shadow
 from .retention import set_reorder_window
 from .tree import Emitter, Tree, WireApplier
 from .view import HistoryHydrator
@@ -49,11 +51,16 @@ class SessionCore:
     the first attach, a change that may have skipped messages (``failed``, ``suspended``,
     ``detached``, or ``attached`` with ``resumed`` false) is a loss of continuity: the session emits
     one ``error`` 104006 (``ChannelContinuityLost`` of 0.8.0), an agent aborts its open runs (their
-    pipes end ``cancelled``), the tree is reset and refolded from history (as many pages as were
-    folded before, up to the new attach point), and the views update. Live delivery resumes after the
-    re-attach, so nothing published during the gap is missed: it is in history up to the attach
-    point and live after it. ``await session.rebuilt()`` waits for the refold. An agent run that was
-    still locating its trigger fails with 40033; wake the worker again.
+    pipes end ``cancelled``), and history (as many pages as were folded before, up to the new attach
+    point) is refolded into a shadow tree (:mod:`.refold`) while the views, runs and readers keep
+    the conversation as it was at the loss — no view goes empty, none emits ``update`` for the
+    refold. When the refold is complete the tree adopts it in one step and each view emits one
+    ``update``; live wires that arrived meanwhile are held and folded after it, in order, so nothing
+    published during the gap is missed: it is in history up to the attach point and live after it.
+    A second loss restarts the refold; history unreachable keeps the pre-loss conversation (and
+    emits the 104011 too). ``await session.rebuilt()`` waits for the refold. An agent run that was
+    still locating its trigger fails with 40033; wake the worker again. (0.8.0: the client only
+    emits the 104006, the agent swaps in an empty tree that later reads refill.)
     """
 
     _log: ClassVar[logging.Logger]
@@ -69,7 +76,9 @@ class SessionCore:
         self.channel = channel
         self.codec = codec if codec is not None else default_codec()
         self.tree = Tree(self.codec)
-        self._applier = WireApplier(self.tree, self.codec.create_decoder())
+        self._live_applier = WireApplier(self.tree, self.codec.create_decoder())
+        #: Where wires are folded: the live tree, or the shadow tree while a refold runs.
+        self._applier = self._live_applier
         self.hydrator = HistoryHydrator(
             channel, self._applier, self._on_history, history_page_size, history_retries, history_backoff
         )
@@ -81,6 +90,7 @@ class SessionCore:
         self._off_state: Callable[[], None] | None = None
         self._has_attached_once = False
         self._rebuild_task: asyncio.Task[None] | None = None
+        self._shadow: Shadow | None = None
         #: Live wires held while the tree is refolded from history after a loss of continuity.
         self._holding: list[Mapping[str, Any]] | None = None
         #: How many times channel continuity was lost (each emitted one 104006 ``error``).
@@ -189,10 +199,30 @@ class SessionCore:
             self._lose_continuity(change)
 
     def _before_rebuild(self) -> None:
-        """Subclass hook, called on a loss of continuity before the tree is reset."""
+        """Subclass hook, called on a loss of continuity before the refold starts."""
+
+    def _shadow_begin(self) -> None:
+        """Subclass hook: fold-side state besides the tree goes to fresh twins (a refold starts)."""
+
+    def _shadow_commit(self) -> None:
+        """Subclass hook: the live state adopts the twins (the refold completed)."""
+
+    def _shadow_discard(self) -> None:
+        """Subclass hook: the twins are dropped (the refold failed or the session closed)."""
+
+    def _apply_local(self, change: Callable[[Tree], Any]) -> None:
+        """Apply a local change (an optimistic input, a run's own start) to the tree, and to the
+        shadow tree too while a refold runs, so the change survives the swap."""
+        change(self.tree)
+        if self._shadow is not None:
+            change(self._shadow.tree)
+
+    def _apply_local_lifecycle(self, event: RunLifecycleEvent) -> None:
+        """:meth:`_apply_local` of a run lifecycle event (an agent run's own start)."""
+        self._apply_local(lambda tree: tree.apply_run_lifecycle(event))
 
     def _lose_continuity(self, change: ChannelStateChange) -> None:
-        """Emit 104006, reset the tree and refold as many history pages as were folded before."""
+        """Emit 104006 and refold as many history pages as were folded before into a shadow tree."""
         suffix = ", resumed: false" if change.current == "attached" else ""
         err = AITransportError(
             f"unable to {self._continuity_verb}; channel continuity lost ({change.current}{suffix})",
@@ -203,37 +233,71 @@ class SessionCore:
         self._log.error("%s", err.message)
         self.continuity_losses += 1
         self._before_rebuild()
+        # the session's hydrator is paused during a refold: its count is still the pre-loss one
         pages = max(1, self.hydrator.pages_folded)
-        self.tree.reset()
-        self._applier.decoder = self.codec.create_decoder()
-        self.hydrator.reset()
+        self.hydrator.pause()
+        self._shadow = shadow = Shadow(self.codec, self.tree, self.hydrator, self._skip)
+        self._applier = shadow.applier
+        self._shadow_begin()
         if self._holding is None:
             self._holding = []
         self._emitter.emit("error", err)
         if self._rebuild_task is not None:
             self._rebuild_task.cancel()
-        self._rebuild_task = asyncio.ensure_future(self._rebuild(pages))
+        self._rebuild_task = asyncio.ensure_future(self._rebuild(shadow, pages))
 
-    async def _rebuild(self, pages: int) -> None:
-        hydrator = self.hydrator
+    async def _rebuild(self, shadow: Shadow, pages: int) -> None:
+        failure: Exception | None = None
         try:
-            await hydrator.fold_until(lambda: hydrator.pages_folded >= pages)
+            await shadow.hydrator.fold_until(lambda: shadow.hydrator.pages_folded >= pages)
         except asyncio.CancelledError:
             raise
-        except Exception:
-            self._log.exception("could not rebuild the tree from history after a loss of continuity")
-        finally:
-            if self._rebuild_task is asyncio.current_task():
-                held, self._holding = self._holding or [], None
-                for message in held:
-                    self._on_live(message)
-        self.tree.emitter.emit("update")
+        except Exception as exc:
+            failure = exc
+        if self._shadow is not shadow:
+            return  # superseded by a later loss, or the session closed
+        if failure is None:
+            self._commit(shadow)
+        else:
+            self._log.error(
+                "could not refold the tree from history after a loss of continuity (%s); the views keep "
+                "the conversation as it was at the loss, without what was published during the gap",
+                failure,
+            )
+            self._end_shadow()
+            if not isinstance(failure, AITransportError):
+                failure = AITransportError(
+                    f"unable to fetch history page; {failure}", ErrorCode.HISTORY_FETCH_FAILED, cause=failure
+                )
+            self._emitter.emit("error", failure)
+        held, self._holding = self._holding or [], None
+        for message in held:
+            self._on_live(message)
+
+    def _commit(self, shadow: Shadow) -> None:
+        """Swap the refold in: decoder, history cursor, subclass ledgers, then the tree (views update)."""
+        self._shadow = None
+        self._live_applier.decoder = shadow.applier.decoder
+        self._applier = self._live_applier
+        self.hydrator.adopt(shadow.hydrator)
+        self.hydrator.resume()
+        self._shadow_commit()
+        self.tree.adopt(shadow.tree)
+
+    def _end_shadow(self) -> None:
+        """Drop the refold in flight (if any): folds go to the live tree again, paused reads resume."""
+        if self._shadow is None:
+            return
+        self._shadow = None
+        self._applier = self._live_applier
+        self.hydrator.resume()
+        self._shadow_discard()
 
     async def rebuilt(self) -> None:
-        """Wait until the refold from history after the latest loss of continuity is done."""
-        task = self._rebuild_task
-        if task is not None and not task.done():
-            await asyncio.shield(task)
+        """Wait until the refold from history after the latest loss of continuity is done (a loss
+        during a refold restarts it: this waits for the latest one)."""
+        while (task := self._rebuild_task) is not None and not task.done():
+            await asyncio.wait({task})
 
     def _stop_continuity(self) -> None:
         if self._off_state is not None:
@@ -244,6 +308,8 @@ class SessionCore:
                 self._log.debug("removing the state listener failed", exc_info=True)
         if self._rebuild_task is not None and not self._rebuild_task.done():
             self._rebuild_task.cancel()
+        self._end_shadow()
+        self._holding = None
 
     def _unsubscribe_quietly(self) -> None:
         self._stop_continuity()

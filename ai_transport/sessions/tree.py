@@ -89,7 +89,8 @@ class Tree(LifecycleFold, TreeOwnership):
     Events (:meth:`on`): ``update`` (structure changed), ``output`` (a node's projection changed;
     arg: dict with ``run_id``, ``input_codec_message_id``, ``codec_message_id``, ``serial``,
     ``events``, ``inputs`` and, when the wire carried them, ``step_id``, ``step_start_serial``,
-    ``steer_codec_message_ids``), ``run`` (a :class:`RunLifecycleEvent`), ``ably-message`` (every wire).
+    ``steer_codec_message_ids``), ``run`` (a :class:`RunLifecycleEvent`), ``ably-message`` (every
+    wire), ``replaced`` (:meth:`adopt`).
     """
 
     def __init__(self, codec: Any) -> None:
@@ -115,20 +116,17 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Event-log retention (the reorder window, :mod:`.retention`).
         self.retention = LogRetention()
 
-    def reset(self) -> None:
-        """Forget every node (a loss of channel continuity: the session refolds from history);
-        listeners stay, versions keep increasing, ``update`` is emitted."""
-        self._nodes = {}
-        self._cmid_to_key = {}
-        self._sorted = []
-        self._superseded = set()
-        self._event_ids = {}
-        self._visible_cache = None
-        self._children_cache = None
-        self.retention.reset()
-        self.status_version += 1
-        self._changed()
-        self.emitter.emit("update")
+    def adopt(self, shadow: Tree) -> None:
+        """Take every node and index of ``shadow`` in one step (the refold after a loss of channel
+        continuity, :mod:`.refold`): this object, its listeners and every reference to it stay valid,
+        versions keep increasing, ``replaced`` is emitted (views then update once)."""
+        version = max(self.version, shadow.version) + 1
+        status_version = max(self.status_version, shadow.status_version) + 1
+        emitter = self.emitter
+        vars(self).update(vars(shadow))
+        self.emitter, self.version, self.status_version = emitter, version, status_version
+        self._visible_cache = self._children_cache = None
+        self.emitter.emit("replaced")
 
     def _changed(self) -> bool:
         self.version += 1
@@ -137,7 +135,8 @@ class Tree(LifecycleFold, TreeOwnership):
     # -- queries -----------------------------------------------------------------------------
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
-        """Listen to ``update`` / ``output`` / ``run`` / ``ably-message``; returns an unsubscribe."""
+        """Listen to ``update`` / ``output`` / ``run`` / ``ably-message`` / ``replaced``; returns an
+        unsubscribe."""
         return self.emitter.on(event, handler)
 
     def get_node(self, key: str) -> Node | None:

@@ -71,17 +71,43 @@ class HistoryHydrator:
         self._folding = False
         self._lock = asyncio.Lock()
         self._generation = 0
+        self._resumed: asyncio.Event | None = None
         #: History pages folded since the last :meth:`reset`.
         self.pages_folded = 0
 
     def reset(self) -> None:
-        """Start again from the newest page (after a loss of continuity); a fold in flight stops."""
+        """Start again from the newest page (a fold in flight drops its page and goes on from there)."""
         self._generation += 1
         self._page = None
         self._first_yielded = False
         self._started = False
         self._exhausted = False
         self.pages_folded = 0
+
+    def spawn(self, applier: WireApplier) -> HistoryHydrator:
+        """A fresh hydrator (newest page first) over the same channel, settings and wire sink."""
+        return HistoryHydrator(
+            self._channel, applier, self._on_wire, self._page_size, self._retries, self._backoff
+        )
+
+    def pause(self) -> None:
+        """Hold every fold (a refold is reading history into a shadow tree): a page in flight is
+        dropped, :meth:`fold_until` waits for :meth:`resume`; :meth:`has_next` keeps answering."""
+        self._generation += 1
+        if self._resumed is None:
+            self._resumed = asyncio.Event()
+
+    def adopt(self, other: HistoryHydrator) -> None:
+        """Continue from ``other``'s cursor (the refold's, when its shadow tree is adopted)."""
+        self._page, self._first_yielded = other._page, other._first_yielded
+        self._started, self._exhausted = other._started, other._exhausted
+        self._page_size, self.pages_folded = other._page_size, other.pages_folded
+
+    def resume(self) -> None:
+        """End a :meth:`pause`: waiting folds go on (from the adopted cursor, if any)."""
+        resumed, self._resumed = self._resumed, None
+        if resumed is not None:
+            resumed.set()
 
     def prefer_page_size(self, page_size: int) -> None:
         """Request ``page_size`` messages per history page, if no page was requested yet.
@@ -144,11 +170,16 @@ class HistoryHydrator:
     async def fold_until(self, should_stop: Callable[[], bool]) -> bool:
         """Fold older pages until ``should_stop()`` or history is exhausted; returns exhausted."""
         async with self._lock:
-            generation = self._generation
-            while not self._exhausted and not should_stop():
+            while not should_stop():
+                if self._resumed is not None:
+                    await self._resumed.wait()
+                    continue
+                if self._exhausted:
+                    break
+                generation = self._generation
                 items = await self._next_items()
                 if generation != self._generation:
-                    break  # reset while the page was in flight: it belongs to the old tree
+                    continue  # paused or reset while the page was in flight: it belongs to the old attach
                 if items is None:
                     self._exhausted = True
                     break
@@ -312,6 +343,7 @@ class View:
             tree.on("output", self._on_output),
             tree.on("run", self._on_run),
             tree.on("ably-message", self._on_ably_message),
+            tree.on("replaced", self._on_replaced),
         ]
         self._bound_tree = tree
 
@@ -352,6 +384,13 @@ class View:
         if reconcile is not None:
             reconcile(list(self._snap_keys))
         self._recompute_and_emit(only_if_changed=True)
+
+    def _on_replaced(self, *_: Any) -> None:
+        # the tree adopted a refold (a loss of continuity): one update, whatever changed
+        reconcile = getattr(self._source, "on_visible_nodes_changed", None)
+        if reconcile is not None:
+            reconcile(list(self._snap_keys))
+        self._recompute_and_emit()
 
     def _on_output(self, event: Mapping[str, Any]) -> None:
         # a fold into a node: emit when the node is visible (every fold, as 0.8.0)
