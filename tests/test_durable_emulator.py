@@ -54,9 +54,14 @@ async def test_transports_dropped_without_resume_while_an_approval_is_published(
         sent = await client.view.send(user_message("Weather in Paris?"))
         run = await worker.handle(agent, sent.invocation.to_json())
         await wait_status(client.view, run.run_id, "suspended")
-        # The user answers the call they were shown before the gap (while continuity is being
-        # restored the view is refolded from history and may briefly show nothing).
+        # The user answers the call they were shown before the gap; while continuity is restored the
+        # tree is refolded from history in the background and the view keeps showing the conversation.
         cmid, call = assistant_with_call(client.view.get_messages())
+        shown = len(client.view.get_messages())
+        counts: list[int] = []
+        client.view.on("update", lambda: counts.append(len(client.view.get_messages())))
+        agent_counts: list[int] = []
+        run.view.on("update", lambda: agent_counts.append(len(run.view.get_messages())))
         ids = [cch.connection_id, ach.connection_id]
         for conn_id in ids:
             drop = functools.partial(
@@ -68,7 +73,9 @@ async def test_transports_dropped_without_resume_while_an_approval_is_published(
         await eventually(lambda: cch.state == "attached" and ach.state == "attached", 20)
         if lose_continuity:
             await eventually(lambda: agent.continuity_losses == 1 and client.continuity_losses == 1, 20)
+            assert len(client.view.get_messages()) >= shown and len(run.view.get_messages()) >= shown
         await asyncio.gather(client.rebuilt(), agent.rebuilt())
+        assert counts and min(counts) >= shown and min(agent_counts, default=shown) >= shown  # never empty
         resumed = await worker.handle(agent, answer.invocation.to_json())
         assert resumed.run_id == run.run_id and len(worker.executed) == 1
         await wait_status(client.view, run.run_id, "complete", timeout=20)

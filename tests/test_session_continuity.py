@@ -9,6 +9,7 @@ from typing import Any
 from support_sessions import (
     Worker,
     approve_call,
+    as_dicts,
     eventually,
     model_stream,
     open_session,
@@ -18,6 +19,9 @@ from support_sessions import (
 )
 
 from ai_transport.channels.state import ChannelStateChange, is_continuity_lost
+from ai_transport.responses.local_server import ScriptedText, build_response_events
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
 
 
 def test_is_continuity_lost_follows_0_8_0() -> None:
@@ -101,5 +105,265 @@ async def test_suspended_then_reattached_reports_each_loss() -> None:
     assert "(suspended)" in errors[0].message
     sent = await client.view.send(user_message("still here?"))
     assert sent.invocation.input_event_id
+    await client.close()
+    await agent.end()
+
+
+# -- the views keep the pre-loss conversation while the tree is refolded ----------------------------
+
+
+class HistoryGate:
+    """Holds every history read of ``channel`` (first page and ``next``) while closed, so a refold
+    stays in flight until the test opens it; ``fail`` makes the reads raise instead."""
+
+    def __init__(self, channel: Any) -> None:
+        self._real = channel.history
+        self._open = asyncio.Event()
+        self._open.set()
+        #: Set when a read is waiting at the closed gate.
+        self.waiting = asyncio.Event()
+        self.fail = False
+        channel.history = self.history
+
+    def close(self) -> None:
+        self._open.clear()
+        self.waiting.clear()
+
+    def open(self) -> None:
+        self._open.set()
+
+    async def _pass(self) -> None:
+        if not self._open.is_set():
+            self.waiting.set()
+            await self._open.wait()
+        if self.fail:
+            raise ConnectionError("history unreachable")
+
+    async def history(self, **kw: Any) -> Any:
+        await self._pass()
+        return _GatedPage(await self._real(**kw), self)
+
+
+class _GatedPage:
+    def __init__(self, page: Any, gate: HistoryGate) -> None:
+        self._page, self._gate = page, gate
+        self.items = page.items
+
+    def has_next(self) -> bool:
+        return bool(self._page.has_next())
+
+    async def next(self) -> Any:
+        await self._gate._pass()
+        page = await self._page.next()
+        return _GatedPage(page, self._gate) if page is not None else None
+
+
+def picture(view: Any) -> tuple[Any, Any]:
+    """What a UI renders: the messages (JS JSON shape) and each run's status."""
+    return as_dicts(view.get_messages()), [(r.run_id, r.status) for r in view.runs()]
+
+
+async def fresh_picture(hub: Any) -> tuple[Any, Any]:
+    """The view a session opened now shows, all history loaded."""
+    fresh = ClientSession(hub.client("fresh").channel("chat"))
+    await fresh.connect()
+    await fresh.view.load_all()
+    seen = picture(fresh.view)
+    await fresh.close()
+    return seen
+
+
+async def exchange(session: Any, agent: Any, text: str) -> Any:
+    """``session`` asks ``text``, the agent answers it (run complete); returns the run."""
+    sent = await session.view.send(user_message(text))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    await run.pipe(build_response_events([ScriptedText(f"{text} Sunny, 21 degrees.")], seed=len(text)))
+    await run.end("complete")
+    return run
+
+
+async def lose_continuity(session: Any, gate: HistoryGate, in_gap: Any = None) -> None:
+    """Interrupt ``session``'s channel, run ``in_gap`` (missed live), re-attach without continuity
+    and wait until the refold is held at the closed ``gate``."""
+    gate.close()
+    session.channel.interrupt()
+    if in_gap is not None:
+        await in_gap()
+    await session.channel.reattach()
+    await gate.waiting.wait()
+
+
+async def test_views_keep_the_conversation_during_the_refold_then_update_once() -> None:
+    hub, client, agent = await open_session()
+    bob = ClientSession(hub.client("bob").channel("chat"))
+    await bob.connect()
+    first = await exchange(client, agent, "Weather in Paris?")
+    await wait_status(client.view, first.run_id, "complete")
+    other = client.create_view()
+    before, before_other, older = picture(client.view), picture(other), client.view.has_older()
+    updates: list[Any] = []
+    client.view.on("update", lambda: updates.append(picture(client.view)))
+    other_updates: list[Any] = []
+    other.on("update", lambda: other_updates.append(picture(other)))
+    gate = HistoryGate(client.channel)
+    await lose_continuity(client, gate, lambda: exchange(bob, agent, "And in Lyon?"))
+    # the refold is held mid-flight: every view still shows the conversation as it was
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert picture(client.view) == before and picture(other) == before_other
+    assert client.view.has_older() == older and updates == other_updates == []
+    gate.open()
+    await client.rebuilt()
+    assert len(updates) == len(other_updates) == 1  # one update, when the refold is swapped in
+    assert updates[0] == await fresh_picture(hub)  # the gap's exchange (missed live) is there
+    assert len(updates[0][0]) == len(before[0]) + 2
+    assert client.continuity_losses == 1
+    await bob.close()
+    await client.close()
+    await agent.end()
+
+
+async def test_live_wires_during_the_refold_are_folded_after_the_swap() -> None:
+    hub, client, agent = await open_session()
+    bob = ClientSession(hub.client("bob").channel("chat"))
+    await bob.connect()
+    await exchange(client, agent, "Weather in Paris?")
+    gate = HistoryGate(client.channel)
+    await lose_continuity(client, gate, lambda: exchange(bob, agent, "And in Lyon?"))
+    before = picture(client.view)
+    seen: list[Any] = []
+    client.view.on("update", lambda: seen.append(picture(client.view)))
+    late = await exchange(bob, agent, "And in Nice?")  # live, while the refold is held
+    await bob.view.wait_for(lambda: bob.view.run(late.run_id) is not None)
+    assert picture(client.view) == before and seen == []
+    gate.open()
+    await client.rebuilt()
+    await wait_status(client.view, late.run_id, "complete")
+    final = await fresh_picture(hub)
+    assert picture(client.view) == final
+    # first the refold (history up to the new attach point: Lyon, not Nice), then the held wires
+    assert len(seen[0][0]) == len(before[0]) + 2 and late.run_id not in {r for r, _ in seen[0][1]}
+    assert seen[-1][0] == final[0] and len(final[0]) == len(before[0]) + 4  # (a run end is no update)
+    counts = [len(messages) for messages, _ in seen]
+    assert counts == sorted(counts)  # never shrinks, never empty
+    await bob.close()
+    await client.close()
+    await agent.end()
+
+
+async def test_refold_failure_keeps_the_pre_loss_conversation() -> None:
+    hub = (await open_session())[0]
+    client = ClientSession(hub.client("carol").channel("chat"), history_backoff=0.001)
+    await client.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    await agent.connect()
+    await exchange(client, agent, "Weather in Paris?")
+    errors: list[Any] = []
+    client.on("error", errors.append)
+    gate = HistoryGate(client.channel)
+    await lose_continuity(client, gate)
+    before = picture(client.view)
+    updates: list[Any] = []
+    client.view.on("update", lambda: updates.append(picture(client.view)))
+    gate.fail = True
+    gate.open()
+    await client.rebuilt()
+    assert [e.code for e in errors] == [104006, 104011]
+    assert picture(client.view) == before and updates == []
+    # the session goes on: live wires fold onto the kept tree, paging works again
+    gate.fail = False
+    later = await exchange(client, agent, "And in Lyon?")
+    await wait_status(client.view, later.run_id, "complete")
+    assert len(client.view.get_messages()) == len(before[0]) + 2
+    assert all(u[0] for u in updates)
+    await client.close()
+    await agent.end()
+
+
+async def test_a_second_loss_during_the_refold_restarts_it() -> None:
+    hub, client, agent = await open_session()
+    bob = ClientSession(hub.client("bob").channel("chat"))
+    await bob.connect()
+    await exchange(client, agent, "Weather in Paris?")
+    errors: list[Any] = []
+    client.on("error", errors.append)
+    gate = HistoryGate(client.channel)
+    await lose_continuity(client, gate, lambda: exchange(bob, agent, "And in Lyon?"))
+    before = picture(client.view)
+    updates: list[Any] = []
+    client.view.on("update", lambda: updates.append(picture(client.view)))
+    await lose_continuity(client, gate, lambda: exchange(bob, agent, "And in Nice?"))
+    assert picture(client.view) == before and updates == []
+    gate.open()
+    await client.rebuilt()
+    assert [e.code for e in errors] == [104006, 104006] and client.continuity_losses == 2
+    assert len(updates) == 1 and updates[0] == await fresh_picture(hub)
+    assert len(updates[0][0]) == len(before[0]) + 4
+    await bob.close()
+    await client.close()
+    await agent.end()
+
+
+async def test_agent_keeps_its_state_during_the_refold_and_every_reference_sees_the_swap() -> None:
+    _hub, client, agent = await open_session()
+    worker = Worker()
+    sent = await client.view.send(user_message("Weather in Paris?"))
+    run = await worker.handle(agent, sent.invocation.to_json())
+    answer, _ = await approve_call(client.view, run.run_id)
+    await worker.handle(agent, answer.invocation.to_json())  # claims the call, runs it, answers
+    await wait_status(client.view, run.run_id, "complete")
+    # references taken before the loss (as views, branches, steer tracking, runs hold them)
+    tree, claims, streams, nav = agent.tree, agent.claims, agent.open_streams, client.view.branch
+    claimed, streamed = dict(claims._by_run), dict(streams._by_run)
+    view_before = as_dicts(run.view.get_messages())
+    assert claimed and streamed and len(view_before) == 4
+    gate = HistoryGate(agent.channel)
+    gap: list[Any] = []
+
+    async def ask() -> None:
+        gap.append(await client.view.send(user_message("And in Lyon?")))
+
+    await lose_continuity(agent, gate, ask)
+    # mid-refold: the agent's readers see the pre-loss state, not an empty one
+    assert as_dicts(run.view.get_messages()) == view_before
+    assert agent.claims._by_run == claimed and agent.open_streams._by_run == streamed
+    located = asyncio.ensure_future(agent.create_run(gap[0].invocation.to_json()))
+    second = await located
+    starting = asyncio.ensure_future(second.start())  # locates its trigger once the refold is in
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not starting.done()
+    gate.open()
+    await agent.rebuilt()
+    await starting
+    assert agent.tree is tree and agent.claims is claims and agent.open_streams is streams
+    assert tree.find_message_by_event_id(gap[0].invocation.input_event_id) is not None
+    assert claims._by_run.keys() == claimed.keys() and streams._by_run.keys() >= streamed.keys()
+    assert as_dicts(run.view.get_messages()) == view_before
+    await second.pipe(build_response_events([ScriptedText("Lyon: cloudy.")], seed=5))
+    await second.end("complete")
+    await wait_status(client.view, second.run_id, "complete")
+    assert shapes(client.view.get_messages())[-2:] == [("user", ["message"]), ("assistant", ["message"])]
+    assert nav.tree is client.tree and len(second.view.get_messages()) == 6
+    await client.close()
+    await agent.end()
+
+
+async def test_own_send_during_the_refold_is_shown_and_survives_the_swap() -> None:
+    _hub, client, agent = await open_session()
+    await exchange(client, agent, "Weather in Paris?")
+    gate = HistoryGate(client.channel)
+    await lose_continuity(client, gate)
+    counts: list[int] = []
+    client.view.on("update", lambda: counts.append(len(client.view.get_messages())))
+    before = len(client.view.get_messages())
+    sent = await client.view.send(user_message("Still there?"))  # optimistic, its echo held
+    assert len(client.view.get_messages()) == before + 1
+    gate.open()
+    await client.rebuilt()
+    await eventually(lambda: getattr(client.tree.get_node(sent.input_codec_message_id), "serial", None) is not None)
+    assert len(client.view.get_messages()) == before + 1
+    assert counts and min(counts) == before + 1  # never went back to the pre-send (or an empty) view
     await client.close()
     await agent.end()
