@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support_sessions import (
     Worker,
     approve_call,
@@ -367,3 +369,60 @@ async def test_own_send_during_the_refold_is_shown_and_survives_the_swap() -> No
     assert counts and min(counts) == before + 1  # never went back to the pre-send (or an empty) view
     await client.close()
     await agent.end()
+
+
+ANSWER = build_response_events(
+    [ScriptedText("Tomorrow: showers in the morning, then sunny spells all afternoon.")], seed=7
+)
+
+
+async def lose_mid_stream(loss_at: int, gap: int, held: int) -> None:
+    """A reply streams while the client loses continuity before event ``loss_at``, re-attaches
+    ``gap`` events later and its refold stays held for ``held`` more events (clamped to the end)."""
+    hub, client, agent = await open_session()
+    await exchange(client, agent, "Weather in Paris?")
+    gate = HistoryGate(client.channel)
+    counts: list[int] = []
+    client.view.on("update", lambda: counts.append(len(client.view.get_messages())))
+    sent = await client.view.send(user_message("And tomorrow?"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    done = {"lost": False, "back": False}
+
+    async def step(i: int) -> None:
+        if i >= loss_at and not done["lost"]:
+            done["lost"] = True
+            gate.close()
+            client.channel.interrupt()
+        if i >= loss_at + gap and done["lost"] and not done["back"]:
+            done["back"] = True
+            await client.channel.reattach()
+        if i >= loss_at + gap + held and done["back"]:
+            gate.open()
+
+    async def source() -> Any:
+        for i, event in enumerate(ANSWER):
+            await step(i)
+            yield event
+            await asyncio.sleep(0)
+
+    await run.pipe(source())
+    await run.end("complete")
+    await step(10**6)
+    await eventually(lambda: client.continuity_losses == 1)  # state changes arrive with messages
+    await client.rebuilt()
+    await wait_status(client.view, run.run_id, "complete")
+    assert picture(client.view) == await fresh_picture(hub)
+    assert counts and counts == sorted(counts) and counts[0] > 0  # never shrinks, never empty
+    await client.close()
+    await agent.end()
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    loss_at=st.integers(0, len(ANSWER)),
+    gap=st.integers(0, len(ANSWER)),
+    held=st.integers(0, len(ANSWER)),
+)
+def test_any_point_of_loss_rebuilds_to_a_fresh_sessions_view(loss_at: int, gap: int, held: int) -> None:
+    asyncio.run(lose_mid_stream(loss_at, gap, held))
