@@ -426,3 +426,43 @@ async def lose_mid_stream(loss_at: int, gap: int, held: int) -> None:
 )
 def test_any_point_of_loss_rebuilds_to_a_fresh_sessions_view(loss_at: int, gap: int, held: int) -> None:
     asyncio.run(lose_mid_stream(loss_at, gap, held))
+
+
+async def test_load_older_during_the_refold_waits_for_it_then_pages_on() -> None:
+    hub, client, agent = await open_session()
+    for city in ("Paris", "Lyon", "Nice"):
+        await exchange(client, agent, f"Weather in {city}?")
+    reader = ClientSession(hub.client("reader").channel("chat"), history_page_size=4)
+    await reader.connect()
+    await reader.view.load_older(2)
+    before = as_dicts(reader.view.get_messages())
+    assert len(before) == 2
+    gate = HistoryGate(reader.channel)
+    await lose_continuity(reader, gate, lambda: exchange(client, agent, "And in Brest?"))
+    loading = asyncio.ensure_future(reader.view.load_older(2))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not loading.done() and as_dicts(reader.view.get_messages()) == before
+    gate.open()
+    await reader.rebuilt()
+    revealed = await loading
+    shown = as_dicts(reader.view.get_messages())
+    everything = (await fresh_picture(hub))[0]
+    assert len(revealed) == 2 and shown == everything[len(everything) - len(shown) :]
+    assert shown[-2:] != before  # the gap's exchange (missed live) is in
+    await reader.close()
+    await client.close()
+    await agent.end()
+
+
+async def test_closing_during_the_refold_ends_it() -> None:
+    _hub, client, agent = await open_session()
+    await exchange(client, agent, "Weather in Paris?")
+    before = as_dicts(client.view.get_messages())
+    gate = HistoryGate(client.channel)
+    await lose_continuity(client, gate)
+    await client.close()
+    await client.rebuilt()  # the refold was cancelled: nothing left to wait for
+    assert as_dicts(client.view.get_messages()) == before and client._shadow is None
+    gate.open()
+    await agent.end()
