@@ -182,7 +182,7 @@ class AgentSession(SessionCore):
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
         #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
-        self.open_streams = OpenStreams()
+        self.open_streams = OpenStreams(track_text=self.integrity.key is not None)
         #: Where folds record claims / streams: the ledgers, or fresh twins while a refold runs.
         self._claims_sink, self._streams_sink = self.claims, self.open_streams
 
@@ -200,7 +200,7 @@ class AgentSession(SessionCore):
     def _shadow_begin(self) -> None:
         # readers keep the pre-loss ledgers; the refold fills fresh twins
         self.admission.clear_held()
-        self._claims_sink, self._streams_sink = ClaimLedger(), OpenStreams()
+        self._claims_sink, self._streams_sink = ClaimLedger(), self.open_streams.twin()
 
     def _shadow_commit(self) -> None:
         adopt_state(self.claims, self._claims_sink)

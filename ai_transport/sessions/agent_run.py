@@ -79,7 +79,10 @@ class _RecordingWriter:
         self._run._note(version)
         return version
 
-    async def update_message(self, message: Any) -> Any:
+    async def update_message(self, message: Any) -> Any:  # the encoder's recovery of a failed stream
+        signer = self._run.session.integrity.signer
+        if signer is not None:  # the encoder hook is not called for recovery (as 0.8.0)
+            signer.on_update(message)
         version = await self._channel.update_message(message)
         self._run._note(version)
         return version

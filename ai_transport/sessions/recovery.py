@@ -25,14 +25,17 @@ its retry backoff) plus one history read and one append round-trip.
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from .._shapes import MAPPING
-from ..codec.headers import codec_headers, transport_headers
+from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from .lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
+from .signing import SIGNATURE_HEADER, stream_digest
 
 if TYPE_CHECKING:
     from .agent_run import AgentRun
@@ -42,26 +45,59 @@ __all__ = ["OpenStream", "OpenStreams", "close_dangling_streams"]
 logger = logging.getLogger("ai_transport.sessions.recovery")
 
 
+_APPEND = "message.append"
+
+
 @dataclass
 class OpenStream:
-    """One streamed ``ai-output`` message as last seen: its serial, version and header tiers."""
+    """One streamed ``ai-output`` message as last seen: its serial, version and header tiers (the
+    transport tier with the last wire's tag, if any), and the running SHA-256 of its text while it
+    is open (only when the ledger tracks text; None when unknown)."""
 
     serial: str
     version: str
     transport: dict[str, str]
     codec: dict[str, str]
+    text: Any = None
 
     @property
     def is_open(self) -> bool:
         """True while the stream's status is ``streaming`` (no closing append seen)."""
         return self.transport.get("status") == "streaming"
 
+    def signed_text_sha256(self, key: bytes) -> str | None:
+        """The hash of the stream's text when the last wire's tag (``v2.``) vouches for exactly this
+        text and these tiers, i.e. the text is the agent's own; None otherwise."""
+        tag = self.transport.get(SIGNATURE_HEADER)
+        if self.text is None or not isinstance(tag, str):
+            return None
+        sha = str(self.text.hexdigest())
+        expected = stream_digest(key, NAME_OUTPUT, sha, {"ai": {"transport": self.transport, "codec": self.codec}})
+        return sha if hmac.compare_digest(expected, tag) else None
+
+
+def _same_tiers(known: OpenStream, transport: Mapping[str, Any], codec: Mapping[str, Any]) -> bool:
+    """Whether a wire repeats ``known``'s tiers apart from the tag (then taken over in place)."""
+    if known.codec != codec:
+        return False
+    tag = transport.get(SIGNATURE_HEADER)
+    if tag is None:
+        known.transport.pop(SIGNATURE_HEADER, None)
+    else:
+        known.transport[SIGNATURE_HEADER] = tag
+    return known.transport == transport
+
 
 class OpenStreams:
-    """Ledger of the streams of each run, fed with every trusted agent wire (live or history)."""
+    """Ledger of the streams of each run, fed with every trusted agent wire (live or history).
 
-    def __init__(self) -> None:
+    With ``track_text`` (an agent holding a signing key) it also keeps a running hash of each open
+    stream's text: a create or an aggregate sets it, an append's fragment extends it.
+    """
+
+    def __init__(self, track_text: bool = False) -> None:
         self._by_run: dict[str, dict[str, OpenStream]] = {}
+        self._track_text = track_text
 
     def note(self, message: Mapping[str, Any]) -> None:
         """Record ``message`` when it is a stream's create, append or aggregate."""
@@ -81,13 +117,32 @@ class OpenStreams:
         version = version if isinstance(version, str) else serial
         streams = self._by_run.setdefault(run_id, {})
         known = streams.get(serial)
-        if known is not None and known.version > version:
+        append = message.get("action") == _APPEND
+        if known is not None and (known.version > version or (append and known.version == version)):
             return  # an older view of the stream (a history page folded after newer live appends)
+        text = self._text(known, message, append) if self._track_text and transport.get("status") == "streaming" else None
         codec = codec_headers(extras)
-        if known is not None and known.transport == transport and known.codec == codec:
+        if known is not None and _same_tiers(known, transport, codec):
             known.version = version  # an append repeating its stream's headers: no copies
+            known.text = text
             return
-        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec))
+        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec), text)
+
+    @staticmethod
+    def _text(known: OpenStream | None, message: Mapping[str, Any], append: bool) -> Any:
+        data = message.get("data")
+        if not append:  # a create or an aggregate: the whole text
+            data = "" if data is None else data
+            return hashlib.sha256(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else None
+        text = known.text if known is not None else None  # a fragment without its start: unknown
+        if text is None or not isinstance(data, str):
+            return None
+        text.update(data.encode("utf-8", "surrogatepass"))
+        return text
+
+    def twin(self) -> OpenStreams:
+        """An empty ledger of the same kind (what a refold fills)."""
+        return OpenStreams(self._track_text)
 
     def open_streams(self, run_id: str, before: str | None = None) -> list[OpenStream]:
         """The run's streams still open (those created before serial ``before``, if given)."""
@@ -107,11 +162,23 @@ async def close_dangling_streams(run: AgentRun, before: str | None = None) -> li
     closing append, and its step attempt left open with ``ai-step-end`` ``failed``; returns the
     serials of the streams closed."""
     closed: list[str] = []
+    key = run.session.integrity.key
     for stream in run.session.open_streams.open_streams(run.run_id, before):
-        transport = {**stream.transport, "status": "cancelled"}
+        transport = {k: v for k, v in stream.transport.items() if k != SIGNATURE_HEADER}
+        transport["status"] = "cancelled"
         ai: dict[str, Any] = {"transport": transport}
         if stream.codec:
             ai["codec"] = stream.codec
+        if key:
+            sha = stream.signed_text_sha256(key)
+            if sha is not None:  # the text is the dead agent's own: vouch for it as closed
+                transport[SIGNATURE_HEADER] = stream_digest(key, NAME_OUTPUT, sha, {"ai": ai})
+            else:
+                logger.warning(
+                    "stream %s of run %s closed unsigned: its text is not vouched for by a tag (it stays reported)",
+                    stream.serial,
+                    run.run_id,
+                )
         try:
             version = await run.session.channel.append_message(
                 {"serial": stream.serial, "data": "", "extras": {"ai": ai}}

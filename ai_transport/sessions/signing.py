@@ -40,13 +40,16 @@ __all__ = [
     "OutputSigner",
     "content_digest",
     "missing_approved_calls",
+    "stream_digest",
+    "text_sha256",
     "verify_output",
 ]
 
-#: Transport header carrying the digest (``v1.<base64url>``); unknown to 0.8.0, so ignored there.
+#: Transport header carrying the digest (``v1.`` / ``v2.<base64url>``); unknown to 0.8.0, so ignored there.
 SIGNATURE_HEADER: Final = "x-ait-sig"
 
 _TERMINAL = ("complete", "cancelled")
+_V2: Final = "v2."
 
 
 def _data_form(data: Any) -> Any:
@@ -55,63 +58,136 @@ def _data_form(data: Any) -> Any:
     return data
 
 
+def _canonical(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+def _mac(key: bytes, payload: str, version: str) -> str:
+    mac = hmac.digest(key, payload.encode("utf-8", "surrogatepass"), "sha256")
+    return version + base64.urlsafe_b64encode(mac).decode().rstrip("=")
+
+
+def _tiers_json(extras: Any) -> str:
+    """``transport,codec`` of the canonical form: the transport tier without the tag."""
+    transport = {k: v for k, v in transport_headers(extras).items() if k != SIGNATURE_HEADER}
+    return _canonical(transport) + "," + _canonical(dict(codec_headers(extras)))
+
+
+def _v2(key: bytes, name_json: str, sha256_hex: str, tiers_json: str) -> str:
+    # the canonical JSON of [name, {"sha256": hex}, transport, codec], built from cached parts
+    return _mac(key, f'[{name_json},{{"sha256":"{sha256_hex}"}},{tiers_json}]', _V2)
+
+
+_NAME_JSON: Final = _canonical(NAME_OUTPUT)
+
+
+def text_sha256(text: str) -> str:
+    """Hex SHA-256 of ``text`` (UTF-8): what a ``v2.`` tag covers of a stream's text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 def content_digest(key: bytes, name: Any, data: Any, extras: Any) -> str:
     """``v1.`` + base64url(HMAC-SHA256(key, canonical JSON of [name, data, transport, codec])), the
-    transport tier without :data:`SIGNATURE_HEADER`."""
+    transport tier without :data:`SIGNATURE_HEADER` (the tag of a discrete message)."""
     transport = {k: v for k, v in transport_headers(extras).items() if k != SIGNATURE_HEADER}
-    payload = json.dumps(
-        [name, _data_form(data), transport, dict(codec_headers(extras))],
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-        default=str,
-    )
-    mac = hmac.new(key, payload.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
-    return "v1." + base64.urlsafe_b64encode(mac).decode().rstrip("=")
+    return _mac(key, _canonical([name, _data_form(data), transport, dict(codec_headers(extras))]), "v1.")
+
+
+def stream_digest(key: bytes, name: Any, sha256_hex: str, extras: Any) -> str:
+    """``v2.`` + base64url(HMAC-SHA256(key, canonical JSON of [name, {"sha256": sha256_hex},
+    transport, codec])): the tag of a stream message whose text so far hashes to ``sha256_hex``
+    (:func:`text_sha256`), the transport tier without :data:`SIGNATURE_HEADER`."""
+    return _v2(key, _canonical(name), sha256_hex, _tiers_json(extras))
 
 
 def verify_output(key: bytes, message: Mapping[str, Any]) -> bool:
-    """True when ``message`` (a history aggregate of an ``ai-output``) carries a valid tag."""
-    tag = transport_headers(message.get("extras")).get(SIGNATURE_HEADER)
+    """True when ``message`` (a history aggregate of an ``ai-output``) carries a valid tag: ``v2.``
+    over the hash of its text (a stream, finished or not) or ``v1.`` over its data."""
+    transport = transport_headers(message.get("extras"))
+    tag = transport.get(SIGNATURE_HEADER)
     if not isinstance(tag, str):
         return False
     data = message.get("data")
-    if data is None and transport_headers(message.get("extras")).get("stream") == "true":
+    if data is None and transport.get("stream") == "true":
         data = ""
-    expected = content_digest(key, message.get("name"), data, message.get("extras"))
+    if tag.startswith(_V2):
+        if not isinstance(data, str):
+            return False
+        expected = stream_digest(key, message.get("name"), text_sha256(data), message.get("extras"))
+    else:
+        expected = content_digest(key, message.get("name"), data, message.get("extras"))
     return hmac.compare_digest(expected, tag)
 
 
-class OutputSigner:
-    """The encoder hook that tags finished messages (installed by :class:`~.agent_run.AgentRun`).
+class _Running:
+    """A stream being signed: the hash of its text so far and its last tiers (canonical form cached)."""
 
-    Tracks each stream's fragments by serial, so the closing append carries the digest of the
-    whole text history will hold.
+    __slots__ = ("codec", "sha", "tiers", "transport")
+
+    def __init__(self, text: str) -> None:
+        self.sha = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
+        self.transport: dict[str, Any] | None = None
+        self.codec: dict[str, Any] | None = None
+        self.tiers = ""
+
+
+class OutputSigner:
+    """The encoder hook that tags the agent's output (installed by :class:`~.agent_run.AgentRun`).
+
+    Every wire of a stream (the create and each append) carries a ``v2.`` tag of the text so far,
+    kept as a running SHA-256 per stream serial (the canonical form of the header tiers is reused
+    while they repeat); a discrete message carries a ``v1.`` tag of its data; an encoder recovery
+    update (:meth:`on_update`) a ``v2.`` tag of its whole text.
     """
 
     def __init__(self, key: bytes) -> None:
         self._key = key
-        self._streams: dict[str, list[str]] = {}
+        self._streams: dict[str, _Running] = {}
+        self._created: dict[Any, str] = {}  # stream-id -> a create's text, when not empty
+
+    def _tag(self, state: _Running, transport: dict[str, Any], extras: Any) -> str:
+        codec = codec_headers(extras)
+        if transport != state.transport or codec != state.codec:
+            state.transport, state.codec = dict(transport), dict(codec)
+            state.tiers = _tiers_json(extras)
+        return _v2(self._key, _NAME_JSON, state.sha.hexdigest(), state.tiers)
 
     def on_message(self, message: dict[str, Any]) -> None:
-        """Tag ``message`` in place when it finishes a message (see the module docstring)."""
+        """Tag ``message`` in place (see the class docstring)."""
         extras = message.get("extras")
         transport = transport_headers(extras)
         if not isinstance(transport, dict):
             return
         serial = message.get("serial")
+        data = message.get("data")
         if isinstance(serial, str):  # an append to a stream
-            fragments = self._streams.setdefault(serial, [])
-            data = message.get("data")
-            if isinstance(data, str):
-                fragments.append(data)
+            state = self._streams.get(serial)
+            if state is None:
+                state = self._streams[serial] = _Running(self._created.pop(transport.get("stream-id"), ""))
+            if isinstance(data, str) and data:
+                state.sha.update(data.encode("utf-8", "surrogatepass"))
+            transport[SIGNATURE_HEADER] = self._tag(state, transport, extras)
             if transport.get("status") in _TERMINAL:
-                transport[SIGNATURE_HEADER] = content_digest(self._key, NAME_OUTPUT, "".join(fragments), extras)
                 del self._streams[serial]
             return
-        if transport.get("stream") == "true":
-            return  # a stream's create: tagged when it closes
-        transport[SIGNATURE_HEADER] = content_digest(self._key, message.get("name"), message.get("data"), extras)
+        if transport.get("stream") == "true":  # a stream's create: its text is the stream's start
+            text = data if isinstance(data, str) else ""
+            if text:
+                self._created[transport.get("stream-id")] = text
+            transport[SIGNATURE_HEADER] = stream_digest(self._key, message.get("name"), text_sha256(text), extras)
+            return
+        transport[SIGNATURE_HEADER] = content_digest(self._key, message.get("name"), data, extras)
+
+    def on_update(self, message: dict[str, Any]) -> None:
+        """Tag an encoder recovery update (the stream's whole text, a terminal status) in place."""
+        transport = transport_headers(message.get("extras"))
+        data = message.get("data")
+        if not isinstance(transport, dict) or not isinstance(data, str):
+            return
+        serial = message.get("serial")
+        if isinstance(serial, str):
+            self._streams.pop(serial, None)
+        transport[SIGNATURE_HEADER] = stream_digest(self._key, NAME_OUTPUT, text_sha256(data), message.get("extras"))
 
 
 class HistoryIntegrity:
