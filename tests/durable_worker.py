@@ -11,7 +11,11 @@ emulator as client ``agent`` and answers JSON-line commands on stdin with one JS
 * ``{"op": "stream_and_hang", "channel", "invocation"}``: start the run and stream a model answer
   that stops mid-way; prints ``{"streaming": true, "run_id", "invocation_id"}`` (the test kills it).
 * ``{"op": "adopt", "channel", "invocation", "run_id", "invocation_id"}``: a recovery worker adopts the
-  run (``load`` closes what the dead worker left open), re-attempts its step and ends the run.
+  run (``load`` closes what the dead worker left open), reads the model input (104090 if anything
+  folded from history is tampered), re-attempts its step and ends the run -> ``{"run_id", "step_id",
+  "tampered"}``.
+
+Any command may carry ``"signing_key"`` (the agent session's ``signing_key``).
 """
 
 from __future__ import annotations
@@ -77,7 +81,7 @@ async def serve(url: str, claim_ttl: float) -> None:
             break
         cmd = json.loads(line)
         channel = AblyChannel(cmd["channel"], realtime)
-        session = AgentSession(channel, claim_ttl=claim_ttl)
+        session = AgentSession(channel, claim_ttl=claim_ttl, signing_key=cmd.get("signing_key"))
         try:
             await session.connect()
             op = cmd["op"]
@@ -93,12 +97,13 @@ async def serve(url: str, claim_ttl: float) -> None:
             elif op == "adopt":
                 run = session.adopt_run(cmd["invocation"], cmd["run_id"], cmd["invocation_id"])
                 await run.load(timeout=10)
+                run.input_items()  # raises 104090 when the conversation is reported tampered
                 step = run.create_step()
                 await step.start()
                 await step.pipe(build_response_events([ScriptedText("Recovered answer.")], seed=9))
                 await step.end()
                 await run.end("complete")
-                say({"run_id": run.run_id, "step_id": step.step_id})
+                say({"run_id": run.run_id, "step_id": step.step_id, "tampered": len(session.tampered)})
         except Exception as exc:  # report, keep serving
             say({"error": f"{type(exc).__name__}: {exc}", "code": getattr(exc, "code", None)})
         finally:

@@ -4,8 +4,11 @@
   tool of 0 ms and of 200 ms, 30 trials each: the tool runs once in every trial and the run completes.
 * A claimer killed (SIGKILL) before running the tool blocks the call for ``claim_ttl`` only: a
   wake-up within it yields, the next wake-up after it runs the tool.
-* Crash recovery: an agent process is SIGKILLed mid-stream; a recovery worker adopts the run; a JS
-  client's (``@ably/ai-transport@0.8.0``) view then shows no ``in_progress`` item and the run ended.
+* Crash recovery: an agent process holding a ``signing_key`` is SIGKILLed mid-stream; a recovery
+  worker with the same key adopts the run: no tamper report (the dead agent's half stream verifies,
+  the close is signed), every agent message in history verifies, and a JS client's
+  (``@ably/ai-transport@0.8.0``) view shows no ``in_progress`` item and the run ended (the tags on
+  every stream wire change nothing for it).
 """
 
 from __future__ import annotations
@@ -26,11 +29,13 @@ from support_sessions import approve_call, user_message, wait_status
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import ably_realtime, connect_info
 from ai_transport.sessions.client import ClientSession
+from ai_transport.sessions.signing import verify_output
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(180)]
 
 WORKER = Path(__file__).resolve().parent / "durable_worker.py"
 CLAIM_TTL = 3.0
+SIGNING_KEY = "fleet-signing-key-0123456789abcd"
 
 
 class Proc:
@@ -166,7 +171,9 @@ async def test_sigkill_mid_stream_recovery_worker_adopts_and_js_client_sees_it_f
     )
     try:
         sent = await asyncio.to_thread(node.call, "session", "clientSend", id=jsc["id"], text="Tell me the weather")
-        doomed.send({"op": "stream_and_hang", "channel": name, "invocation": sent["invocation"]})
+        doomed.send(
+            {"op": "stream_and_hang", "channel": name, "invocation": sent["invocation"], "signing_key": SIGNING_KEY}
+        )
         streaming = await asyncio.to_thread(doomed.read)
         assert streaming["streaming"]
         doomed.kill()  # SIGKILL mid-stream: the stream and its step stay open on the channel
@@ -179,9 +186,10 @@ async def test_sigkill_mid_stream_recovery_worker_adopts_and_js_client_sees_it_f
                 "invocation": sent["invocation"],
                 "run_id": streaming["run_id"],
                 "invocation_id": streaming["invocation_id"],
+                "signing_key": SIGNING_KEY,
             }
         )
-        assert adopted["run_id"] == streaming["run_id"]
+        assert adopted["run_id"] == streaming["run_id"] and adopted["tampered"] == 0
         await asyncio.to_thread(
             node.call, "session", "clientWait", id=jsc["id"], runId=streaming["run_id"], status="complete"
         )
@@ -197,6 +205,16 @@ async def test_sigkill_mid_stream_recovery_worker_adopts_and_js_client_sees_it_f
         assert texts[-1] == "Recovered answer."
         steps = after["runs"][0]["steps"]
         assert [(s["stepId"], s["status"], s["attemptCount"]) for s in steps] == [(adopted["step_id"], "complete", 2)]
+        realtime = ably_realtime(emulator_thread.url, client_id="auditor")
+        channel = AblyChannel(name, realtime)
+        try:
+            page = await channel.history(limit=1000, direction="forwards")
+            outputs = [m for m in page.items if m.get("name") == "ai-output"]
+            statuses = [m["extras"]["ai"]["transport"].get("status") for m in outputs]
+            assert "cancelled" in statuses and all(verify_output(SIGNING_KEY.encode(), m) for m in outputs)
+        finally:
+            await channel.close()
+            await realtime.close()
     finally:
         doomed.stop()
         await asyncio.to_thread(node.call, "session", "clientClose", id=jsc["id"])

@@ -37,6 +37,7 @@ from ai_transport.emulator.client import client_options, connect_info
 from ai_transport.errors import AITransportError
 from ai_transport.sessions.agent import AgentSession, gate_calls
 from ai_transport.sessions.client import ClientSession
+from ai_transport.sessions.signing import verify_output
 
 __all__ = ["emulator_thread"]  # the fixture
 
@@ -210,7 +211,9 @@ async def test_a_js_client_sees_a_signed_run_as_the_python_client_does(emulator_
         await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="complete")
         await wait_status(observer.view, run.run_id, "complete")
         outputs = [m for m in await history(observer_ch) if m.get("name") == "ai-output"]
-        assert outputs and all("x-ait-sig" in m["extras"]["ai"]["transport"] for m in outputs)
+        assert outputs and all(verify_output(KEY, m) for m in outputs)
+        tags = {m["extras"]["ai"]["transport"]["x-ait-sig"][:3] for m in outputs}
+        assert tags == {"v1.", "v2."}  # discrete messages, streams (every wire tagged: JS ignores it)
         expected = as_dicts(observer.view.get_messages())
         assert [m["message"]["role"] for m in expected] == ["user", "assistant", "assistant", "assistant"]
         assert (await js(node, "clientMessages", id=jsc["id"]))["messages"] == expected
