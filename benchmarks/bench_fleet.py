@@ -1,7 +1,7 @@
 """Fleet-scale publishing: many concurrent streams through one connection under Ably's limits.
 
 Run: ``python benchmarks/bench_fleet.py [--streams 1 10 50] [--seconds 3] [--rate 150]
-[--skip-js] [--in-process-only [--repeat N]]``. Not a test. Prints:
+[--skip-js] [--in-process-only [--repeat N]] [--signing-key KEY]``. Not a test. Prints:
 
 * for each stream count, through one ``AblyChannel`` (its default publish budget) on the emulator
   with Ably's limits on (``RateLimits()``: 50/s per connection and channel, appendRollupWindow 40):
@@ -14,7 +14,9 @@ Run: ``python benchmarks/bench_fleet.py [--streams 1 10 50] [--seconds 3] [--rat
   best, so a delta can wait that long (``floor ms``; Ably's own 50/s per channel makes it N/50 s
   for any client: 200 ms at 10 streams, 1 s at 50);
 * the in-process path: an AgentSession piping a long text answer on an in-process channel, CPU us
-  per model delta (the whole process: encoder, channel, the agent's own echo);
+  per model delta (the whole process: encoder, channel, the agent's own echo); with
+  ``--signing-key`` also with ``AgentSession(signing_key=KEY)`` (every stream wire tagged, the
+  echo's text hashed by the recovery ledger) beside it;
 * the encoder shell vs the JS encoder, and the readers at 1M items vs JS (``bench_codec_encoder.py``
   and ``bench_readers.py``, run as they are; ``--skip-js`` leaves them out).
 """
@@ -202,7 +204,7 @@ async def fleet_run(emu: EmulatorThread, streams: int, seconds: float, rate: flo
     }
 
 
-async def in_process_cpu_per_delta(n_deltas: int) -> float:
+async def in_process_cpu_per_delta(n_deltas: int, signing_key: str | None = None) -> float:
     from support_sessions import text_delta, text_opening, user_message
 
     from ai_transport.sessions.agent import AgentSession
@@ -211,7 +213,7 @@ async def in_process_cpu_per_delta(n_deltas: int) -> float:
     hub = InProcessHub()
     client = ClientSession(hub.client("alice").channel("chat"))
     await client.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
+    agent = AgentSession(hub.client("agent").channel("chat"), signing_key=signing_key)
     await agent.connect()
     sent = await client.view.send(user_message("Go"))
     await client.close()  # only the agent's side is measured
@@ -245,6 +247,20 @@ def run_script(script: str, *args: str) -> str:
     return (out.stdout + out.stderr).strip()
 
 
+def in_process_rows(n_deltas: int, repeat: int, signing_key: str | None) -> None:
+    """Agent CPU per delta without a key (and with ``signing_key``), runs interleaved."""
+    keys: list[str | None] = [None] if signing_key is None else [None, signing_key]
+    runs: dict[str | None, list[float]] = {k: [] for k in keys}
+    for _ in range(repeat):
+        for key in keys:
+            runs[key].append(asyncio.run(in_process_cpu_per_delta(n_deltas, key)))
+    for key in keys:
+        us = runs[key]
+        label = "agent CPU per model delta" + (", signing_key" if key else "")
+        print(f"{label}: {' '.join(f'{u:.1f}' for u in us)} us "
+              f"(min {min(us):.1f}, median {statistics.median(us):.1f}; {n_deltas} deltas)")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--streams", type=int, nargs="+", default=[1, 10, 50])
@@ -255,13 +271,13 @@ def main() -> None:
     ap.add_argument("--in-process-only", action="store_true",
                     help="run only the in-process path (agent CPU per delta)")
     ap.add_argument("--repeat", type=int, default=1, help="in-process runs (figures of each)")
+    ap.add_argument("--signing-key", default=None,
+                    help="also measure the in-process path with AgentSession(signing_key=KEY)")
     args = ap.parse_args()
 
     if args.in_process_only:
         print("== in-process path (AgentSession on InProcessHub) ==")
-        runs = [asyncio.run(in_process_cpu_per_delta(args.in_process_deltas)) for _ in range(args.repeat)]
-        print(f"agent CPU per model delta: {' '.join(f'{u:.1f}' for u in runs)} us "
-              f"(min {min(runs):.1f}, median {statistics.median(runs):.1f}; {args.in_process_deltas} deltas)")
+        in_process_rows(args.in_process_deltas, args.repeat, args.signing_key)
         return
 
     print("== through one AblyChannel on the emulator, Ably's limits on (RateLimits()) ==")
@@ -276,8 +292,7 @@ def main() -> None:
                   f"{r['cpu_us']:>12.1f} {r['p50']:>7.1f} {r['p99']:>7.1f} {1000 * n / r['budget']:>8.0f}")
 
     print("\n== in-process path (AgentSession on InProcessHub) ==")
-    us = asyncio.run(in_process_cpu_per_delta(args.in_process_deltas))
-    print(f"agent CPU per model delta: {us:.1f} us ({args.in_process_deltas} deltas)")
+    in_process_rows(args.in_process_deltas, args.repeat, args.signing_key)
 
     if not args.skip_js:
         print("\n== encoder shell vs JS (bench_codec_encoder.py) ==")

@@ -17,6 +17,11 @@ else:
 A step left open by the dead worker is closed ``failed`` too (``ai-step-end`` for its attempt), and the
 next :meth:`~ai_transport.sessions.agent_run.AgentRun.create_step` re-attempts it (0.8.0's rule).
 
+With a signing key (:mod:`.signing`) the ledger also keeps a running hash of each open stream's
+text (a create or an aggregate sets it, an append's fragment extends it), and the ``cancelled`` close
+is tagged over that text only when the last wire's ``v2.`` tag vouches for it (the text is the dead
+agent's own); otherwise it goes out unsigned and the stream stays reported (never laundered).
+
 How long a client waits: a client cannot tell a dead worker from a slow one by itself; it sees the
 message finish (``cancelled``) as soon as the next worker takes the run over, i.e. after your
 wake-up policy's delay (an HTTP retry, a Temporal activity's heartbeat/start-to-close timeout plus

@@ -2,23 +2,41 @@
 
 History returns one aggregate per message, so an append someone else made to the agent's stream is
 merged into the text and, when the agent appended after it, not even visible in
-``version.clientId``. With ``AgentSession(..., signing_key=...)`` the agent tags every message it
-finishes — the closing append of a stream (``complete`` or ``cancelled``) and every discrete output —
-with a keyed digest (HMAC-SHA256) of the content history will return for it: the name, the whole
-data, and both header tiers (minus the tag itself). The tag rides the transport header
-:data:`SIGNATURE_HEADER`, which ``@ably/ai-transport@0.8.0`` ignores: its decoder and tree read
-transport headers by name only (``src/core/codec/decoder.ts`` reads ``stream`` / ``status`` /
-``stream-id``, ``src/core/codec/define-codec.ts`` ``run-id``, ``src/core/transport/tree.ts`` the
-lifecycle ids), and the codec tier is read field by field from the codec's own descriptors; an
-unknown key is only ever copied along. ``tests/test_session_emulator.py`` shows a JS client's view
-of a signed run equal to the Python client's.
+``version.clientId``. With ``AgentSession(..., signing_key=...)`` the agent tags every ``ai-output``
+wire it publishes with a keyed digest (HMAC-SHA256) of the content history will return for that
+message *at that point*, so any aggregate of it verifies whether or not the agent lived to finish it:
+
+* a stream's create and each of its appends (the closing one included): ``v2.`` over the name, the
+  SHA-256 of the text so far (a running hash per stream; the aggregate's data is hashed once to
+  verify) and both header tiers of the wire (minus the tag itself; Ably replaces ``extras`` wholesale
+  on append, so the aggregate holds the last wire's). A rogue append, an edited text or a changed
+  header leaves no valid tag for what the aggregate then holds;
+* a discrete message: ``v1.`` over the name, the whole data and both tiers (v1 tags of streams
+  closed by an older agent still verify);
+* an encoder recovery update (a failed append finished with one ``update_message`` of the whole
+  text; 0.8.0's ``on_ably_message`` hook is not called for it): ``v2.`` over that text.
+
+Crash recovery (:mod:`.recovery`): the worker that adopts a run closes each stream the dead worker
+left open with a ``cancelled`` closing append, tagged only when the stream's text as the adopting
+agent folded it (from history, or live: a running hash of the fragments) is vouched for by the last
+wire's tag, i.e. is the dead agent's own. A stream someone else wrote into stays reported: the close
+is unsigned, or signed over a text the aggregate no longer matches.
+
+The tag rides the transport header :data:`SIGNATURE_HEADER`, which ``@ably/ai-transport@0.8.0``
+ignores: its decoder and tree read transport headers by name only (``src/core/codec/decoder.ts``
+reads ``stream`` / ``status`` / ``stream-id``, ``src/core/codec/define-codec.ts`` ``run-id``,
+``src/core/transport/tree.ts`` the lifecycle ids), and the codec tier is read field by field from the
+codec's own descriptors; an unknown key is only ever copied along. ``tests/test_security_e2e.py``
+shows a JS client's view of a signed run equal to the Python client's, and
+``tests/test_durable_fleet.py`` a signed worker killed mid-stream adopted without a tamper report.
 
 A resuming agent verifies every ``ai-output`` it folds from history; one that fails (or carries no
 tag: a tag can be stripped by whoever rewrote the extras) is not folded and is reported
 (``AgentSession.tampered``), and the run's model input / owed calls raise
-:data:`~ai_transport.errors.ErrorCode.TAMPERED_OUTPUT` naming it. Not covered: streams the agent
-never finished (crashed mid-stream) and encoder recovery updates carry no tag, so they are reported
-too; the key is symmetric (clients cannot verify, only agents holding the key).
+:data:`~ai_transport.errors.ErrorCode.TAMPERED_OUTPUT` naming it. Not covered: live wires are
+admitted by identity (a trusted agent's clientId), not by tag; a stream left with an append that
+failed (not yet recovered) when its worker died is reported; the key is symmetric (clients cannot
+verify, only agents holding the key).
 """
 
 from __future__ import annotations
@@ -67,18 +85,10 @@ def _mac(key: bytes, payload: str, version: str) -> str:
     return version + base64.urlsafe_b64encode(mac).decode().rstrip("=")
 
 
-def _tiers_json(extras: Any) -> str:
-    """``transport,codec`` of the canonical form: the transport tier without the tag."""
+def _tiers(extras: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Both header tiers of the canonical form: the transport tier without the tag."""
     transport = {k: v for k, v in transport_headers(extras).items() if k != SIGNATURE_HEADER}
-    return _canonical(transport) + "," + _canonical(dict(codec_headers(extras)))
-
-
-def _v2(key: bytes, name_json: str, sha256_hex: str, tiers_json: str) -> str:
-    # the canonical JSON of [name, {"sha256": hex}, transport, codec], built from cached parts
-    return _mac(key, f'[{name_json},{{"sha256":"{sha256_hex}"}},{tiers_json}]', _V2)
-
-
-_NAME_JSON: Final = _canonical(NAME_OUTPUT)
+    return transport, dict(codec_headers(extras))
 
 
 def text_sha256(text: str) -> str:
@@ -89,15 +99,17 @@ def text_sha256(text: str) -> str:
 def content_digest(key: bytes, name: Any, data: Any, extras: Any) -> str:
     """``v1.`` + base64url(HMAC-SHA256(key, canonical JSON of [name, data, transport, codec])), the
     transport tier without :data:`SIGNATURE_HEADER` (the tag of a discrete message)."""
-    transport = {k: v for k, v in transport_headers(extras).items() if k != SIGNATURE_HEADER}
-    return _mac(key, _canonical([name, _data_form(data), transport, dict(codec_headers(extras))]), "v1.")
+    transport, codec = _tiers(extras)
+    return _mac(key, _canonical([name, _data_form(data), transport, codec]), "v1.")
 
 
 def stream_digest(key: bytes, name: Any, sha256_hex: str, extras: Any) -> str:
-    """``v2.`` + base64url(HMAC-SHA256(key, canonical JSON of [name, {"sha256": sha256_hex},
-    transport, codec])): the tag of a stream message whose text so far hashes to ``sha256_hex``
-    (:func:`text_sha256`), the transport tier without :data:`SIGNATURE_HEADER`."""
-    return _v2(key, _canonical(name), sha256_hex, _tiers_json(extras))
+    """``v2.`` + base64url(HMAC-SHA256(key, canonical JSON of [name, transport, codec, {"sha256":
+    sha256_hex}])): the tag of a stream message whose text so far hashes to ``sha256_hex``
+    (:func:`text_sha256`), the transport tier without :data:`SIGNATURE_HEADER`. (The text's hash
+    comes last so a signer can absorb the constant part of a stream's wires once.)"""
+    transport, codec = _tiers(extras)
+    return _mac(key, _canonical([name, transport, codec, {"sha256": sha256_hex}]), _V2)
 
 
 def verify_output(key: bytes, message: Mapping[str, Any]) -> bool:
@@ -119,16 +131,22 @@ def verify_output(key: bytes, message: Mapping[str, Any]) -> bool:
     return hmac.compare_digest(expected, tag)
 
 
-class _Running:
-    """A stream being signed: the hash of its text so far and its last tiers (canonical form cached)."""
+_IPAD: Final = bytes(b ^ 0x36 for b in range(256))
+_OPAD: Final = bytes(b ^ 0x5C for b in range(256))
+_NAME_PREFIX: Final = "[" + _canonical(NAME_OUTPUT) + ","
 
-    __slots__ = ("codec", "sha", "tiers", "transport")
+
+class _Running:
+    """A stream being signed: the hash of its text so far, its last tiers, and the HMAC's inner hash
+    with the constant part of the canonical form (everything before the text's hash) absorbed."""
+
+    __slots__ = ("codec", "inner", "sha", "transport")
 
     def __init__(self, text: str) -> None:
         self.sha = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
         self.transport: dict[str, Any] | None = None
         self.codec: dict[str, Any] | None = None
-        self.tiers = ""
+        self.inner: Any = None
 
 
 class OutputSigner:
@@ -142,6 +160,9 @@ class OutputSigner:
 
     def __init__(self, key: bytes) -> None:
         self._key = key
+        padded = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+        self._inner = hashlib.sha256(padded.translate(_IPAD))  # HMAC (RFC 2104) with the pads absorbed
+        self._outer = hashlib.sha256(padded.translate(_OPAD))
         self._streams: dict[str, _Running] = {}
         self._created: dict[Any, str] = {}  # stream-id -> a create's text, when not empty
 
@@ -149,8 +170,14 @@ class OutputSigner:
         codec = codec_headers(extras)
         if transport != state.transport or codec != state.codec:
             state.transport, state.codec = dict(transport), dict(codec)
-            state.tiers = _tiers_json(extras)
-        return _v2(self._key, _NAME_JSON, state.sha.hexdigest(), state.tiers)
+            tiers = _canonical(list(_tiers(extras)))[1:-1]
+            state.inner = self._inner.copy()
+            state.inner.update(f'{_NAME_PREFIX}{tiers},{{"sha256":"'.encode("utf-8", "surrogatepass"))
+        inner = state.inner.copy()
+        inner.update(state.sha.hexdigest().encode() + b'"}]')
+        outer = self._outer.copy()
+        outer.update(inner.digest())
+        return _V2 + base64.urlsafe_b64encode(outer.digest()).decode().rstrip("=")
 
     def on_message(self, message: dict[str, Any]) -> None:
         """Tag ``message`` in place (see the class docstring)."""
