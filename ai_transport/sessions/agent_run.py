@@ -80,13 +80,10 @@ class _RecordingWriter:
         return version
 
     async def update_message(self, message: Any) -> Any:  # the encoder's recovery of a failed stream
-        signer = self._run.session.integrity.signer
-        if signer is not None:  # the encoder hook is not called for recovery (as 0.8.0)
-            signer.on_update(message)
+        self._run.session.integrity.sign_update(message)  # the encoder hook is not called for it (0.8.0)
         version = await self._channel.update_message(message)
         self._run._note(version)
         return version
-
 
 
 class AgentRun(DurableRun, BaseRun, AgentConversation):

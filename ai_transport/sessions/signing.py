@@ -234,6 +234,11 @@ class HistoryIntegrity:
         self.tampered: list[Mapping[str, Any]] = []
         self._reasons: list[str] = []
 
+    def sign_update(self, message: dict[str, Any]) -> None:
+        """Tag an encoder recovery update of this agent's stream (nothing without a key)."""
+        if self.signer is not None:
+            self.signer.on_update(message)
+
     def record(self, message: Mapping[str, Any], reason: str) -> None:
         """Keep a tampered message (and why) for the runs to report."""
         self.tampered.append(message)
