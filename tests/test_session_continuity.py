@@ -376,9 +376,10 @@ ANSWER = build_response_events(
 )
 
 
-async def lose_mid_stream(loss_at: int, gap: int, held: int) -> None:
+async def lose_mid_stream(loss_at: int, gap: int, held: int, again: bool) -> None:
     """A reply streams while the client loses continuity before event ``loss_at``, re-attaches
-    ``gap`` events later and its refold stays held for ``held`` more events (clamped to the end)."""
+    ``gap`` events later and its refold stays held for ``held`` more events (clamped to the end);
+    ``again``: a second loss halfway through the hold."""
     hub, client, agent = await open_session()
     await exchange(client, agent, "Weather in Paris?")
     gate = HistoryGate(client.channel)
@@ -387,7 +388,7 @@ async def lose_mid_stream(loss_at: int, gap: int, held: int) -> None:
     sent = await client.view.send(user_message("And tomorrow?"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
-    done = {"lost": False, "back": False}
+    done = {"lost": False, "back": False, "again": False}
 
     async def step(i: int) -> None:
         if i >= loss_at and not done["lost"]:
@@ -396,6 +397,10 @@ async def lose_mid_stream(loss_at: int, gap: int, held: int) -> None:
             client.channel.interrupt()
         if i >= loss_at + gap and done["lost"] and not done["back"]:
             done["back"] = True
+            await client.channel.reattach()
+        if again and i >= loss_at + gap + held // 2 and done["back"] and not done["again"]:
+            done["again"] = True
+            client.channel.interrupt()
             await client.channel.reattach()
         if i >= loss_at + gap + held and done["back"]:
             gate.open()
@@ -409,7 +414,8 @@ async def lose_mid_stream(loss_at: int, gap: int, held: int) -> None:
     await run.pipe(source())
     await run.end("complete")
     await step(10**6)
-    await eventually(lambda: client.continuity_losses == 1)  # state changes arrive with messages
+    losses = 2 if again else 1
+    await eventually(lambda: client.continuity_losses == losses)  # state changes arrive with messages
     await client.rebuilt()
     await wait_status(client.view, run.run_id, "complete")
     assert picture(client.view) == await fresh_picture(hub)
@@ -418,14 +424,15 @@ async def lose_mid_stream(loss_at: int, gap: int, held: int) -> None:
     await agent.end()
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=30, deadline=None)
 @given(
     loss_at=st.integers(0, len(ANSWER)),
     gap=st.integers(0, len(ANSWER)),
     held=st.integers(0, len(ANSWER)),
+    again=st.booleans(),
 )
-def test_any_point_of_loss_rebuilds_to_a_fresh_sessions_view(loss_at: int, gap: int, held: int) -> None:
-    asyncio.run(lose_mid_stream(loss_at, gap, held))
+def test_any_point_of_loss_rebuilds_to_a_fresh_sessions_view(loss_at: int, gap: int, held: int, again: bool) -> None:
+    asyncio.run(lose_mid_stream(loss_at, gap, held, again))
 
 
 async def test_load_older_during_the_refold_waits_for_it_then_pages_on() -> None:

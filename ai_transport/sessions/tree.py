@@ -122,8 +122,9 @@ class Tree(LifecycleFold, TreeOwnership):
         versions keep increasing, ``replaced`` is emitted (views then update once)."""
         version = max(self.version, shadow.version) + 1
         status_version = max(self.status_version, shadow.status_version) + 1
-        emitter = self.emitter
-        vars(self).update(vars(shadow))
+        emitter, state = self.emitter, vars(self)
+        state.clear()
+        state.update(vars(shadow))
         self.emitter, self.version, self.status_version = emitter, version, status_version
         self._visible_cache = self._children_cache = None
         self.emitter.emit("replaced")
