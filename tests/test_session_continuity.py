@@ -473,3 +473,31 @@ async def test_closing_during_the_refold_ends_it() -> None:
     assert as_dicts(client.view.get_messages()) == before and client._shadow is None
     gate.open()
     await agent.end()
+
+
+async def test_a_run_woken_during_the_refold_finds_its_trigger_in_it() -> None:
+    hub, client, agent = await open_session()
+    for city in ("Paris", "Lyon", "Nice"):
+        await exchange(client, agent, f"Weather in {city}?")
+    worker = AgentSession(hub.client("agent").channel("chat"), history_page_size=4)
+    await worker.connect()
+    gate = HistoryGate(worker.channel)
+    gap: list[Any] = []
+
+    async def ask() -> None:
+        gap.append(await client.view.send(user_message("And in Brest?")))
+
+    await lose_continuity(worker, gate, ask)
+    run = await worker.create_run(gap[0].invocation.to_json())
+    starting = asyncio.ensure_future(run.start())
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert not starting.done()
+    gate.open()
+    await starting
+    # the trigger came with the refold's one page: no further history was read to find it
+    assert worker.hydrator.pages_folded == 1 and run.input_codec_message_id == gap[0].input_codec_message_id
+    await run.end("complete")
+    await worker.close()
+    await client.close()
+    await agent.end()

@@ -4,8 +4,8 @@ On a loss (see :class:`~.session.SessionCore`) the session folds history into a 
 fresh tree with its own decoder (:class:`~.tree.WireApplier`) and its own history cursor
 (:meth:`~.view.HistoryHydrator.spawn`); an agent adds fresh claim and open-stream ledgers. Meanwhile
 every view, run and reader keeps reading the state as it was at the loss: the refold emits no view
-event, and the session's own hydrator is paused (a ``load_older`` waits for the refold, then goes on
-from the refold's cursor).
+event (only a run locating its trigger hears of the wires it folds), and the session's own hydrator
+is paused (a ``load_older`` waits for the refold, then goes on from the refold's cursor).
 
 When the fold is done, the session commits it in one step: the live objects *adopt* the shadow's
 state (:meth:`~.tree.Tree.adopt`, :meth:`~.view.HistoryHydrator.adopt`, :func:`adopt_state`) rather
@@ -50,6 +50,8 @@ class Shadow:
         self.applier = WireApplier(self.tree, codec.create_decoder())
         #: Reads history from the newest page (up to the new attach point).
         self.hydrator = hydrator.spawn(self.applier)
+        # a run locating its trigger listens on the live tree: tell it what the refold finds
+        self.tree.on("ably-message", lambda message: hydrator.announce(tree, message))
 
 
 def adopt_state(target: Any, source: Any) -> None:

@@ -109,6 +109,15 @@ class HistoryHydrator:
         if resumed is not None:
             resumed.set()
 
+    def announce(self, tree: Tree, message: Mapping[str, Any]) -> None:
+        """Emit ``ably-message`` for a wire a refold folded into its shadow tree, on ``tree``, as
+        for a history wire: views ignore it, a run looking up its trigger sees it at once."""
+        folding, self._folding = self._folding, True
+        try:
+            tree.emitter.emit("ably-message", message)
+        finally:
+            self._folding = folding
+
     def prefer_page_size(self, page_size: int) -> None:
         """Request ``page_size`` messages per history page, if no page was requested yet.
 
