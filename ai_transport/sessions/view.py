@@ -203,6 +203,7 @@ class HistoryHydrator:
                     self._page is None or (self._first_yielded and not self._page.has_next())
                 ):
                     self._exhausted = True
+                await asyncio.sleep(0)  # one loop turn per page: a long fold never starves readers
         return self._exhausted
 
 
