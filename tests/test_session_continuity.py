@@ -125,6 +125,8 @@ class HistoryGate:
         #: Set when a read is waiting at the closed gate.
         self.waiting = asyncio.Event()
         self.fail = False
+        #: Outcomes of the next reads (True: served, False: raises), before ``fail`` applies.
+        self.plan: list[bool] = []
         channel.history = self.history
 
     def close(self) -> None:
@@ -138,7 +140,7 @@ class HistoryGate:
         if not self._open.is_set():
             self.waiting.set()
             await self._open.wait()
-        if self.fail:
+        if (self.plan.pop(0) is False) if self.plan else self.fail:
             raise ConnectionError("history unreachable")
 
     async def history(self, **kw: Any) -> Any:
@@ -499,5 +501,30 @@ async def test_a_run_woken_during_the_refold_finds_its_trigger_in_it() -> None:
     assert worker.hydrator.pages_folded == 1 and run.input_codec_message_id == gap[0].input_codec_message_id
     await run.end("complete")
     await worker.close()
+    await client.close()
+    await agent.end()
+
+
+async def test_a_page_in_flight_at_the_loss_is_read_again_when_the_refold_fails() -> None:
+    hub, client, agent = await open_session()
+    for city in ("Paris", "Lyon"):
+        await exchange(client, agent, f"Weather in {city}?")
+    reader = ClientSession(hub.client("reader").channel("chat"), history_page_size=4, history_backoff=0.001)
+    await reader.connect()
+    errors: list[Any] = []
+    reader.on("error", errors.append)
+    gate = HistoryGate(reader.channel)
+    gate.close()
+    loading = asyncio.ensure_future(reader.view.load_older(2))  # its first page waits at the gate
+    await gate.waiting.wait()
+    await lose_continuity(reader, gate, lambda: exchange(client, agent, "And in Brest?"))
+    gate.plan = [True, False, False, False, False]  # the stale page is served, the refold's reads fail
+    gate.open()
+    await reader.rebuilt()
+    assert [e.code for e in errors] == [104006, 104011]
+    revealed = await loading  # read again, from the new attach: the gap's exchange included
+    everything = (await fresh_picture(hub))[0]
+    assert as_dicts(revealed) == everything[-2:] and reader.view.has_older()
+    await reader.close()
     await client.close()
     await agent.end()

@@ -94,6 +94,8 @@ class HistoryHydrator:
         """Hold every fold (a refold is reading history into a shadow tree): a page in flight is
         dropped, :meth:`fold_until` waits for :meth:`resume`; :meth:`has_next` keeps answering."""
         self._generation += 1
+        if self._started and self._page is None and not self._exhausted:
+            self._started = False  # the first page was in flight: read it again (of the new attach)
         if self._resumed is None:
             self._resumed = asyncio.Event()
 
