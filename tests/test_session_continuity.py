@@ -528,3 +528,33 @@ async def test_a_page_in_flight_at_the_loss_is_read_again_when_the_refold_fails(
     await reader.close()
     await client.close()
     await agent.end()
+
+
+async def test_own_send_during_a_refold_survives_a_second_loss() -> None:
+    _hub, client, agent = await open_session()
+    await exchange(client, agent, "Weather in Paris?")
+    gate = HistoryGate(client.channel)
+    await lose_continuity(client, gate)
+    before = len(client.view.get_messages())
+    publish, published = client.channel.publish, asyncio.Event()
+
+    async def late_publish(*args: Any, **kw: Any) -> Any:
+        await published.wait()  # the publish lands after the second re-attach: its echo is live
+        return await publish(*args, **kw)
+
+    client.channel.publish = late_publish
+    sending = asyncio.ensure_future(client.view.send(user_message("Still there?")))
+    for _ in range(3):
+        await asyncio.sleep(0)
+    assert len(client.view.get_messages()) == before + 1  # optimistic, at once
+    await lose_continuity(client, gate)  # the refold restarts: the send is carried over
+    published.set()
+    await sending
+    counts: list[int] = []
+    client.view.on("update", lambda: counts.append(len(client.view.get_messages())))
+    gate.open()
+    await client.rebuilt()
+    assert counts[0] == before + 1  # the swap's update, before the held echo is folded
+    assert len(client.view.get_messages()) == before + 1
+    await client.close()
+    await agent.end()

@@ -48,6 +48,8 @@ class Shadow:
         self.tree.on("refused", on_refused)
         #: Folds into :attr:`tree` with a fresh decoder.
         self.applier = WireApplier(self.tree, codec.create_decoder())
+        #: Local changes applied to :attr:`tree` too (replayed if a second loss restarts the refold).
+        self.local: list[Callable[[Tree], Any]] = []
         #: Reads history from the newest page (up to the new attach point).
         self.hydrator = hydrator.spawn(self.applier)
         # a run locating its trigger listens on the live tree: tell it what the refold finds

@@ -216,6 +216,7 @@ class SessionCore:
         change(self.tree)
         if self._shadow is not None:
             change(self._shadow.tree)
+            self._shadow.local.append(change)
 
     def _apply_local_lifecycle(self, event: RunLifecycleEvent) -> None:
         """:meth:`_apply_local` of a run lifecycle event (an agent run's own start)."""
@@ -236,7 +237,11 @@ class SessionCore:
         # the session's hydrator is paused during a refold: its count is still the pre-loss one
         pages = max(1, self.hydrator.pages_folded)
         self.hydrator.pause()
-        self._shadow = shadow = Shadow(self.codec, self.tree, self.hydrator, self._skip)
+        previous, self._shadow = self._shadow, Shadow(self.codec, self.tree, self.hydrator, self._skip)
+        shadow = self._shadow
+        for local in previous.local if previous is not None else ():
+            local(shadow.tree)  # a local change made during the refold this one restarts
+            shadow.local.append(local)
         self._applier = shadow.applier
         self._shadow_begin()
         if self._holding is None:
