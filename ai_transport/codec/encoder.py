@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
+import types
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
@@ -177,7 +178,7 @@ class Encoder:
         except Exception as exc:
             batch.settle(stream_id, exc)
             return
-        if asyncio.isfuture(result):
+        if result.__class__ is not _COROUTINE and asyncio.isfuture(result):
             # Fast path: a writer may return a Future (no task needed).
             batch.tasks.add(result)
             result.add_done_callback(
@@ -313,3 +314,5 @@ class _AppendBatch:
 
 
 _EAGER = sys.version_info >= (3, 12)
+#: A coroutine's type: a writer's coroutine is told apart from a Future without asyncio.isfuture.
+_COROUTINE = types.CoroutineType

@@ -92,7 +92,7 @@ class ItemIdNormaliser:
         if not isinstance(index, int) or isinstance(index, bool):
             return event
         item = event.get("item")
-        if isinstance(item, MAPPING) and "item_id" not in event:
+        if item is not None and isinstance(item, MAPPING) and "item_id" not in event:
             current = item.get("id")
             if current is None:
                 return event

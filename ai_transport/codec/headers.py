@@ -277,6 +277,8 @@ def js_to_string(v: Any) -> str:
     objects ``"[object Object]"``."""
     if type(v) is str:
         return v
+    if type(v) is int:  # an index (bool is not an int here)
+        return str(v)
     if v is MISSING:
         return "undefined"
     if v is None:
