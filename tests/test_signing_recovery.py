@@ -10,7 +10,8 @@
   and the run continues without a tamper report. A rogue append mid-stream (hidden behind a later
   append under the agent's identity, or refused live) is not laundered by that close: the message
   still fails, and the conversation still reports 104090.
-* An encoder recovery update (a failed append, the whole text in one ``update_message``) is tagged.
+* An encoder recovery update (a failed append, the whole text in one ``update_message``) is tagged,
+  and the agent's own live check accepts it (the appends after the lost one wait for it).
 
 The worker-process version (SIGKILL, real ``ably`` SDK, a JS client's view) is in
 ``tests/test_durable_fleet.py``.
@@ -238,7 +239,7 @@ async def test_adopting_worker_signs_the_close_of_the_dead_agents_own_stream_onl
     outputs = [m for m in await history(hub) if m.get("name") == "ai-output"]
     if rogue is None:
         assert stream["extras"]["ai"]["transport"]["status"] == "cancelled"
-        assert all(verify_output(KEY, m) for m in outputs) and b.tampered == []
+        assert all(verify_output(KEY, m) for m in outputs) and b.tampered == [] and b.skipped == 0
         assert [i["type"] for i in run_b.input_items()] == ["message", "message"]  # the half sentence kept
         retry = run_b.create_step()
         assert retry.step_id == dead_step
@@ -247,7 +248,7 @@ async def test_adopting_worker_signs_the_close_of_the_dead_agents_own_stream_onl
         await retry.end()
         await run_b.end("complete")
         await wait_status(client.view, run_a.run_id, "complete")
-        assert b.tampered == []
+        assert b.tampered == [] and b.skipped == 0  # its own signed close and retry passed live
     else:  # the close vouched for nothing: the stream still fails, and the conversation is reported
         assert EVIL in stream["data"] and [m for m in outputs if not verify_output(KEY, m)] == [stream]
         if adopter == "live":  # the live worker never took the refused append; one from history reports it
@@ -288,5 +289,9 @@ async def test_an_encoder_recovery_update_is_tagged(monkeypatch: pytest.MonkeyPa
     stream = text_stream(await history(hub))
     assert failed and stream["data"] == "A sentence in several deltas." and stream["action"] == "message.update"
     assert stream["extras"]["ai"]["transport"][SIGNATURE_HEADER].startswith("v2.") and verify_output(KEY, stream)
+    # live: the appends after the lost one (tagged over a text nobody received) wait, the update settles them
+    assert agent.tampered == [] and agent.skipped == 0
+    texts = [i for i in run.input_items() if i.get("type") == "message" and i.get("role") == "assistant"]
+    assert [p["text"] for i in texts for p in i["content"]] == ["A sentence in several deltas."]
     await agent.end()
     await client.close()

@@ -74,7 +74,8 @@ from .claims import CLAIM_NAME, ClaimLedger
 from .durable import page_until_located, with_agent_session
 from .hooks import validate_hooks
 from .invocation import Invocation
-from .lifecycle import EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
+from .lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
+from .live_integrity import DROP, FOLD, HOLD, LiveVerifier
 from .presence import AgentPresence
 from .recovery import OpenStreams
 from .refold import adopt_state
@@ -182,9 +183,12 @@ class AgentSession(SessionCore):
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
         #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
-        self.open_streams = OpenStreams(track_text=self.integrity.key is not None)
-        #: Where folds record claims / streams: the ledgers, or fresh twins while a refold runs.
+        self.open_streams = OpenStreams()  # with a key, the live verifier knows each stream's text
+        #: With a key: checks every live agent output wire's tag (:mod:`.live_integrity`).
+        self.live_verifier = LiveVerifier(self.integrity.key, self._skip) if self.integrity.key else None
+        #: Where folds record claims / streams / verified history: the live objects, or twins in a refold.
         self._claims_sink, self._streams_sink = self.claims, self.open_streams
+        self._verifier_sink = self.live_verifier
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook; or
@@ -201,14 +205,24 @@ class AgentSession(SessionCore):
         # readers keep the pre-loss ledgers; the refold fills fresh twins
         self.admission.clear_held()
         self._claims_sink, self._streams_sink = ClaimLedger(), self.open_streams.twin()
+        if self.live_verifier is not None:  # what the refold verifies from history replaces it
+            self._verifier_sink = self.live_verifier.twin()
 
     def _shadow_commit(self) -> None:
         adopt_state(self.claims, self._claims_sink)
         adopt_state(self.open_streams, self._streams_sink)
-        self._shadow_discard()
+        if self.live_verifier is not None and self._verifier_sink is not None:
+            adopt_state(self.live_verifier, self._verifier_sink)
+        self._reset_sinks()
 
     def _shadow_discard(self) -> None:
+        if self.live_verifier is not None:  # the gap is unknown: appends wait for a verified aggregate
+            self.live_verifier.clear()
+        self._reset_sinks()
+
+    def _reset_sinks(self) -> None:
         self._claims_sink, self._streams_sink = self.claims, self.open_streams
+        self._verifier_sink = self.live_verifier
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -221,7 +235,7 @@ class AgentSession(SessionCore):
     def _on_live(self, message: Mapping[str, Any]) -> None:
         if self._closed or not self._well_formed(message):
             return
-        self._on_wire(message, checked=True)
+        self._on_wire(message, checked=True, live=True)
         version = message.get("version")
         mark = max(
             str(message.get("serial") or ""),
@@ -263,12 +277,20 @@ class AgentSession(SessionCore):
         return self.admission.input_accepted(client_id, run)
 
     def _reject(self, message: Mapping[str, Any], why: str) -> None:
-        self.rejected.append(message)
-        self._skip(message, why)
+        if self._first_skip(message):  # once per wire for the session's life (a refold re-reads it)
+            self.rejected.append(message)
+            self._count_skip(message, why)
+
+    def _refuse_tampered(self, message: Mapping[str, Any], problem: str) -> None:
+        if self._first_skip(message):
+            self.integrity.record(message, problem)
+            self.rejected.append(message)
+            self._count_skip(message, f"tampered: {problem}")
 
     @property
     def tampered(self) -> list[Mapping[str, Any]]:
-        """Agent messages from history that failed the integrity check (see :mod:`.signing`)."""
+        """Agent messages that failed the integrity check: aggregates from history (:mod:`.signing`)
+        and, with a key, live wires (:mod:`.live_integrity`); each wire once."""
         return self.integrity.tampered
 
     def _on_history(self, message: Mapping[str, Any]) -> None:
@@ -276,12 +298,29 @@ class AgentSession(SessionCore):
             return
         problem = self.integrity.problem(message)
         if problem is not None:
-            self.integrity.record(message, problem)
-            self._reject(message, f"tampered: {problem}")
+            self._refuse_tampered(message, problem)
             return
+        verifier = self._verifier_sink
+        if (
+            verifier is not None
+            and message.get("name") == EVENT_AI_OUTPUT
+            and message.get("clientId") in self.trusted_agent_ids
+        ):
+            verifier.adopt(message)  # verified (problem() checked the tag): live appends go on from it
         self._on_wire(message, checked=True)
+        if verifier is not None and verifier is self.live_verifier:
+            self._settle(verifier)
 
-    def _on_wire(self, message: Mapping[str, Any], checked: bool = False) -> None:
+    def _settle(self, verifier: LiveVerifier) -> None:
+        """Report the pending appends the verifier found foreign; check the ones it released."""
+        if not verifier.unsettled:
+            return
+        for refused, why in verifier.take_refused():
+            self._refuse_tampered(refused, why)
+        for released in verifier.take_released():
+            self._on_wire(released, checked=True, live=True)
+
+    def _on_wire(self, message: Mapping[str, Any], checked: bool = False, live: bool = False) -> None:
         if not checked and not self._well_formed(message):
             return
         if message.get("name") == CLAIM_NAME:
@@ -294,9 +333,19 @@ class AgentSession(SessionCore):
             return
         if not verdict:
             return
+        verifier = self.live_verifier if live else None
+        if verifier is not None:
+            outcome = verifier.check(message)
+            if outcome != FOLD:
+                if outcome != HOLD and outcome != DROP:
+                    self._refuse_tampered(message, outcome)
+                self._settle(verifier)
+                return
         self._streams_sink.note(message)
         event = self._applier.apply(message)
         tree.emit_ably_message(message)
+        if verifier is not None:
+            self._settle(verifier)
         if isinstance(event, RunLifecycleEvent) and event.type == "start":
             for held in self.admission.release(event.run_id):
                 self._on_wire(held, checked=True)

@@ -168,6 +168,7 @@ async def close_dangling_streams(run: AgentRun, before: str | None = None) -> li
     serials of the streams closed."""
     closed: list[str] = []
     key = run.session.integrity.key
+    verifier = run.session.live_verifier
     for stream in run.session.open_streams.open_streams(run.run_id, before):
         transport = {k: v for k, v in stream.transport.items() if k != SIGNATURE_HEADER}
         transport["status"] = "cancelled"
@@ -175,7 +176,7 @@ async def close_dangling_streams(run: AgentRun, before: str | None = None) -> li
         if stream.codec:
             ai["codec"] = stream.codec
         if key:
-            sha = stream.signed_text_sha256(key)
+            sha = verifier.accepted_sha256(stream.serial) if verifier is not None else stream.signed_text_sha256(key)
             if sha is not None:  # the text is the dead agent's own: vouch for it as closed
                 transport[SIGNATURE_HEADER] = stream_digest(key, NAME_OUTPUT, sha, {"ai": ai})
             else:

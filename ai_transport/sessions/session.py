@@ -24,7 +24,10 @@ from .tree import Emitter, Tree, WireApplier
 from .view import HistoryHydrator
 from .wire_check import wire_problem
 
-__all__ = ["AGENT_NAMES", "MUTATIONS", "SessionCore", "is_untrusted_agent_mutation", "mutator_of"]
+__all__ = ["AGENT_NAMES", "MUTATIONS", "SKIP_MEMORY", "SessionCore", "is_untrusted_agent_mutation", "mutator_of"]
+
+#: How many skipped wires a session remembers so that a refold does not count them again.
+SKIP_MEMORY = 100_000
 
 
 def default_codec() -> Any:
@@ -44,8 +47,12 @@ class SessionCore:
     Untrusted input: every wire from the channel (live or history) is type-checked first
     (:func:`~.wire_check.wire_problem`); a malformed one, one the trust rules refuse and one the tree
     refuses (a ``codec-message-id`` another client owns) is skipped, logged as a warning and counted
-    in :attr:`skipped`; ``on("skipped", handler)`` gets ``(message, reason)`` for each. Nothing anyone
-    publishes makes a session raise.
+    in :attr:`skipped`; ``on("skipped", handler)`` gets ``(message, reason)`` for each. A wire is
+    identified by its ``serial`` and version serial and counted (and emitted, and kept in an agent's
+    ``rejected`` / ``tampered``) once for the life of the session, with the reason it was first
+    skipped for: the same wire read again from history (a refold after a loss of continuity, a
+    ``load_older`` over what was seen live) is not reported again. A new version of a message (a
+    later append or update) is a new wire. Nothing anyone publishes makes a session raise.
 
     **Continuity.** The session listens to the channel's state changes (``on_state_change``). After
     the first attach, a change that may have skipped messages (``failed``, ``suspended``,
@@ -86,6 +93,7 @@ class SessionCore:
         self._closed = False
         self._emitter = Emitter()
         self._skipped = 0
+        self._skipped_wires: dict[tuple[str, str], None] = {}
         self.tree.on("refused", self._skip)
         self._off_state: Callable[[], None] | None = None
         self._has_attached_once = False
@@ -119,10 +127,34 @@ class SessionCore:
     @property
     def skipped(self) -> int:
         """How many channel messages this session did not fold: malformed (a field of the wrong
-        type), refused by the trust rules, or refused by the tree (see the class docstring)."""
+        type), refused by the trust rules, or refused by the tree (see the class docstring). Each
+        wire counts once for the life of the session (see the class docstring)."""
         return self._skipped
 
+    def _first_skip(self, message: Any) -> bool:
+        """True the first time a wire (``serial``, version serial) is not folded; False when this
+        session already counted it (seen live and again in a refold, or in two refolds). A wire
+        without a string serial cannot be told apart and counts each time. The last
+        :data:`SKIP_MEMORY` wires are remembered."""
+        serial = message.get("serial") if isinstance(message, MAPPING) else None
+        if not isinstance(serial, str):
+            return True
+        version = message.get("version")
+        version_serial = version.get("serial") if isinstance(version, MAPPING) else None
+        key = (serial, version_serial if isinstance(version_serial, str) and version_serial else serial)
+        if key in self._skipped_wires:
+            return False
+        self._skipped_wires[key] = None
+        if len(self._skipped_wires) > SKIP_MEMORY:
+            del self._skipped_wires[next(iter(self._skipped_wires))]
+        return True
+
     def _skip(self, message: Mapping[str, Any], why: str) -> None:
+        if self._first_skip(message):
+            self._count_skip(message, why)
+
+    def _count_skip(self, message: Mapping[str, Any], why: str) -> None:
+        """Count, log and emit ``skipped`` for a wire :meth:`_first_skip` let through."""
         self._skipped += 1
         # the first 100, then every 1000th at warning level: a flood must not flood the logs too
         level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG

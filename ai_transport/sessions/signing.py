@@ -57,9 +57,12 @@ __all__ = [
     "HistoryIntegrity",
     "OutputSigner",
     "content_digest",
+    "finish_v2",
+    "hmac_pads",
     "missing_approved_calls",
     "stream_digest",
     "text_sha256",
+    "tiers_prefix",
     "verify_output",
 ]
 
@@ -136,6 +139,30 @@ _OPAD: Final = bytes(b ^ 0x5C for b in range(256))
 _NAME_PREFIX: Final = "[" + _canonical(NAME_OUTPUT) + ","
 
 
+def hmac_pads(key: bytes) -> tuple[Any, Any]:
+    """The inner and outer SHA-256 states of HMAC (RFC 2104) with ``key``'s pads absorbed."""
+    padded = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
+    return hashlib.sha256(padded.translate(_IPAD)), hashlib.sha256(padded.translate(_OPAD))
+
+
+def tiers_prefix(inner: Any, transport: Mapping[str, Any], codec: Mapping[str, Any]) -> Any:
+    """A copy of the HMAC inner state ``inner`` with everything of a ``v2.`` stream tag's canonical
+    form before the text's hash absorbed (the name and both tiers, ``transport`` without the tag)."""
+    tiers = _canonical([transport, codec])[1:-1]
+    prefixed = inner.copy()
+    prefixed.update(f'{_NAME_PREFIX}{tiers},{{"sha256":"'.encode("utf-8", "surrogatepass"))
+    return prefixed
+
+
+def finish_v2(prefixed: Any, outer: Any, sha256_hex: str) -> str:
+    """The ``v2.`` tag of a text hashing to ``sha256_hex`` from :func:`tiers_prefix`'s state."""
+    inner = prefixed.copy()
+    inner.update(sha256_hex.encode() + b'"}]')
+    mac = outer.copy()
+    mac.update(inner.digest())
+    return _V2 + base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
+
+
 class _Running:
     """A stream being signed: the hash of its text so far, its last tiers, and the HMAC's inner hash
     with the constant part of the canonical form (everything before the text's hash) absorbed."""
@@ -160,9 +187,7 @@ class OutputSigner:
 
     def __init__(self, key: bytes) -> None:
         self._key = key
-        padded = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
-        self._inner = hashlib.sha256(padded.translate(_IPAD))  # HMAC (RFC 2104) with the pads absorbed
-        self._outer = hashlib.sha256(padded.translate(_OPAD))
+        self._inner, self._outer = hmac_pads(key)
         self._streams: dict[str, _Running] = {}
         self._created: dict[Any, str] = {}  # stream-id -> a create's text, when not empty
 
@@ -170,14 +195,8 @@ class OutputSigner:
         codec = codec_headers(extras)
         if transport != state.transport or codec != state.codec:
             state.transport, state.codec = dict(transport), dict(codec)
-            tiers = _canonical(list(_tiers(extras)))[1:-1]
-            state.inner = self._inner.copy()
-            state.inner.update(f'{_NAME_PREFIX}{tiers},{{"sha256":"'.encode("utf-8", "surrogatepass"))
-        inner = state.inner.copy()
-        inner.update(state.sha.hexdigest().encode() + b'"}]')
-        outer = self._outer.copy()
-        outer.update(inner.digest())
-        return _V2 + base64.urlsafe_b64encode(outer.digest()).decode().rstrip("=")
+            state.inner = tiers_prefix(self._inner, *_tiers(extras))
+        return finish_v2(state.inner, self._outer, state.sha.hexdigest())
 
     def on_message(self, message: dict[str, Any]) -> None:
         """Tag ``message`` in place (see the class docstring)."""
