@@ -558,3 +558,48 @@ async def test_own_send_during_a_refold_survives_a_second_loss() -> None:
     assert len(client.view.get_messages()) == before + 1
     await client.close()
     await agent.end()
+
+
+async def test_a_refold_counts_nothing_twice() -> None:
+    """A wire not folded is counted (``skipped``, its ``skipped`` event, ``rejected``, ``tampered``)
+    once per (serial, version serial) for the session's life: the refolds after two losses read the
+    same rogue wires from history again and count none of them again; a new rogue wire still counts."""
+    key = b"0123456789abcdef0123456789abcdef"
+    hub, client, agent = await open_session(signing_key=key)
+    events: dict[str, list[Any]] = {"agent": [], "client": []}
+    agent.on("skipped", lambda message, why: events["agent"].append((message.get("serial"), why)))
+    client.on("skipped", lambda message, why: events["client"].append((message.get("serial"), why)))
+    worker = Worker()
+    sent = await client.view.send(user_message("Weather in Paris?"))
+    run = await worker.handle(agent, sent.invocation.to_json())
+    await wait_status(client.view, run.run_id, "suspended")
+    transport = {"role": "assistant", "run-id": run.run_id, "codec-message-id": "forged", "stream": "false"}
+    forged = {"name": "ai-output", "data": {"item": {"type": "message", "role": "assistant", "content": []}},
+              "extras": {"ai": {"transport": transport, "codec": {"kind": "output_item"}}}}
+    spoofed = hub.client("agent", connection_id="spoofed").channel("chat")  # the agent's identity, no key
+    mallory = hub.client("mallory").channel("chat")
+
+    async def publish_rogues() -> None:
+        await spoofed.publish(forged)  # tampered (no tag)
+        await mallory.publish(forged)  # rejected: not a trusted agent identity
+        await mallory.publish({"name": "ai-input", "data": "x", "extras": {"ai": {"transport": {"role": {"x": 1}}}}})
+
+    await publish_rogues()
+    await eventually(lambda: agent.skipped == 3 and client.skipped >= 1)
+    counts = (agent.skipped, len(agent.rejected), len(agent.tampered), client.skipped)
+    assert (agent.skipped, len(agent.rejected), len(agent.tampered)) == (3, 2, 1)
+    assert len(events["agent"]) == 3 and len(events["client"]) == client.skipped
+    for _ in range(2):  # two losses, two refolds of the same history
+        for session in (agent, client):
+            session.channel.interrupt()
+            await session.channel.reattach()
+        await asyncio.gather(agent.rebuilt(), client.rebuilt())
+        assert (agent.skipped, len(agent.rejected), len(agent.tampered), client.skipped) == counts
+        assert len(events["agent"]) == 3 and len(events["client"]) == client.skipped
+    assert agent.continuity_losses == 2 and client.continuity_losses == 2
+    before = client.skipped
+    await publish_rogues()  # new wires (new serials): counted
+    await eventually(lambda: agent.skipped == 6 and client.skipped > before)
+    assert (len(agent.rejected), len(agent.tampered)) == (4, 2)
+    await agent.end()
+    await client.close()
