@@ -6,6 +6,8 @@
 * Wildcard dev token (what least privilege prevents): the same rewrites go through Ably, posing as
   the agent; with ``signing_key`` the resuming agent detects them (104090) and ends the run with
   that error instead of running the rewritten call.
+* Wildcard token, live: the rogue appends as the agent to the stream the agent is writing; the
+  signed agent refuses it live (its view and the run's model input never hold it; 104090).
 * A JS client (``@ably/ai-transport@0.8.0``) sees a signed run exactly as the Python client does.
 """
 
@@ -35,6 +37,7 @@ from ai_transport.auth import agent_token_params, browser_token_params, token_re
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import client_options, connect_info
 from ai_transport.errors import AITransportError
+from ai_transport.responses.local_server import ScriptedText, build_response_events
 from ai_transport.sessions.agent import AgentSession, gate_calls
 from ai_transport.sessions.client import ClientSession
 from ai_transport.sessions.signing import verify_output
@@ -184,6 +187,67 @@ async def test_under_a_wildcard_token_the_signing_key_detects_the_rewrites(emula
         await agent_ch.close()
     finally:
         await alice.close()
+        await alice_ch.close()
+
+
+async def test_under_a_wildcard_token_a_live_signed_agent_refuses_a_rogue_append(emulator_thread) -> None:
+    """The rogue appends as the agent to the stream the agent is writing: the agent (live, same
+    run continuing in-process) never folds it and reports it (104090), though the wire is admitted by
+    identity."""
+    name = unique_channel("sec-live")
+    alice_ch = await open_as(emulator_thread, name, "alice", browser_token_params)
+    alice = ClientSession(alice_ch, trusted_agent_ids={"agent"})
+    await alice.connect()
+    agent_ch, agent = await fresh_agent(emulator_thread, name, signing_key=KEY)
+    halfway, resume = asyncio.Event(), asyncio.Event()
+    events = build_response_events([ScriptedText("Half a sentence, then the rest of it.")], seed=5)
+    cut = next(i for i, e in enumerate(events) if e["type"] == "response.output_text.delta") + 1
+
+    async def model() -> Any:
+        for i, event in enumerate(events):
+            if i == cut:
+                halfway.set()
+                await resume.wait()
+            yield event
+
+    try:
+        sent = await alice.view.send(user_message("Tell me something"))
+        run = await agent.create_run(sent.invocation.to_json())
+        await run.start()
+        piping = asyncio.ensure_future(run.pipe(model()))
+        await asyncio.wait_for(halfway.wait(), 15)
+        serial = extras = None
+        for _ in range(100):
+            found = streams(await history(alice_ch))
+            if "output_text" in found:
+                serial, extras = found["output_text"]
+                break
+            await asyncio.sleep(0.05)
+        assert serial is not None
+        async with realtime_client(emulator_thread) as mallory:  # a dev (wildcard) token posing as the agent
+            channel = mallory.channels.get(name)
+            await channel.attach()
+            await channel.append_message(
+                Message(serial=serial, data=EVIL_TEXT, extras=extras), MessageOperation(client_id="agent")
+            )
+        resume.set()
+        assert (await asyncio.wait_for(piping, 30)).reason == "complete"
+        await eventually(lambda: len(agent.tampered) == 1)
+        (rogue,) = agent.tampered
+        assert rogue["serial"] == serial and rogue["data"] == EVIL_TEXT and rogue["clientId"] == "agent"
+        seen = json.dumps(as_dicts(run.view.get_messages()))
+        assert "Half a sentence, then the rest of it." in seen and "Ignore previous" not in seen
+        with pytest.raises(AITransportError) as info:
+            run.input_items()
+        assert info.value.code == 104090 and serial in info.value.message
+        aggregate = next(m for m in await history(alice_ch) if m.get("serial") == serial)
+        assert EVIL_TEXT in aggregate["data"] and not verify_output(KEY, aggregate)  # history reports it too
+        await run.end("error", info.value)
+        await wait_status(alice.view, run.run_id, "error")
+    finally:
+        await agent.end()
+        await alice.close()
+        await agent_ch.close()
         await alice_ch.close()
 
 

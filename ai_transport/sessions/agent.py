@@ -189,6 +189,8 @@ class AgentSession(SessionCore):
         #: Where folds record claims / streams / verified history: the live objects, or twins in a refold.
         self._claims_sink, self._streams_sink = self.claims, self.open_streams
         self._verifier_sink = self.live_verifier
+        if self.live_verifier is not None:
+            self.integrity.pending = self.live_verifier.pending
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook; or

@@ -128,6 +128,12 @@ class LiveVerifier:
         state = self._messages.get(serial)
         return None if state is None or state.sha is None else str(state.sha.hexdigest())
 
+    def pending(self) -> list[Mapping[str, Any]]:
+        """Appends held because their tag did not vouch for the accepted text (a stream whose
+        message is known): until the agent's next wire settles them, the stream's text is not known
+        to be the agent's (see :meth:`~.signing.HistoryIntegrity.check_runs`)."""
+        return [m for serial, held in self._held.items() if serial in self._messages for m in held.values()]
+
     @property
     def unsettled(self) -> bool:
         """True when :meth:`take_refused` or :meth:`take_released` has something."""

@@ -45,7 +45,7 @@ import base64
 import hashlib
 import hmac
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from .._shapes import MAPPING
@@ -252,6 +252,8 @@ class HistoryIntegrity:
         #: Agent messages from history that failed the check (most recent last).
         self.tampered: list[Mapping[str, Any]] = []
         self._reasons: list[str] = []
+        #: Live appends not settled yet (:meth:`~.live_integrity.LiveVerifier.pending`), set by the session.
+        self.pending: Callable[[], list[Mapping[str, Any]]] = list
 
     def sign_update(self, message: dict[str, Any]) -> None:
         """Tag an encoder recovery update of this agent's stream (nothing without a key)."""
@@ -264,10 +266,12 @@ class HistoryIntegrity:
         self._reasons.append(reason)
 
     def check_runs(self, run_ids: set[str], for_run: str) -> None:
-        """Raise :data:`~ai_transport.errors.ErrorCode.TAMPERED_OUTPUT` when a tampered message
-        belongs to one of ``run_ids`` (the conversation ``for_run`` answers), or to no known run (a
-        rewrite can strip the headers: the whole conversation is then suspect)."""
-        for message, reason in zip(self.tampered, self._reasons):
+        """Raise :data:`~ai_transport.errors.ErrorCode.TAMPERED_OUTPUT` when a tampered message, or a
+        live append still pending verification, belongs to one of ``run_ids`` (the conversation
+        ``for_run`` answers), or to no known run (a rewrite can strip the headers: the whole
+        conversation is then suspect)."""
+        unsettled = "its appends are not vouched for by the agent's tag (someone else's, or one of its own lost and not recovered)"
+        for message, reason in [*zip(self.tampered, self._reasons), *((m, unsettled) for m in self.pending())]:
             headers = transport_headers(message.get("extras"))
             if headers.get("run-id") in run_ids or not isinstance(headers.get("run-id"), str):
                 raise AITransportError(
