@@ -125,9 +125,10 @@ class AgentSession(SessionCore):
         claim_ttl: seconds a claim on a call holds it against later claims (exactly-once
             execution, see :mod:`.claims`; default 60).
         signing_key: with a key (bytes or str), every output wire this agent publishes carries a
-            keyed digest of its content so far (:mod:`.signing`), and agent messages folded from history must
-            verify; ones that fail are kept in :attr:`tampered` and make the run's model input /
-            owed calls raise 104090 instead of reaching the model.
+            keyed digest of its content so far (:mod:`.signing`), and agent messages folded from
+            history and every live agent output wire (:mod:`.live_integrity`) must verify; ones
+            that fail are kept in :attr:`tampered` and make the run's model input / owed calls
+            raise 104090 instead of reaching the model.
     """
 
     _log = logger

@@ -17,10 +17,14 @@ else:
 A step left open by the dead worker is closed ``failed`` too (``ai-step-end`` for its attempt), and the
 next :meth:`~ai_transport.sessions.agent_run.AgentRun.create_step` re-attempts it (0.8.0's rule).
 
-With a signing key (:mod:`.signing`) the ledger also keeps a running hash of each open stream's
-text (a create or an aggregate sets it, an append's fragment extends it), and the ``cancelled`` close
-is tagged over that text only when the last wire's ``v2.`` tag vouches for it (the text is the dead
-agent's own); otherwise it goes out unsigned and the stream stays reported (never laundered).
+With a signing key (:mod:`.signing`) the ``cancelled`` close is tagged over the stream's text only
+when that text is the dead agent's own: the agent session's live verifier (:mod:`.live_integrity`)
+knows the text it accepted of each open stream (from a verified aggregate, then verified appends),
+every byte vouched for by a tag; a stream it does not know that way (its aggregate failed) is closed
+unsigned and stays reported (never laundered). Without the session, ``OpenStreams(track_text=True)``
+keeps a running hash of each open stream's text itself (a create or an aggregate sets it, an append's
+fragment extends it) and :meth:`OpenStream.signed_text_sha256` tells whether the last wire's ``v2.``
+tag vouches for it.
 
 How long a client waits: a client cannot tell a dead worker from a slow one by itself; it sees the
 message finish (``cancelled``) as soon as the next worker takes the run over, i.e. after your

@@ -33,10 +33,15 @@ shows a JS client's view of a signed run equal to the Python client's, and
 A resuming agent verifies every ``ai-output`` it folds from history; one that fails (or carries no
 tag: a tag can be stripped by whoever rewrote the extras) is not folded and is reported
 (``AgentSession.tampered``), and the run's model input / owed calls raise
-:data:`~ai_transport.errors.ErrorCode.TAMPERED_OUTPUT` naming it. Not covered: live wires are
-admitted by identity (a trusted agent's clientId), not by tag; a stream left with an append that
-failed (not yet recovered) when its worker died is reported; the key is symmetric (clients cannot
-verify, only agents holding the key).
+:data:`~ai_transport.errors.ErrorCode.TAMPERED_OUTPUT` naming it. A live agent verifies every
+``ai-output`` wire of a trusted identity too (:mod:`.live_integrity`): each append against the
+running hash of the text it accepted of that message, so a rogue append under the agent's identity
+(a wildcard or leaked token) is refused and reported the same way, and never reaches the model of a
+run continuing in-process. Not covered: a stream left with an append that failed (not yet
+recovered) when its worker died is reported; a replay of an earlier state of a message the agent
+signed (an update carrying an older text with that text's tiers and tag) verifies in history (live,
+an update that shortens the text is refused); every trusted agent identity must hold the key; the
+key is symmetric (clients cannot verify, only agents holding the key).
 """
 
 from __future__ import annotations
