@@ -9,7 +9,8 @@
   the run's model input exclude it, ``tampered`` names it, the model input raises 104090); the
   agent's own streams, closing appends and discrete outputs pass; a re-delivered wire is not
   counted twice; a mid-stream join verifies the first-sight aggregate, and an append with no known
-  start waits for the aggregate from history.
+  start waits for the aggregate from history; a rogue append rolled up with the agent's own (Ably's
+  ``appendRollupWindow``) is split: the agent's part folded, the wire reported.
 
 The encoder's recovery update and a recovering worker's signed ``cancelled`` close passing live are
 in ``tests/test_signing_recovery.py``; the real ``ably`` SDK version in ``tests/test_security_e2e.py``.
@@ -25,12 +26,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support_sessions import Worker, open_session, text_delta, text_opening, user_message
+from support_sessions import Worker, eventually, open_session, text_delta, text_opening, user_message
 
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
 from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
 from ai_transport.sessions.signing import SIGNATURE_HEADER, OutputSigner, verify_output
 
 KEY = b"0123456789abcdef0123456789abcdef"
@@ -87,10 +89,14 @@ rogue_wire = st.tuples(
     fragments=st.lists(st.text(alphabet=st.characters(blacklist_characters=SKULL), max_size=8), max_size=8),
     rogues=st.lists(rogue_wire, max_size=6),
     redeliver=st.lists(st.integers(min_value=0, max_value=30), max_size=4),
+    merges=st.lists(st.integers(min_value=1, max_value=30), max_size=3),
 )
 def test_live_agent_folds_exactly_its_own_text_and_refuses_every_rogue_wire(
-    fragments: list[str], rogues: list[tuple[int, str, str, str, bytes]], redeliver: list[int]
+    fragments: list[str], rogues: list[tuple[int, str, str, str, bytes]], redeliver: list[int], merges: list[int]
 ) -> None:
+    """``merges``: a rogue append and the agent's next append (or the agent's append and a rogue one
+    copying its tiers) delivered as one rolled-up wire, with the last one's extras (Ably's
+    ``appendRollupWindow``): the agent's part is folded, the wire reported."""
     agent = AgentSession(InProcessHub().client("agent").channel("chat"), signing_key=KEY)
     legit = legit_stream(fragments)
     order: list[tuple[dict[str, Any], bool]] = [(w, False) for w in legit]
@@ -106,6 +112,16 @@ def test_live_agent_folds_exactly_its_own_text_and_refuses_every_rogue_wire(
         text = SKULL + data if action == "message.append" else "".join(fragments[: at - 1]) + SKULL + data
         rogue = {"name": "ai-output", "action": action, "data": text, "extras": extras}
         order.insert(next(i for i, (w, _) in enumerate(order) if w is previous) + 1, (rogue, True))
+    for i in sorted(set(merges), reverse=True):
+        if i + 1 >= len(order):
+            continue
+        (first, first_rogue), (second, second_rogue) = order[i], order[i + 1]
+        appends = first["action"] == second["action"] == "message.append"
+        if appends and first_rogue != second_rogue and (first_rogue or second["extras"] == first["extras"] or
+                                                        second["extras"]["ai"]["transport"].get(SIGNATURE_HEADER)
+                                                        == first["extras"]["ai"]["transport"].get(SIGNATURE_HEADER)):
+            merged = {**second, "data": first["data"] + second["data"]}
+            order[i : i + 2] = [(merged, True)]
     delivered: list[dict[str, Any]] = []
     rogue_keys = set()
     for n, (wire, is_rogue) in enumerate(order):
@@ -239,3 +255,45 @@ async def test_a_mid_stream_join_verifies_the_aggregate_and_waits_for_an_unknown
     late._on_live(delivered[4])
     late._on_live(delivered[5])
     assert folded_text(late) == "Hello world" and late.tampered == [] and late.skipped == 0
+
+
+@pytest.mark.parametrize("rogue_first", [True, False])
+async def test_a_rogue_append_rolled_up_with_the_agents_own_is_split(rogue_first: bool) -> None:
+    """Ably's ``appendRollupWindow`` delivers the rogue append and the agent's next one as one
+    fragment (the last one's extras): the agent's part is folded, the wire reported."""
+    hub = InProcessHub(append_rollup_window=1.0)  # wide: no timing race
+    client = ClientSession(hub.client("alice").channel("chat"))
+    await client.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"), signing_key=KEY)
+    await agent.connect()
+    sent = await client.view.send(user_message("Tell me something"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    step = run.create_step()
+    await step.start()
+    assert step.step_id is not None
+    encoder, _ = run._encoder(step.step_id, step._serial)
+    for event in [*text_opening("msg_r"), text_delta("Half", "msg_r")]:
+        await encoder.publish_output(event)
+    await run.drain()  # the first append is delivered at once; the window opens
+    spoofed = hub.client("agent", connection_id="spoofed").channel("chat")
+    if not rogue_first:
+        await encoder.publish_output(text_delta(" a sentence.", "msg_r"))
+        for _ in range(200):  # accepted by the channel (its delivery waits for the window)
+            if text_stream(await history(hub))["data"].endswith(" a sentence."):
+                break
+            await asyncio.sleep(0.005)
+    stream = text_stream(await history(hub))  # the rogue copies the latest extras (the agent's tag)
+    await spoofed.append_message({"serial": stream["serial"], "data": EVIL, "extras": stream["extras"]})
+    if rogue_first:
+        await encoder.publish_output(text_delta(" a sentence.", "msg_r"))
+    await run.drain()
+    await eventually(lambda: len(agent.tampered) == 1)
+    (merged,) = agent.tampered
+    assert merged["data"] == (EVIL + " a sentence." if rogue_first else " a sentence." + EVIL)
+    assert view_text(run) == "Half a sentence." and agent.skipped == 1
+    with pytest.raises(AITransportError) as info:
+        run.input_items()
+    assert info.value.code == 104090
+    await agent.close()
+    await client.close()

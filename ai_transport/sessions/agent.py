@@ -75,7 +75,7 @@ from .durable import page_until_located, with_agent_session
 from .hooks import validate_hooks
 from .invocation import Invocation
 from .lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
-from .live_integrity import DROP, FOLD, HOLD, LiveVerifier
+from .live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
 from .presence import AgentPresence
 from .recovery import OpenStreams
 from .refold import adopt_state
@@ -339,6 +339,8 @@ class AgentSession(SessionCore):
         verifier = self.live_verifier if live else None
         if verifier is not None:
             outcome = verifier.check(message)
+            if outcome == SPLIT:  # a rolled-up delivery: fold the agent's part (the wire is reported)
+                message, outcome = verifier.take_substitute(), FOLD
             if outcome != FOLD:
                 if outcome != HOLD and outcome != DROP:
                     self._refuse_tampered(message, outcome)

@@ -21,9 +21,13 @@ and the version serial it last accepted:
   which leaves its later appends tagged over a text nobody received), the update supersedes them and
   they are dropped unreported. So a rogue append never moves the running hash, and the aggregate
   history then returns fails, which is right. A rolled-up delivery (Ably's ``appendRollupWindow``
-  merges appends) verifies by its last tag when all of it is the agent's; one that merges a rogue
-  fragment with the agent's stays pending with the stream's later appends (the text stops there;
-  history reports the message).
+  merges appends) verifies by its last tag when all of it is the agent's. One that merges a rogue
+  append with the agent's is split (:data:`SPLIT`, deliveries up to :data:`SPLIT_LIMIT` characters):
+  when the tag vouches for the accepted text plus only a suffix of the data (the rogue append came
+  first) or only a prefix (the rogue one came last, copying the agent's tiers and tag), that part is
+  folded and the wire is refused; a single rogue append carrying the agent's latest tag is refused at
+  once that way. Otherwise (a rogue append between two of the agent's in one delivery) it stays
+  pending with the stream's later appends: the text stops there and the run reports 104090.
 * an append to a closed stream may only repeat the final text (an empty closing append, e.g. a
   recovering worker's ``cancelled`` close racing the real close); an append to a stream whose create
   failed is refused.
@@ -54,7 +58,7 @@ from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from .signing import SIGNATURE_HEADER, finish_v2, hmac_pads, tiers_prefix, verify_output
 
-__all__ = ["DROP", "FOLD", "HELD_PER_MESSAGE", "HELD_TOTAL", "HOLD", "LiveVerifier"]
+__all__ = ["DROP", "FOLD", "HELD_PER_MESSAGE", "HELD_TOTAL", "HOLD", "SPLIT", "SPLIT_LIMIT", "LiveVerifier"]
 
 #: Verdicts of :meth:`LiveVerifier.check` besides a refusal (a reason string).
 FOLD: Final = "fold"
@@ -62,6 +66,11 @@ FOLD: Final = "fold"
 DROP: Final = "drop"
 #: The wire cannot be verified yet (no running hash for its message): held by the verifier.
 HOLD: Final = "hold"
+#: A rolled-up delivery holding someone else's text: fold :meth:`LiveVerifier.take_substitute` instead
+#: (the agent's part); the wire itself is refused (:meth:`LiveVerifier.take_refused`).
+SPLIT: Final = "split"
+#: Longest delivery :meth:`LiveVerifier.check` tries to split (each try is one HMAC).
+SPLIT_LIMIT: Final = 256
 
 #: Unvouched appends held per message / in all; the oldest is dropped beyond.
 HELD_PER_MESSAGE: Final = 1000
@@ -108,6 +117,7 @@ class LiveVerifier:
         self._held_total = 0
         self._released: list[Mapping[str, Any]] = []
         self._refused: list[tuple[Mapping[str, Any], str]] = []
+        self._substitute: Mapping[str, Any] = {}
 
     def twin(self) -> LiveVerifier:
         """An empty verifier with the same key (what a refold fills from history)."""
@@ -244,11 +254,19 @@ class LiveVerifier:
         if tiers != state.transport or codec != state.codec:
             state.transport, state.codec = tiers, dict(codec)
             state.prefix = tiers_prefix(self._inner, tiers, state.codec)
+        verdict = FOLD
         if not hmac.compare_digest(finish_v2(state.prefix, self._outer, sha_hex), tag):
             if trial is None:
                 return f"live append to a closed agent output {_FAILS}"
-            self._hold(serial, version, message)  # pending: the agent's next tag tells whether it was its own
-            return HOLD
+            split = self._split(state, data, tag)
+            if split is None:
+                self._hold(serial, version, message)  # pending: the agent's next tag tells whether it was its own
+                return HOLD
+            trial, data = split  # a rolled-up delivery: the agent's part is folded, the wire reported
+            merged = ": it merges someone else's text with the agent's" if data else ""
+            self._refused.append((message, f"live append to agent output {_FAILS}{merged}"))
+            self._substitute = {**message, "data": data}
+            verdict = SPLIT
         pending = self._held.pop(serial, None)
         if pending:  # the agent's tag vouches for its text without them: someone else's fragments
             self._held_total -= len(pending)
@@ -258,8 +276,34 @@ class LiveVerifier:
             state.sha = trial
             state.length += len(data)
             if transport.get("status") in _TERMINAL:
-                state.sha, state.digest = None, sha_hex
-        return FOLD
+                state.sha, state.digest = None, trial.hexdigest()
+        return verdict
+
+    def _split(self, state: _Message, data: str, tag: str) -> tuple[Any, str] | None:
+        """The running hash and the agent's part of a delivery whose tag vouches for the accepted text
+        plus only a suffix of ``data`` (someone's append rolled up before the agent's) or only a
+        prefix (someone's append copying the agent's tiers rolled up after it); None when neither
+        (or ``data`` is longer than :data:`SPLIT_LIMIT`)."""
+        if len(data) > SPLIT_LIMIT:
+            return None
+        prefix, outer, base = state.prefix, self._outer, state.sha
+        for k in range(1, len(data) + 1):
+            trial = base.copy()
+            trial.update(_utf8(data[k:]))
+            if hmac.compare_digest(finish_v2(prefix, outer, trial.hexdigest()), tag):
+                return trial, data[k:]
+        trial = base.copy()
+        for k in range(len(data)):
+            if k:
+                trial.update(_utf8(data[k - 1]))
+            if hmac.compare_digest(finish_v2(prefix, outer, trial.hexdigest()), tag):
+                return trial, data[:k]
+        return None
+
+    def take_substitute(self) -> Mapping[str, Any]:
+        """The agent's part of the wire :meth:`check` answered :data:`SPLIT` for (to fold instead)."""
+        substitute, self._substitute = self._substitute, {}
+        return substitute
 
     def _hold(self, serial: str, version: str, message: Mapping[str, Any]) -> None:
         held = self._held.setdefault(serial, {})
