@@ -26,7 +26,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from support_sessions import Worker, eventually, open_session, text_delta, text_opening, user_message
+from support_sessions import (
+    Worker,
+    eventually,
+    model_stream,
+    open_session,
+    text_delta,
+    text_opening,
+    user_message,
+)
 
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.errors import AITransportError
@@ -296,4 +304,32 @@ async def test_a_rogue_append_rolled_up_with_the_agents_own_is_split(rogue_first
         run.input_items()
     assert info.value.code == 104090
     await agent.close()
+    await client.close()
+
+
+async def test_own_cancelled_streams_pass_live() -> None:
+    """A pipe cancelled mid-stream (the client's cancel) closes its streams ``cancelled``; those
+    closing appends are the agent's own and pass live."""
+    hub, client, agent = await open_session(signing_key=KEY)
+    sent = await client.view.send(user_message("Weather in Paris?"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    halfway = asyncio.Event()
+
+    async def model() -> Any:
+        async for event in model_stream([user_message("Weather in Paris?")]):
+            if event["type"] == "response.output_text.delta" or event["type"].endswith("arguments.delta"):
+                halfway.set()
+                await asyncio.sleep(0.05)
+            yield event
+
+    piping = asyncio.ensure_future(run.pipe(model()))
+    await asyncio.wait_for(halfway.wait(), 5)
+    await client.cancel(run.run_id)
+    assert (await asyncio.wait_for(piping, 10)).reason == "cancelled"
+    await run.end("cancelled")
+    statuses = {m["extras"]["ai"]["transport"].get("status") for m in await history(hub) if m.get("name") == "ai-output"}
+    assert "cancelled" in statuses
+    assert agent.tampered == [] and agent.skipped == 0
+    await agent.end()
     await client.close()

@@ -212,7 +212,8 @@ async def die_mid_stream(hub: Any, run: AgentRun, rogue: str | None) -> str:
 
 
 @pytest.mark.parametrize(
-    ("adopter", "rogue"), [("fresh", None), ("live", None), ("fresh", "spoofed"), ("live", "mallory")]
+    ("adopter", "rogue"),
+    [("fresh", None), ("live", None), ("fresh", "spoofed"), ("live", "mallory"), ("live", "spoofed")],
 )
 async def test_adopting_worker_signs_the_close_of_the_dead_agents_own_stream_only(
     adopter: str, rogue: str | None
@@ -251,8 +252,14 @@ async def test_adopting_worker_signs_the_close_of_the_dead_agents_own_stream_onl
         assert b.tampered == [] and b.skipped == 0  # its own signed close and retry passed live
     else:  # the close vouched for nothing: the stream still fails, and the conversation is reported
         assert EVIL in stream["data"] and [m for m in outputs if not verify_output(KEY, m)] == [stream]
-        if adopter == "live":  # the live worker never took the refused append; one from history reports it
+        if adopter == "live" and rogue == "spoofed":  # refused live by its tag (the identity is the agent's)
+            assert [(m["serial"], m["data"]) for m in b.tampered] == [(stream["serial"], EVIL)]
+            with pytest.raises(AITransportError) as live_info:
+                run_b.input_items()
+            assert live_info.value.code == 104090
+        elif adopter == "live":  # refused live by its identity
             assert b.tampered == [] and EVIL not in str(run_b.input_items())
+        if adopter == "live":  # the live worker never took the refused append; one from history reports it
             await b.detach()
             b = AgentSession(hub.client("agent").channel("chat"), signing_key=KEY)
             await b.connect()
