@@ -267,3 +267,33 @@ async def record_conversation() -> dict[str, Any]:
     await client.close()
     await agent.end()
     return {"history": history, "live": live}
+
+
+async def channel_history(hub: InProcessHub, channel: str = "chat") -> list[dict[str, Any]]:
+    """Every message on ``channel`` of ``hub``, oldest first, as history returns them (aggregates)."""
+    page = await hub.client("reader").channel(channel).history(limit=1000, direction="forwards")
+    return [dict(m) for m in page.items]
+
+
+def text_stream_of(wires: list[dict[str, Any]]) -> dict[str, Any]:
+    """The first agent text stream (an ``ai-output`` whose codec kind is ``output_text``) among ``wires``."""
+    return next(
+        m for m in wires
+        if m.get("name") == "ai-output" and m["extras"]["ai"].get("codec", {}).get("kind") == "output_text"
+    )
+
+
+async def open_text_stream(
+    run: AgentRun, item_id: str, text: str, events: Iterable[dict[str, Any]] | None = None
+) -> tuple[Any, Any]:
+    """Start a step of ``run`` and stream ``text`` as the first delta of message ``item_id`` (or
+    ``events`` instead), leaving the stream open (what a worker killed mid-stream leaves); returns
+    ``(step, encoder)``."""
+    step = run.create_step()
+    await step.start()
+    assert step.step_id is not None
+    encoder, _ = run._encoder(step.step_id, step._serial)
+    for event in events if events is not None else [*text_opening(item_id), text_delta(text, item_id)]:
+        await encoder.publish_output(event)
+    await run.drain()
+    return step, encoder

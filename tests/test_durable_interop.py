@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
-from support_sessions import as_dicts, text_delta, text_opening, user_message, wait_status
+from support_sessions import as_dicts, open_text_stream, text_delta, text_opening, user_message, wait_status
 
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import client_options, connect_info
@@ -146,13 +146,8 @@ async def test_adopted_run_published_by_python_is_accepted_by_js_clients(emulato
         await first.connect()
         run = await first.create_run(sent["invocation"])
         await run.start()
-        step = run.create_step()
-        await step.start()
-        assert step.step_id is not None
-        encoder, _ = run._encoder(step.step_id, step._serial)
-        for event in partial_events():  # streamed, never closed: this worker then dies
-            await encoder.publish_output(event)
-        await run.drain()
+        # streamed, never closed: this worker then dies
+        step, _ = await open_text_stream(run, "", "", events=partial_events())
         await first.detach()
         second = AgentSession(bch)
         await second.connect()

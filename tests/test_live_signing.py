@@ -28,11 +28,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support_sessions import (
     Worker,
+    channel_history,
     eventually,
     model_stream,
     open_session,
+    open_text_stream,
     text_delta,
-    text_opening,
+    text_stream_of,
     user_message,
 )
 
@@ -150,16 +152,8 @@ def test_live_agent_folds_exactly_its_own_text_and_refuses_every_rogue_wire(
 # -- in-process, real runs -------------------------------------------------------------------------
 
 
-async def history(hub: InProcessHub) -> list[dict[str, Any]]:
-    page = await hub.client("reader").channel("chat").history(limit=1000, direction="forwards")
-    return [dict(m) for m in page.items]
-
-
-def text_stream(wires: list[dict[str, Any]]) -> dict[str, Any]:
-    return next(
-        m for m in wires
-        if m.get("name") == "ai-output" and m["extras"]["ai"].get("codec", {}).get("kind") == "output_text"
-    )
+history = channel_history
+text_stream = text_stream_of
 
 
 def view_text(run: Any) -> str:
@@ -183,13 +177,7 @@ async def test_a_rogue_append_mid_stream_is_refused_live_by_every_worker_with_th
     sent = await client.view.send(user_message("Tell me something"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
-    step = run.create_step()
-    await step.start()
-    assert step.step_id is not None
-    encoder, _ = run._encoder(step.step_id, step._serial)
-    for event in [*text_opening("msg_x"), text_delta("Half a sen", "msg_x")]:
-        await encoder.publish_output(event)
-    await run.drain()
+    _, encoder = await open_text_stream(run, "msg_x", "Half a sen")
     stream = text_stream(await history(hub))
     spoofed = hub.client("agent", connection_id="spoofed").channel("chat")  # a leaked / wildcard token
     rogue_version = await spoofed.append_message({"serial": stream["serial"], "data": EVIL, "extras": stream["extras"]})
@@ -277,13 +265,7 @@ async def test_a_rogue_append_rolled_up_with_the_agents_own_is_split(rogue_first
     sent = await client.view.send(user_message("Tell me something"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
-    step = run.create_step()
-    await step.start()
-    assert step.step_id is not None
-    encoder, _ = run._encoder(step.step_id, step._serial)
-    for event in [*text_opening("msg_r"), text_delta("Half", "msg_r")]:
-        await encoder.publish_output(event)
-    await run.drain()  # the first append is delivered at once; the window opens
+    _, encoder = await open_text_stream(run, "msg_r", "Half")  # delivered at once; the window opens
     spoofed = hub.client("agent", connection_id="spoofed").channel("chat")
     if not rogue_first:
         await encoder.publish_output(text_delta(" a sentence.", "msg_r"))

@@ -6,7 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from support_sessions import open_session, text_delta, text_opening, user_message, wait_status
+from support_sessions import (
+    open_session,
+    open_text_stream,
+    user_message,
+    wait_status,
+)
 
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
@@ -16,14 +21,8 @@ from ai_transport.sessions.durable import page_until_located, with_agent_session
 
 async def dangling(run: AgentRun) -> str:
     """Leave what a worker killed mid-stream leaves: an open step and an open text stream."""
-    step = run.create_step()
-    await step.start()
-    assert step.step_id is not None
-    encoder, _ = run._encoder(step.step_id, step._serial)
-    for event in [*text_opening("msg_dead"), text_delta("Half a sen", "msg_dead")]:
-        await encoder.publish_output(event)
-    await run.drain()
-    return step.step_id
+    step, _ = await open_text_stream(run, "msg_dead", "Half a sen")
+    return str(step.step_id)
 
 
 def item_statuses(view: Any) -> list[str]:

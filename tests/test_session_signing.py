@@ -18,6 +18,7 @@ from support_sessions import (
     Worker,
     approve_call,
     assistant_with_call,
+    channel_history,
     open_session,
     user_message,
     wait_status,
@@ -32,9 +33,7 @@ KEY = b"0123456789abcdef0123456789abcdef"
 EVIL = ',"city":"Evil"'
 
 
-async def history(hub: InProcessHub) -> list[dict[str, Any]]:
-    page = await hub.client("reader").channel("chat").history(limit=1000, direction="forwards")
-    return [dict(m) for m in page.items]
+history = channel_history
 
 
 def stream_of(wires: list[dict[str, Any]], kind: str) -> tuple[str, dict[str, Any]]:

@@ -25,7 +25,15 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from support_sessions import open_session, text_delta, text_opening, user_message, wait_status
+from support_sessions import (
+    channel_history,
+    open_session,
+    open_text_stream,
+    text_delta,
+    text_stream_of,
+    user_message,
+    wait_status,
+)
 
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
@@ -180,27 +188,13 @@ def test_the_recovery_ledger_vouches_for_exactly_the_agents_own_text(
 # -- crash recovery (in-process) -------------------------------------------------------------------
 
 
-async def history(hub: Any) -> list[dict[str, Any]]:
-    page = await hub.client("reader").channel("chat").history(limit=1000, direction="forwards")
-    return [dict(m) for m in page.items]
-
-
-def text_stream(wires: list[dict[str, Any]]) -> dict[str, Any]:
-    return next(
-        m for m in wires
-        if m.get("name") == "ai-output" and m["extras"]["ai"].get("codec", {}).get("kind") == "output_text"
-    )
+history = channel_history
+text_stream = text_stream_of
 
 
 async def die_mid_stream(hub: Any, run: AgentRun, rogue: str | None) -> str:
     """The worker streams half a sentence (``rogue``: someone appends to it in between) and dies."""
-    step = run.create_step()
-    await step.start()
-    assert step.step_id is not None
-    encoder, _ = run._encoder(step.step_id, step._serial)
-    for event in [*text_opening("msg_dead"), text_delta("Half a sen", "msg_dead")]:
-        await encoder.publish_output(event)
-    await run.drain()
+    step, encoder = await open_text_stream(run, "msg_dead", "Half a sen")
     if rogue is not None:
         stream = text_stream(await history(hub))
         who = hub.client("mallory") if rogue == "mallory" else hub.client("agent", connection_id="spoofed")
