@@ -56,7 +56,7 @@ from typing import Any, Final
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
-from .signing import SIGNATURE_HEADER, finish_v2, hmac_pads, tiers_prefix, verify_output
+from .signing import SIGNATURE_HEADER, StreamTagger, verify_output
 
 __all__ = ["DROP", "FOLD", "HELD_PER_MESSAGE", "HELD_TOTAL", "HOLD", "SPLIT", "SPLIT_LIMIT", "LiveVerifier"]
 
@@ -89,19 +89,17 @@ def _utf8(text: str) -> bytes:
 class _Message:
     """What the verifier accepted of one message: the version, the running hash of an open stream's
     text (``sha``), or the final text's hex digest once closed (``digest``), the text's length, and
-    the HMAC state of its last tiers (reused while they repeat)."""
+    the tagger of its last tiers (reused while they repeat)."""
 
-    __slots__ = ("codec", "digest", "length", "prefix", "refused", "sha", "transport", "version")
+    __slots__ = ("digest", "length", "refused", "sha", "tagger", "version")
 
-    def __init__(self, version: str) -> None:
+    def __init__(self, version: str, base: hmac.HMAC) -> None:
         self.version = version
         self.sha: Any = None
         self.digest: str | None = None
         self.length = 0
         self.refused = False
-        self.transport: dict[str, Any] | None = None
-        self.codec: dict[str, Any] | None = None
-        self.prefix: Any = None
+        self.tagger = StreamTagger(base)
 
 
 class LiveVerifier:
@@ -110,7 +108,7 @@ class LiveVerifier:
 
     def __init__(self, key: bytes, on_dropped: Callable[[Mapping[str, Any], str], None]) -> None:
         self._key = key
-        self._inner, self._outer = hmac_pads(key)
+        self._hmac = hmac.new(key, digestmod="sha256")
         self._on_dropped = on_dropped
         self._messages: dict[str, _Message] = {}
         self._held: dict[str, dict[str, Mapping[str, Any]]] = {}  # serial -> version -> wire
@@ -187,7 +185,7 @@ class LiveVerifier:
             **message, "name": NAME_OUTPUT}
         if not verify_output(self._key, named):
             if known is None and action in (None, "message.create"):
-                refused = self._messages[serial] = _Message(version)
+                refused = self._messages[serial] = _Message(version, self._hmac)
                 refused.refused = True
             return f"live agent output {_FAILS}"
         data = message.get("data")
@@ -213,7 +211,7 @@ class LiveVerifier:
         self._establish(serial, version, message, "" if data is None else data)
 
     def _establish(self, serial: str, version: str, message: Mapping[str, Any], text: Any) -> None:
-        state = self._messages[serial] = _Message(version)
+        state = self._messages[serial] = _Message(version, self._hmac)
         transport = transport_headers(message.get("extras"))
         if isinstance(text, str):
             state.length = len(text)
@@ -249,13 +247,9 @@ class LiveVerifier:
             return "live append of text to an agent output already closed"
         else:
             trial, sha_hex = None, state.digest
-        tiers = {k: v for k, v in transport.items() if k != SIGNATURE_HEADER}
-        codec = codec_headers(extras)
-        if tiers != state.transport or codec != state.codec:
-            state.transport, state.codec = tiers, dict(codec)
-            state.prefix = tiers_prefix(self._inner, tiers, state.codec)
+        state.tagger.absorb(transport, codec_headers(extras))
         verdict = FOLD
-        if not hmac.compare_digest(finish_v2(state.prefix, self._outer, sha_hex), tag):
+        if not hmac.compare_digest(state.tagger.tag(sha_hex), tag):
             if trial is None:
                 return f"live append to a closed agent output {_FAILS}"
             split = self._split(state, data, tag)
@@ -286,17 +280,17 @@ class LiveVerifier:
         (or ``data`` is longer than :data:`SPLIT_LIMIT`)."""
         if len(data) > SPLIT_LIMIT:
             return None
-        prefix, outer, base = state.prefix, self._outer, state.sha
+        tagger, base = state.tagger, state.sha
         for k in range(1, len(data) + 1):
             trial = base.copy()
             trial.update(_utf8(data[k:]))
-            if hmac.compare_digest(finish_v2(prefix, outer, trial.hexdigest()), tag):
+            if hmac.compare_digest(tagger.tag(trial.hexdigest()), tag):
                 return trial, data[k:]
         trial = base.copy()
         for k in range(len(data)):
             if k:
                 trial.update(_utf8(data[k - 1]))
-            if hmac.compare_digest(finish_v2(prefix, outer, trial.hexdigest()), tag):
+            if hmac.compare_digest(tagger.tag(trial.hexdigest()), tag):
                 return trial, data[:k]
         return None
 

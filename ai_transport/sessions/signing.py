@@ -61,13 +61,11 @@ __all__ = [
     "SIGNATURE_HEADER",
     "HistoryIntegrity",
     "OutputSigner",
+    "StreamTagger",
     "content_digest",
-    "finish_v2",
-    "hmac_pads",
     "missing_approved_calls",
     "stream_digest",
     "text_sha256",
-    "tiers_prefix",
     "verify_output",
 ]
 
@@ -139,46 +137,52 @@ def verify_output(key: bytes, message: Mapping[str, Any]) -> bool:
     return hmac.compare_digest(expected, tag)
 
 
-_IPAD: Final = bytes(b ^ 0x36 for b in range(256))
-_OPAD: Final = bytes(b ^ 0x5C for b in range(256))
 _NAME_PREFIX: Final = "[" + _canonical(NAME_OUTPUT) + ","
 
 
-def hmac_pads(key: bytes) -> tuple[Any, Any]:
-    """The inner and outer SHA-256 states of HMAC (RFC 2104) with ``key``'s pads absorbed."""
-    padded = (hashlib.sha256(key).digest() if len(key) > 64 else key).ljust(64, b"\0")
-    return hashlib.sha256(padded.translate(_IPAD)), hashlib.sha256(padded.translate(_OPAD))
+class StreamTagger:
+    """The ``v2.`` tags of one ``ai-output`` stream's wires (:func:`stream_digest`), cheaply: the
+    HMAC with everything of the canonical form before the text's hash absorbed is kept (a copy of
+    ``base``, ``hmac.new(key, digestmod="sha256")``) and rebuilt only when the header tiers change."""
 
+    __slots__ = ("_base", "_prefixed", "codec", "transport")
 
-def tiers_prefix(inner: Any, transport: Mapping[str, Any], codec: Mapping[str, Any]) -> Any:
-    """A copy of the HMAC inner state ``inner`` with everything of a ``v2.`` stream tag's canonical
-    form before the text's hash absorbed (the name and both tiers, ``transport`` without the tag)."""
-    tiers = _canonical([transport, codec])[1:-1]
-    prefixed = inner.copy()
-    prefixed.update(f'{_NAME_PREFIX}{tiers},{{"sha256":"'.encode("utf-8", "surrogatepass"))
-    return prefixed
+    def __init__(self, base: hmac.HMAC) -> None:
+        self._base = base
+        self._prefixed: hmac.HMAC | None = None
+        #: The tiers absorbed (``transport`` without :data:`SIGNATURE_HEADER`).
+        self.transport: dict[str, Any] | None = None
+        self.codec: dict[str, Any] | None = None
 
+    def absorb(self, transport: Mapping[str, Any], codec: Mapping[str, Any]) -> None:
+        """Tag with these header tiers from now on (a :data:`SIGNATURE_HEADER` in ``transport`` is
+        left out, as the canonical form leaves it out)."""
+        if SIGNATURE_HEADER in transport:
+            transport = {k: v for k, v in transport.items() if k != SIGNATURE_HEADER}
+        if self._prefixed is not None and transport == self.transport and codec == self.codec:
+            return
+        self.transport, self.codec = dict(transport), dict(codec)
+        tiers = _canonical([self.transport, self.codec])[1:-1]
+        prefixed = self._base.copy()
+        prefixed.update(f'{_NAME_PREFIX}{tiers},{{"sha256":"'.encode("utf-8", "surrogatepass"))
+        self._prefixed = prefixed
 
-def finish_v2(prefixed: Any, outer: Any, sha256_hex: str) -> str:
-    """The ``v2.`` tag of a text hashing to ``sha256_hex`` from :func:`tiers_prefix`'s state."""
-    inner = prefixed.copy()
-    inner.update(sha256_hex.encode() + b'"}]')
-    mac = outer.copy()
-    mac.update(inner.digest())
-    return _V2 + base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
+    def tag(self, sha256_hex: str) -> str:
+        """The ``v2.`` tag of a text hashing to ``sha256_hex`` under the absorbed tiers."""
+        assert self._prefixed is not None, "absorb() the tiers first"
+        mac = self._prefixed.copy()
+        mac.update(sha256_hex.encode() + b'"}]')
+        return _V2 + base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
 
 
 class _Running:
-    """A stream being signed: the hash of its text so far, its last tiers, and the HMAC's inner hash
-    with the constant part of the canonical form (everything before the text's hash) absorbed."""
+    """A stream being signed: the hash of its text so far and its tagger."""
 
-    __slots__ = ("codec", "inner", "sha", "transport")
+    __slots__ = ("sha", "tagger")
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, base: hmac.HMAC) -> None:
         self.sha = hashlib.sha256(text.encode("utf-8", "surrogatepass"))
-        self.transport: dict[str, Any] | None = None
-        self.codec: dict[str, Any] | None = None
-        self.inner: Any = None
+        self.tagger = StreamTagger(base)
 
 
 class OutputSigner:
@@ -192,16 +196,13 @@ class OutputSigner:
 
     def __init__(self, key: bytes) -> None:
         self._key = key
-        self._inner, self._outer = hmac_pads(key)
+        self._hmac = hmac.new(key, digestmod="sha256")
         self._streams: dict[str, _Running] = {}
         self._created: dict[Any, str] = {}  # stream-id -> a create's text, when not empty
 
-    def _tag(self, state: _Running, transport: dict[str, Any], extras: Any) -> str:
-        codec = codec_headers(extras)
-        if transport != state.transport or codec != state.codec:
-            state.transport, state.codec = dict(transport), dict(codec)
-            state.inner = tiers_prefix(self._inner, *_tiers(extras))
-        return finish_v2(state.inner, self._outer, state.sha.hexdigest())
+    def _tag(self, state: _Running, transport: Mapping[str, Any], extras: Any) -> str:
+        state.tagger.absorb(transport, codec_headers(extras))
+        return state.tagger.tag(state.sha.hexdigest())
 
     def on_message(self, message: dict[str, Any]) -> None:
         """Tag ``message`` in place (see the class docstring)."""
@@ -214,7 +215,7 @@ class OutputSigner:
         if isinstance(serial, str):  # an append to a stream
             state = self._streams.get(serial)
             if state is None:
-                state = self._streams[serial] = _Running(self._created.pop(transport.get("stream-id"), ""))
+                state = self._streams[serial] = _Running(self._created.pop(transport.get("stream-id"), ""), self._hmac)
             if isinstance(data, str) and data:
                 state.sha.update(data.encode("utf-8", "surrogatepass"))
             transport[SIGNATURE_HEADER] = self._tag(state, transport, extras)
