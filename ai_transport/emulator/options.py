@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 
 from .limits import APPEND_ROLLUP_WINDOWS, DEFAULT_APPEND_ROLLUP_WINDOW, RateLimits
 
@@ -51,9 +52,7 @@ def rate_limits_from_args(args: argparse.Namespace) -> RateLimits | None:
         raise ValueError(f"--inbound-rate must be a positive number of messages/s, got {rate}")
     limits = RateLimits()
     if rate is not None:
-        limits = RateLimits(connection_rate=rate, channel_rate=rate, append_rollup_window=limits.append_rollup_window)
+        limits = replace(limits, connection_rate=rate, channel_rate=rate)
     if window is not None:
-        limits = RateLimits(
-            connection_rate=limits.connection_rate, channel_rate=limits.channel_rate, append_rollup_window=window
-        )
+        limits = replace(limits, append_rollup_window=window)
     return limits
