@@ -400,5 +400,5 @@ def test_invented_run_ids_cannot_grow_a_session_without_bound() -> None:
                                   "codec": {"kind": "tool-approval-response"}}},
             }
         )
-    assert sum(len(v) for v in session.admission._held.values()) == HELD_TOTAL_LIMIT
+    assert len(session.admission.held) == HELD_TOTAL_LIMIT
     assert session.skipped == 50 and len(session.rejected) == 50

@@ -20,12 +20,14 @@ See ``docs/SECURITY.md`` for the capabilities that make these rules sound.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import codec_headers, transport_headers
+from .held import HeldWires
 from .lifecycle import (
     EVENT_AI_INPUT,
     EVENT_AI_OUTPUT,
@@ -117,8 +119,15 @@ class Admission:
         self.accept_input = accept_input
         self._reject = reject
         self._accepted_streams: set[str] = set()
-        self._held: dict[str, list[Mapping[str, Any]]] = {}
-        self._held_total = 0
+        #: Answers into runs whose start is not folded yet (see :meth:`hold`).
+        self.held = HeldWires(
+            HELD_LIMIT,
+            HELD_TOTAL_LIMIT,
+            reject,
+            f"more than {HELD_LIMIT} answers held for a run never started",
+            f"more than {HELD_TOTAL_LIMIT} answers held for runs never started",
+        )
+        self._arrivals = itertools.count()
 
     def input_accepted(self, client_id: Any, run: RunNode | None) -> bool:
         """Whether ``client_id`` may put inputs into ``run`` (approvals, tool results, cancels)."""
@@ -188,27 +197,12 @@ class Admission:
         """Keep an input into a run whose start is not folded yet (at most :data:`HELD_LIMIT` per run
         and :data:`HELD_TOTAL_LIMIT` in all; the oldest held is dropped, reported, beyond that)."""
         run_id = transport_headers(message.get("extras")).get(H_RUN_ID)
-        held = self._held.setdefault(str(run_id), [])
-        if len(held) >= HELD_LIMIT:
-            self._held_total -= 1
-            self._reject(held.pop(0), f"more than {HELD_LIMIT} answers held for a run never started")
-        held.append(message)
-        self._held_total += 1
-        while self._held_total > HELD_TOTAL_LIMIT:
-            oldest_run = next(iter(self._held))
-            queue = self._held[oldest_run]
-            self._held_total -= 1
-            self._reject(queue.pop(0), f"more than {HELD_TOTAL_LIMIT} answers held for runs never started")
-            if not queue:
-                del self._held[oldest_run]
+        self.held.hold(str(run_id), next(self._arrivals), message)
 
     def clear_held(self) -> None:
         """Drop every held input (a loss of continuity: the refold from history holds them again)."""
-        self._held.clear()
-        self._held_total = 0
+        self.held.clear()
 
     def release(self, run_id: str) -> list[Mapping[str, Any]]:
         """The inputs held for ``run_id`` (now started), in arrival order."""
-        released = self._held.pop(run_id, None) or []
-        self._held_total -= len(released)
-        return released
+        return self.held.release(run_id)

@@ -56,6 +56,7 @@ from typing import Any, Final
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
+from .held import HeldWires
 from .signing import SIGNATURE_HEADER, StreamTagger, verify_output
 
 __all__ = ["DROP", "FOLD", "HELD_PER_MESSAGE", "HELD_TOTAL", "HOLD", "SPLIT", "SPLIT_LIMIT", "LiveVerifier"]
@@ -111,8 +112,14 @@ class LiveVerifier:
         self._hmac = hmac.new(key, digestmod="sha256")
         self._on_dropped = on_dropped
         self._messages: dict[str, _Message] = {}
-        self._held: dict[str, dict[str, Mapping[str, Any]]] = {}  # serial -> version -> wire
-        self._held_total = 0
+        #: Unvouched appends: message serial -> version serial -> wire (a re-delivery held once).
+        self._held = HeldWires(
+            HELD_PER_MESSAGE,
+            HELD_TOTAL,
+            on_dropped,
+            "unverified agent output append dropped (too many held for its message)",
+            "unverified agent output append dropped (too many held)",
+        )
         self._released: list[Mapping[str, Any]] = []
         self._refused: list[tuple[Mapping[str, Any], str]] = []
         self._substitute: Mapping[str, Any] = {}
@@ -125,7 +132,6 @@ class LiveVerifier:
         """Forget every message (continuity unknown: appends wait for an aggregate again)."""
         self._messages.clear()
         self._held.clear()
-        self._held_total = 0
         self._released.clear()
         self._refused.clear()
 
@@ -140,7 +146,7 @@ class LiveVerifier:
         """Appends held because their tag did not vouch for the accepted text (a stream whose
         message is known): until the agent's next wire settles them, the stream's text is not known
         to be the agent's (see :meth:`~.signing.HistoryIntegrity.check_runs`)."""
-        return [m for serial, held in self._held.items() if serial in self._messages for m in held.values()]
+        return [m for serial, held in self._held.by_key() if serial in self._messages for m in held]
 
     @property
     def unsettled(self) -> bool:
@@ -176,7 +182,7 @@ class LiveVerifier:
             return DROP
         if action == "message.append":
             if known is None:
-                self._hold(serial, version, message)
+                self._held.hold(serial, version, message)
                 return HOLD
             return self._append(serial, known, message, version)
         if action not in _WHOLE:
@@ -220,10 +226,7 @@ class LiveVerifier:
                 state.sha = sha
             else:
                 state.digest = sha.hexdigest()
-        held = self._held.pop(serial, None)
-        if held:
-            self._held_total -= len(held)
-            self._released.extend(held.values())
+        self._released.extend(self._held.release(serial))
 
     def _append(self, serial: str, state: _Message, message: Mapping[str, Any], version: str) -> str:
         if state.refused:
@@ -254,17 +257,15 @@ class LiveVerifier:
                 return f"live append to a closed agent output {_FAILS}"
             split = self._split(state, data, tag)
             if split is None:
-                self._hold(serial, version, message)  # pending: the agent's next tag tells whether it was its own
+                self._held.hold(serial, version, message)  # pending: the agent's next tag tells whether it was its own
                 return HOLD
             trial, data = split  # a rolled-up delivery: the agent's part is folded, the wire reported
             merged = ": it merges someone else's text with the agent's" if data else ""
             self._refused.append((message, f"live append to agent output {_FAILS}{merged}"))
             self._substitute = {**message, "data": data}
             verdict = SPLIT
-        pending = self._held.pop(serial, None)
-        if pending:  # the agent's tag vouches for its text without them: someone else's fragments
-            self._held_total -= len(pending)
-            self._refused.extend((m, f"live append to agent output {_FAILS}") for m in pending.values())
+        # the agent's tag vouches for its text without those held: someone else's fragments
+        self._refused.extend((m, f"live append to agent output {_FAILS}") for m in self._held.release(serial))
         state.version = version
         if trial is not None:
             state.sha = trial
@@ -298,20 +299,3 @@ class LiveVerifier:
         """The agent's part of the wire :meth:`check` answered :data:`SPLIT` for (to fold instead)."""
         substitute, self._substitute = self._substitute, {}
         return substitute
-
-    def _hold(self, serial: str, version: str, message: Mapping[str, Any]) -> None:
-        held = self._held.setdefault(serial, {})
-        if version in held:
-            return  # re-delivered while held
-        if len(held) >= HELD_PER_MESSAGE:
-            self._held_total -= 1
-            self._on_dropped(held.pop(next(iter(held))), "unverified agent output append dropped (too many held for its message)")
-        held[version] = message
-        self._held_total += 1
-        while self._held_total > HELD_TOTAL:
-            oldest = next(iter(self._held))
-            queue = self._held[oldest]
-            self._held_total -= 1
-            self._on_dropped(queue.pop(next(iter(queue))), "unverified agent output append dropped (too many held)")
-            if not queue:
-                del self._held[oldest]
