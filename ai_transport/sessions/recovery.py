@@ -21,10 +21,7 @@ With a signing key (:mod:`.signing`) the ``cancelled`` close is tagged over the 
 when that text is the dead agent's own: the agent session's live verifier (:mod:`.live_integrity`)
 knows the text it accepted of each open stream (from a verified aggregate, then verified appends),
 every byte vouched for by a tag; a stream it does not know that way (its aggregate failed) is closed
-unsigned and stays reported (never laundered). Without the session, ``OpenStreams(track_text=True)``
-keeps a running hash of each open stream's text itself (a create or an aggregate sets it, an append's
-fragment extends it) and :meth:`OpenStream.signed_text_sha256` tells whether the last wire's ``v2.``
-tag vouches for it.
+unsigned and stays reported (never laundered).
 
 How long a client waits: a client cannot tell a dead worker from a slow one by itself; it sees the
 message finish (``cancelled``) as soon as the next worker takes the run over, i.e. after your
@@ -34,8 +31,6 @@ its retry backoff) plus one history read and one append round-trip.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -60,29 +55,17 @@ _APPEND = "message.append"
 @dataclass
 class OpenStream:
     """One streamed ``ai-output`` message as last seen: its serial, version and header tiers (the
-    transport tier with the last wire's tag, if any), and the running SHA-256 of its text while it
-    is open (only when the ledger tracks text; None when unknown)."""
+    transport tier with the last wire's tag, if any)."""
 
     serial: str
     version: str
     transport: dict[str, str]
     codec: dict[str, str]
-    text: Any = None
 
     @property
     def is_open(self) -> bool:
         """True while the stream's status is ``streaming`` (no closing append seen)."""
         return self.transport.get("status") == "streaming"
-
-    def signed_text_sha256(self, key: bytes) -> str | None:
-        """The hash of the stream's text when the last wire's tag (``v2.``) vouches for exactly this
-        text and these tiers, i.e. the text is the agent's own; None otherwise."""
-        tag = self.transport.get(SIGNATURE_HEADER)
-        if self.text is None or not isinstance(tag, str):
-            return None
-        sha = str(self.text.hexdigest())
-        expected = stream_digest(key, NAME_OUTPUT, sha, {"ai": {"transport": self.transport, "codec": self.codec}})
-        return sha if hmac.compare_digest(expected, tag) else None
 
 
 def _same_tiers(known: OpenStream, transport: Mapping[str, Any], codec: Mapping[str, Any]) -> bool:
@@ -98,15 +81,10 @@ def _same_tiers(known: OpenStream, transport: Mapping[str, Any], codec: Mapping[
 
 
 class OpenStreams:
-    """Ledger of the streams of each run, fed with every trusted agent wire (live or history).
+    """Ledger of the streams of each run, fed with every trusted agent wire (live or history)."""
 
-    With ``track_text`` (an agent holding a signing key) it also keeps a running hash of each open
-    stream's text: a create or an aggregate sets it, an append's fragment extends it.
-    """
-
-    def __init__(self, track_text: bool = False) -> None:
+    def __init__(self) -> None:
         self._by_run: dict[str, dict[str, OpenStream]] = {}
-        self._track_text = track_text
 
     def note(self, message: Mapping[str, Any]) -> None:
         """Record ``message`` when it is a stream's create, append or aggregate."""
@@ -129,29 +107,15 @@ class OpenStreams:
         append = message.get("action") == _APPEND
         if known is not None and (known.version > version or (append and known.version == version)):
             return  # an older view of the stream (a history page folded after newer live appends)
-        text = self._text(known, message, append) if self._track_text and transport.get("status") == "streaming" else None
         codec = codec_headers(extras)
         if known is not None and _same_tiers(known, transport, codec):
             known.version = version  # an append repeating its stream's headers: no copies
-            known.text = text
             return
-        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec), text)
-
-    @staticmethod
-    def _text(known: OpenStream | None, message: Mapping[str, Any], append: bool) -> Any:
-        data = message.get("data")
-        if not append:  # a create or an aggregate: the whole text
-            data = "" if data is None else data
-            return hashlib.sha256(data.encode("utf-8", "surrogatepass")) if isinstance(data, str) else None
-        text = known.text if known is not None else None  # a fragment without its start: unknown
-        if text is None or not isinstance(data, str):
-            return None
-        text.update(data.encode("utf-8", "surrogatepass"))
-        return text
+        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec))
 
     def twin(self) -> OpenStreams:
-        """An empty ledger of the same kind (what a refold fills)."""
-        return OpenStreams(self._track_text)
+        """An empty ledger (what a refold fills)."""
+        return OpenStreams()
 
     def open_streams(self, run_id: str, before: str | None = None) -> list[OpenStream]:
         """The run's streams still open (those created before serial ``before``, if given)."""
@@ -180,7 +144,7 @@ async def close_dangling_streams(run: AgentRun, before: str | None = None) -> li
         if stream.codec:
             ai["codec"] = stream.codec
         if key:
-            sha = verifier.accepted_sha256(stream.serial) if verifier is not None else stream.signed_text_sha256(key)
+            sha = verifier.accepted_sha256(stream.serial) if verifier is not None else None
             if sha is not None:  # the text is the dead agent's own: vouch for it as closed
                 transport[SIGNATURE_HEADER] = stream_digest(key, NAME_OUTPUT, sha, {"ai": ai})
             else:
