@@ -17,9 +17,9 @@ message *at that point*, so any aggregate of it verifies whether or not the agen
   text; 0.8.0's ``on_ably_message`` hook is not called for it): ``v2.`` over that text.
 
 Crash recovery (:mod:`.recovery`): the worker that adopts a run closes each stream the dead worker
-left open with a ``cancelled`` closing append, tagged only when the stream's text as the adopting
-agent folded it (from history, or live: a running hash of the fragments) is vouched for by the last
-wire's tag, i.e. is the dead agent's own. A stream someone else wrote into stays reported: the close
+left open with a ``cancelled`` closing append, tagged only over the text the adopting agent's live
+verifier accepted of the stream (:mod:`.live_integrity`: a verified aggregate from history, then
+verified appends), i.e. the dead agent's own. A stream someone else wrote into stays reported: the close
 is unsigned, or signed over a text the aggregate no longer matches.
 
 The tag rides the transport header :data:`SIGNATURE_HEADER`, which ``@ably/ai-transport@0.8.0``
