@@ -144,15 +144,14 @@ def _history_page(
 # --------------------------------------------------------------------------------------------
 
 
-_SCALARS = (str, int, float, bool, bytes, type(None))
-_SCALAR_SET = frozenset(_SCALARS)
+_SCALARS = frozenset((str, int, float, bool, bytes, type(None)))
 
 
 def _json_copy(value: Any) -> Any:
     """A copy of a JSON-shaped value (dicts and lists rebuilt, scalars shared); others deep-copied."""
     t = type(value)
     if t is dict:
-        if _SCALAR_SET.issuperset(map(type, value.values())):
+        if _SCALARS.issuperset(map(type, value.values())):
             return value.copy()  # a flat object (header tiers): checked and copied in C
         return {k: v if type(v) in _SCALARS else _json_copy(v) for k, v in value.items()}
     if t is list:
