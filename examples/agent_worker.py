@@ -60,6 +60,8 @@ class AgentWorker:
         self.model = model
         #: Seconds to wait for the triggering input to show up on the channel.
         self.start_timeout = 30.0
+        #: Seconds between the local scripted model's stream events (no effect on the real API).
+        self.stream_delay = 0.01
         self.responses: ResponsesClient | None = None
         self._local_model: Any = None
 
@@ -94,7 +96,7 @@ class AgentWorker:
         from ai_transport.responses.local_server import LocalResponsesServer, StreamReply
 
         self._local_model = LocalResponsesServer(
-            lambda request: StreamReply.from_events(scripted_turn(request.json()), delay=0.01)
+            lambda request: StreamReply.from_events(scripted_turn(request.json()), delay=self.stream_delay)
         )
         await self._local_model.start()
         self.responses = ResponsesClient(api_key="local", base_url=self._local_model.base_url)

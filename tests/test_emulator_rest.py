@@ -272,7 +272,10 @@ def test_cors_preflight_allows_authorization(emulator_thread: EmulatorThread) ->
     )
     assert r.status_code == 204
     assert r.headers["access-control-allow-origin"] == "http://localhost:3000"  # echoed, not "*"
+    # ably-js sends its REST requests (history) withCredentials: the browser needs this to read them
+    assert r.headers["access-control-allow-credentials"] == "true"
     assert "authorization" in r.headers["access-control-allow-headers"].lower()
     got = httpx.get(f"{emulator_thread.url}/time", headers={"Origin": "http://localhost:3000"})
     assert got.headers["access-control-allow-origin"] == "http://localhost:3000"
+    assert got.headers["access-control-allow-credentials"] == "true"
     assert "Link" in got.headers["access-control-expose-headers"]

@@ -107,6 +107,8 @@ class RestHandlers(PresenceHandlers):
             keep_alive = headers.get("connection", "").lower() != "close"
             if origin is not None:  # echo the (allowed) browser origin rather than "*"
                 resp.headers.setdefault("Access-Control-Allow-Origin", origin)
+                # as Ably does: ably-js sends REST requests (history) withCredentials
+                resp.headers.setdefault("Access-Control-Allow-Credentials", "true")
                 resp.headers.setdefault("Vary", "Origin")
             self._write_response(writer, req, resp, keep_alive)
             await writer.drain()

@@ -1,26 +1,30 @@
-// Drive the browser example in headless Chromium (Debian's /usr/bin/chromium) with playwright-core.
+// Headless Chromium (Debian's /usr/bin/chromium) driven with playwright-core, one command per line.
 //
-//   node browser_e2e.mjs <page-url> <chromium-path> <user-data-dir> [approve|deny]
+//   node browser_e2e.mjs <chromium-path> <user-data-dir>
 //
-// Prints one JSON line: what the page showed while the call was pending, and at the end.
-// playwright-core is resolved from examples/browser/node_modules (the example's devDependency).
+// Reads JSON commands on stdin, one a line, and answers each with one JSON line on stdout:
+// {"ok": true, "value": ...} or {"ok": false, "error": "..."}. Commands ({"op": ..., ...}):
+// goto {url}, reload, click {selector}, fill {selector, value}, wait {selector, timeout},
+// waitFn {js, timeout} (a JS expression polled until truthy), eval {js} (an expression),
+// screenshot {path}, console (the page's console lines and page errors so far), close.
+// playwright-core is resolved from examples/browser/node_modules (the example's devDependency);
+// no browser is downloaded.
 import { createRequire } from 'node:module';
 import { fileURLToPath } from 'node:url';
 import path from 'node:path';
+import readline from 'node:readline';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const exampleDir = path.resolve(here, '..', '..', '..', 'examples', 'browser');
 const require = createRequire(path.join(exampleDir, 'package.json'));
 const { chromium } = require('playwright-core');
 
-const [url, executablePath, userDataDir, decision = 'approve'] = process.argv.slice(2);
-const STEP_MS = 20000;
-
+const [executablePath, userDataDir] = process.argv.slice(2);
 const context = await chromium.launchPersistentContext(userDataDir, {
   executablePath,
   headless: true,
+  viewport: { width: 1000, height: 760 },
   args: [
-    '--headless',
     '--no-sandbox',
     '--disable-gpu',
     '--disable-quic',
@@ -31,62 +35,36 @@ const context = await chromium.launchPersistentContext(userDataDir, {
   ],
 });
 const consoleLines = [];
-const result = { ok: false, console: consoleLines };
-try {
-  const page = context.pages()[0] ?? (await context.newPage());
-  page.on('console', (m) => consoleLines.push(`${m.type()}: ${m.text()}`));
-  page.on('pageerror', (e) => consoleLines.push(`pageerror: ${e.message}`));
-  await page.goto(url);
-  await page.waitForSelector('body[data-ready="true"]', { timeout: STEP_MS });
-  await page.click('#send');
+const page = context.pages()[0] ?? (await context.newPage());
+page.on('console', (m) => consoleLines.push({ type: m.type(), text: m.text() }));
+page.on('pageerror', (e) => consoleLines.push({ type: 'pageerror', text: String(e?.message ?? e) }));
 
-  // The run streams, then suspends on the gated call: buttons appear.
-  const pendingCall = '.call[data-state="awaiting approval"]';
-  await page.waitForSelector(`${pendingCall} button.${decision}`, { timeout: STEP_MS });
-  await page.waitForSelector('body[data-run-status="suspended"]', { timeout: STEP_MS });
-  result.pending = await page.evaluate(() => ({
-    user: [...document.querySelectorAll('.user-text')].map((e) => e.textContent),
-    reasoning: [...document.querySelectorAll('.reasoning')].map((e) => e.textContent),
-    assistant: [...document.querySelectorAll('.assistant-text')].map((e) => e.textContent),
-    calls: [...document.querySelectorAll('.call')].map((e) => ({
-      id: e.dataset.callId,
-      state: e.dataset.state,
-      desc: e.querySelector('.call-desc')?.textContent,
-    })),
-    runStatus: document.body.dataset.runStatus,
-    shownTextLengths: window.shownTextLengths,
-  }));
+const ops = {
+  goto: (c) => page.goto(c.url).then(() => null),
+  reload: () => page.reload().then(() => null),
+  click: (c) => page.click(c.selector, { timeout: c.timeout ?? 10000 }).then(() => null),
+  fill: (c) => page.fill(c.selector, c.value, { timeout: c.timeout ?? 10000 }).then(() => null),
+  wait: (c) => page.waitForSelector(c.selector, { timeout: c.timeout ?? 20000 }).then(() => null),
+  waitFn: (c) => page.waitForFunction(c.js, null, { timeout: c.timeout ?? 20000, polling: 25 }).then((h) => h.jsonValue()),
+  eval: (c) => page.evaluate(c.js),
+  screenshot: (c) => page.screenshot({ path: c.path, fullPage: false }).then(() => c.path),
+  console: () => consoleLines.slice(),
+};
 
-  await page.click(`${pendingCall} button.${decision}`);
-
-  // The agent resumes, runs (or skips) the tool, asks the model again and completes the run.
-  await page.waitForFunction(
-    () => {
-      const runs = document.querySelector('#runs').textContent;
-      const calls = [...document.querySelectorAll('.call')];
-      return (
-        document.body.dataset.runStatus === 'complete' &&
-        !runs.includes('suspended') &&
-        !runs.includes('active') &&
-        calls.length > 0 &&
-        calls.every((c) => c.dataset.state === 'done' || c.dataset.state.startsWith('denied'))
-      );
-    },
-    null,
-    { timeout: STEP_MS },
-  );
-  result.final = await page.evaluate(() => ({
-    assistant: [...document.querySelectorAll('.assistant-text')].map((e) => e.textContent),
-    results: [...document.querySelectorAll('.result')].map((e) => e.textContent),
-    calls: [...document.querySelectorAll('.call')].map((e) => ({ id: e.dataset.callId, state: e.dataset.state })),
-    buttons: document.querySelectorAll('button.approve, button.deny').length,
-    runs: document.querySelector('#runs').textContent,
-    status: document.querySelector('#status').textContent,
-  }));
-  result.ok = true;
-} catch (err) {
-  result.error = String(err?.message ?? err);
-} finally {
-  await context.close();
+const lines = readline.createInterface({ input: process.stdin });
+for await (const line of lines) {
+  if (!line.trim()) continue;
+  const command = JSON.parse(line);
+  if (command.op === 'close') break;
+  let answer;
+  try {
+    const op = ops[command.op];
+    if (!op) throw new Error(`unknown op ${command.op}`);
+    answer = { ok: true, value: (await op(command)) ?? null };
+  } catch (err) {
+    answer = { ok: false, error: String(err?.message ?? err) };
+  }
+  process.stdout.write(JSON.stringify(answer) + '\n');
 }
-process.stdout.write(JSON.stringify(result) + '\n');
+await context.close();
+process.stdout.write(JSON.stringify({ ok: true, value: 'closed' }) + '\n');
