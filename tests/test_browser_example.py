@@ -179,7 +179,7 @@ class Page:
             assert self.proc.stdin
             try:
                 self.proc.stdin.write('{"op": "close"}\n')
-                self.proc.stdin.flush()
+                self.proc.stdin.close()
                 self.proc.wait(timeout=20)
             except (OSError, subprocess.TimeoutExpired):
                 self.proc.kill()

@@ -1,82 +1,100 @@
-"""The browser example's tiny HTTP server: static files, config, the wake-up endpoint, and refusals."""
+"""The browser example's server (aiohttp): the page's files and nothing else, config, health, token
+requests and wake-ups bounded to the example's conversation channels, and one-line refusals of bad
+options."""
 
 from __future__ import annotations
 
 import asyncio
 import importlib.util
 import json
+import socket
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any
+
+import aiohttp
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "browser"
 
 
-def load_server():
+def load_server() -> Any:
     spec = importlib.util.spec_from_file_location("browser_example_server_routes", EXAMPLE / "server.py")
+    assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
 
 
-async def http(port: int, method: str, path: str, body: bytes = b"") -> tuple[int, dict[str, str], bytes]:
-    reader, writer = await asyncio.open_connection("127.0.0.1", port)
-    writer.write(f"{method} {path} HTTP/1.1\r\nHost: x\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
-    await writer.drain()
-    raw = await reader.read()
-    writer.close()
-    head, _, payload = raw.partition(b"\r\n\r\n")
-    lines = head.decode().split("\r\n")
-    headers = dict(line.split(": ", 1) for line in lines[1:])
-    return int(lines[0].split()[1]), headers, payload
+async def http(port: int, method: str, path: str, body: bytes = b"") -> tuple[int, str, bytes]:
+    """One request, the path sent as is (no client-side normalisation of ``..``)."""
+    async with aiohttp.ClientSession() as client:
+        url = aiohttp.client.URL.build(scheme="http", host="127.0.0.1", port=port, path=path, encoded=True)
+        async with client.request(method, url, data=body) as r:
+            return r.status, r.headers.get("Content-Type", ""), await r.read()
 
 
-async def test_routes_serve_the_page_config_and_wake_the_agent():
+async def test_routes_serve_the_page_config_health_and_wake_the_agent() -> None:
     module = load_server()
-    woken: list[dict] = []
+    woken: list[dict[str, Any]] = []
     done = asyncio.Event()
+    up = [False]
 
-    async def on_invoke(invocation: dict) -> None:
+    async def on_invoke(invocation: dict[str, Any]) -> None:
         woken.append(invocation)
         done.set()
 
-    server = module.ExampleServer({"channel": "c1", "ably": {"port": 1}}, on_invoke)
+    async def probe() -> bool:
+        return up[0]
+
+    server = module.ExampleServer({"namespace": "ns", "ably": {"port": 1}}, on_invoke, probe=probe)
     port = await server.start()
     try:
-        status, headers, body = await http(port, "GET", "/")
-        assert status == 200 and headers["Content-Type"] == "text/html" and b"Approve" not in body
-        assert b'<script type="module" src="dist/app.js">' in body
-        status, headers, body = await http(port, "GET", "/app.js")
-        assert status == 200 and headers["Content-Type"] == "text/javascript"
+        status, ctype, body = await http(port, "GET", "/")
+        assert status == 200 and ctype.startswith("text/html")
+        assert b'<script type="module" src="dist/app.js">' in body and b"https://" not in body  # no CDN
+        status, ctype, body = await http(port, "GET", "/style.css")
+        assert status == 200 and ctype.startswith("text/css") and b"@import" not in body and b"url(http" not in body
         status, _, body = await http(port, "GET", "/config.json?x=1")
-        assert status == 200 and json.loads(body) == {"channel": "c1", "ably": {"port": 1}}
+        assert status == 200 and json.loads(body) == {"namespace": "ns", "ably": {"port": 1}}
+        assert json.loads((await http(port, "GET", "/health"))[2]) == {"emulator": "down"}
+        up[0] = True
+        assert json.loads((await http(port, "GET", "/health"))[2]) == {"emulator": "up"}
 
-        inv = {"inputEventId": "ev-1", "sessionName": "c1"}
+        inv = {"inputEventId": "ev-1", "sessionName": "ns:c1"}
         status, _, body = await http(port, "POST", "/invoke", json.dumps(inv).encode())
         assert status == 202 and json.loads(body) == {"accepted": True}
         await asyncio.wait_for(done.wait(), 5)
         assert woken == [inv]
 
         assert (await http(port, "POST", "/invoke", b"{not json"))[0] == 400
-        assert (await http(port, "POST", "/invoke", b'{"sessionName": "c1"}'))[0] == 400
+        assert (await http(port, "POST", "/invoke", b'{"sessionName": "ns:c1"}'))[0] == 400
+        for name in ("other:c1", "ns", "ns:", "ns:a:b", "ns:../x", 7):  # only this example's conversations
+            bad = json.dumps({"inputEventId": "e", "sessionName": name}).encode()
+            assert (await http(port, "POST", "/invoke", bad))[0] == 400, name
+        assert len(woken) == 1
         assert (await http(port, "GET", "/invoke"))[0] == 405
         assert (await http(port, "POST", "/"))[0] == 405
-        for path in ("/../../pyproject.toml", "/%2e%2e/server.py", "/node_modules/ably/package.json", "/nope"):
+        for path in ("/app.js", "/server.py", "/package.json", "/../../pyproject.toml", "/%2e%2e/server.py",
+                     "/dist/../server.py", "/node_modules/ably/package.json", "/nope"):
             assert (await http(port, "GET", path))[0] == 404, path
     finally:
         await server.close()
 
 
-async def test_a_failing_agent_is_reported_and_the_server_keeps_serving():
+async def test_a_failing_agent_is_reported_and_the_server_keeps_serving() -> None:
     module = load_server()
 
-    async def on_invoke(invocation: dict) -> None:
+    async def on_invoke(invocation: dict[str, Any]) -> None:
         raise RuntimeError("model unreachable")
 
-    server = module.ExampleServer({}, on_invoke)
+    server = module.ExampleServer({"namespace": "s"}, on_invoke)
     port = await server.start()
     try:
-        assert (await http(port, "POST", "/invoke", b'{"inputEventId": "e", "sessionName": "s"}'))[0] == 202
-        for _ in range(100):
+        assert (await http(port, "POST", "/invoke", b'{"inputEventId": "e", "sessionName": "s:x"}'))[0] == 202
+        for _ in range(200):
             if server.errors:
                 break
             await asyncio.sleep(0.01)
@@ -86,22 +104,69 @@ async def test_a_failing_agent_is_reported_and_the_server_keeps_serving():
         await server.close()
 
 
-async def test_token_request_route_serves_a_least_privilege_browser_token_request():
+async def test_token_request_is_least_privilege_on_one_conversation_channel() -> None:
     module = load_server()
 
-    async def on_invoke(invocation: dict) -> None:
+    async def on_invoke(invocation: dict[str, Any]) -> None:
         return None
 
     options = module.ably_js_options("http://127.0.0.1:9")
     assert "token" not in options and options["authUrl"] == "/token-request"
-    server = module.ExampleServer({}, on_invoke, module.browser_token_request("browser-user", "c1"))
+    server = module.ExampleServer({"namespace": "ns"}, on_invoke, module.browser_token_request("browser-user"))
     port = await server.start()
     try:
-        status, headers, body = await http(port, "GET", "/token-request?clientId=browser-user")
+        status, ctype, body = await http(port, "GET", "/token-request?clientId=browser-user&channel=ns%3Ac1")
         request = json.loads(body)
-        assert status == 200 and headers["Content-Type"] == "application/json"
+        assert status == 200 and ctype.startswith("application/json")
         assert request["keyName"] == "local.dev" and request["clientId"] == "browser-user" and request["mac"]
-        assert json.loads(request["capability"]) == {"c1": ["subscribe", "publish", "history", "presence"]}
+        assert json.loads(request["capability"]) == {"ns:c1": ["subscribe", "publish", "history", "presence"]}
         assert "secret" not in body.decode()
+        for query in ("", "?channel=other%3Ac1", "?channel=ns%3A*", "?channel=*", "?channel=ns"):
+            status, _, body = await http(port, "GET", f"/token-request{query}")
+            assert status == 400 and b"ns:<id>" in body, query
     finally:
         await server.close()
+
+
+async def test_emulator_reachable_says_whether_something_listens() -> None:
+    module = load_server()
+    with socket.socket() as listener:  # a stand-in emulator: something accepts connections
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+        port = listener.getsockname()[1]
+        assert await module.emulator_reachable(f"http://127.0.0.1:{port}") is True
+    assert await module.emulator_reachable(f"http://127.0.0.1:{port}", timeout=0.5) is False
+
+
+def run_server(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(EXAMPLE / "server.py"), *args], capture_output=True, text=True,
+                          timeout=60, cwd=ROOT)
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "message"),
+    [
+        (["--port", "99999"], 2, "browser example: error: --port must be between 0 and 65535, got 99999"),
+        (["--port", "-1"], 2, "browser example: error: --port must be between 0 and 65535, got -1"),
+        (["--port", "eighty"], 2, "browser example: error: argument --port: invalid int value: 'eighty' (see --help)"),
+        (["--emulator", "localhost"], 2,
+         "browser example: error: --emulator must be a URL like http://127.0.0.1:8090, got 'localhost'"),
+        (["--namespace", "a:b"], 2,
+         "browser example: error: --namespace must be letters, digits, _ or - (1-64 of them), got 'a:b'"),
+        (["--stream-delay", "-1"], 2, "browser example: error: --stream-delay must be 0 or more seconds, got -1.0"),
+    ],
+)
+def test_bad_options_are_one_line_and_a_non_zero_exit(args: list[str], code: int, message: str) -> None:
+    r = run_server(*args)
+    assert (r.returncode, r.stdout, r.stderr) == (code, "", message + "\n")
+
+
+def test_a_port_in_use_is_one_line_and_exit_1() -> None:
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        held.listen()
+        port = held.getsockname()[1]
+        r = run_server("--port", str(port), "--emulator", "http://127.0.0.1:9")
+    assert r.returncode == 1 and r.stdout == "", r
+    assert r.stderr == (f"browser example: error: port {port} on 127.0.0.1 is already in use; pick another with "
+                        "--port N (or --port 0 for any free port)\n")

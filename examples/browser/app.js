@@ -385,11 +385,12 @@ async function main() {
 
   async function teardown() {
     const old = session;
-    const oldClient = old?.client;
     session = null;
     if (old) {
+      // The client first, synchronously: ably-js would otherwise open a retry socket that the close
+      // then aborts (a browser warning). The session's own close has nothing left to detach.
+      old.client.close();
       await old.session.close().catch(() => {});
-      oldClient.close();
     }
   }
 
@@ -405,8 +406,8 @@ async function main() {
         ? 'Cannot reach the example server (examples/browser/server.py). Is it still running? Retrying…'
         : `Cannot reach the Ably emulator at ${config.emulator}. Start it with \`ai-transport emulator\`; retrying…`);
       setPill('offline', 'Offline');
-      $('#question').disabled = true;
-      $('#send').disabled = true;
+      // The conversation stays on screen, but nothing can be sent until the page is connected again.
+      for (const control of document.querySelectorAll('#transcript button, #question, #send')) control.disabled = true;
       await sleep(Math.min(500 * 2 ** attempt, 4000));
       if (mine !== generation) return;
     }

@@ -40,7 +40,7 @@ import subprocess
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 from urllib.parse import urlsplit
 
 from aiohttp import web
@@ -137,7 +137,9 @@ class ExampleServer:
         self.app.router.add_get("/health", self._health)
         self.app.router.add_get("/token-request", self._token_request)
         self.app.router.add_post("/invoke", self._invoke_route)
-        self.app.router.add_get("/{path:.*}", self._static)
+        self.app.router.add_get("/", self._static)
+        for rel in PAGE_FILES:
+            self.app.router.add_get(f"/{rel}", self._static)
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
         """Listen; return the bound port (``OSError`` when the port cannot be had)."""
@@ -192,9 +194,9 @@ class ExampleServer:
         return web.json_response({"accepted": True}, status=202)
 
     async def _static(self, request: web.Request) -> web.StreamResponse:
-        rel = request.match_info["path"] or "index.html"
+        rel = request.path.lstrip("/") or "index.html"
         ctype = PAGE_FILES.get(rel)
-        if ctype is None or not (HERE / rel).is_file():
+        if ctype is None or not (HERE / rel).is_file():  # the bundle is not built yet
             raise web.HTTPNotFound(text="not found")
         return web.Response(body=(HERE / rel).read_bytes(), content_type=ctype,
                             headers={"Cache-Control": "no-store"})
@@ -248,38 +250,44 @@ async def serve(args: argparse.Namespace) -> None:
     """Run the example until interrupted."""
     from agent_worker import AgentWorker
 
-    ensure_bundle()
     worker = AgentWorker.for_emulator(args.emulator, model=args.model)
     worker.stream_delay = args.stream_delay
-    await worker.start()
     client_id = "browser-user"
     config = {"ably": ably_js_options(args.emulator), "namespace": args.namespace, "clientId": client_id,
               "emulator": args.emulator}
     server = ExampleServer(config, worker.handle_invocation, browser_token_request(client_id),
                            probe=lambda: emulator_reachable(args.emulator))
-    try:
+    try:  # the port first: a bad one is refused before anything is built or started
         port = await server.start(args.host, args.port)
     except OSError as e:
-        await worker.close()
         if e.errno == errno.EADDRINUSE:
             raise UsageError(f"port {args.port} on {args.host} is already in use; pick another with --port N "
                              "(or --port 0 for any free port)", 1) from e
         raise UsageError(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", 1) from e
-    print(f"browser example: open http://{args.host}:{port}/  (conversations on channels "
-          f"'{args.namespace}:<id>')", flush=True)
-    if not await emulator_reachable(args.emulator):
-        print(f"browser example: note: no emulator answers at {args.emulator} yet (start one with "
-              "`ai-transport emulator`); the page says so until one does", file=sys.stderr, flush=True)
     try:
+        ensure_bundle()
+        await worker.start()
+        print(f"browser example: open http://{args.host}:{port}/  (conversations on channels "
+              f"'{args.namespace}:<id>')", flush=True)
+        if not await emulator_reachable(args.emulator):
+            print(f"browser example: note: no emulator answers at {args.emulator} yet (start one with "
+                  "`ai-transport emulator`); the page says so until one does", file=sys.stderr, flush=True)
         await asyncio.Event().wait()
     finally:
         await server.close()
         await worker.close()
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, with its errors on one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"browser example: error: {message} (see --help)\n")
+
+
 def main() -> int:
     """Command line of the example server; returns the exit code."""
-    p = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    p = _Parser(description=(__doc__ or "").split("\n\n")[0])
     p.add_argument("--emulator", default=os.environ.get("AIT_EMULATOR_URL", "http://127.0.0.1:8090"),
                    help="URL of a running emulator (start one with `ai-transport emulator`)")
     p.add_argument("--host", default="127.0.0.1")

@@ -66,5 +66,6 @@ for await (const line of lines) {
   }
   process.stdout.write(JSON.stringify(answer) + '\n');
 }
+lines.close();
 await context.close();
-process.stdout.write(JSON.stringify({ ok: true, value: 'closed' }) + '\n');
+process.stdout.write(JSON.stringify({ ok: true, value: 'closed' }) + '\n', () => process.exit(0));
