@@ -219,7 +219,12 @@ def assert_status_never_contradicts_calls(log: list[dict[str, Any]]) -> None:
     """At every render: a status that names a call state has a call in it, and no status says
     "waiting for your approval" beside an answered or running call (the old page's bug)."""
     assert log, "the page recorded no render"
+    answered: set[int] = set()  # calls (by position) the user has answered: never offered again
     for entry in log:
+        for i, call in enumerate(entry["calls"]):
+            if call in ("answering", "approved", "running", "done", "denied"):
+                answered.add(i)
+            assert not (call == "awaiting-approval" and i in answered), entry
         status, calls = entry["status"], entry["calls"]
         if status in STATUS_NEEDS_CALL:
             assert STATUS_NEEDS_CALL[status] in calls, entry

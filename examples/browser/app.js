@@ -120,10 +120,13 @@ function derive(view, local) {
     const runStatus = run?.status;
     const states = message.toolCallStates || {};
     const calls = new Map();
-    for (const item of message.items)
-      if (item.type === 'function_call')
-        calls.set(item.call_id, callState(states[item.call_id], outputs.has(item.call_id), runStatus,
-          local.answering.get(item.call_id)));
+    for (const item of message.items) {
+      if (item.type !== 'function_call') continue;
+      // The page's own answer counts only until the channel has it (then toolCallStates says).
+      if (states[item.call_id]?.approval !== 'pending') local.answering.delete(item.call_id);
+      calls.set(item.call_id, callState(states[item.call_id], outputs.has(item.call_id), runStatus,
+        local.answering.get(item.call_id)));
+    }
     return { codecMessageId, message, run, calls };
   });
 
@@ -134,7 +137,7 @@ function derive(view, local) {
   const lastMessage = shown[shown.length - 1];
 
   let status;
-  if (lastMessage?.message.role === 'user' && !lastMessage.run) {
+  if (lastMessage?.message.role === 'user' && (!last || lastMessage.run?.runId !== last.runId)) {
     status = { key: 'waking', label: local.wakeError ? 'The agent could not be woken' : 'Waking the agent…' };
   } else if (!last) {
     status = { key: 'idle', label: 'Ask a question to start' };
@@ -145,8 +148,8 @@ function derive(view, local) {
   } else if (last.status === 'suspended') {
     if (has('awaiting-approval')) status = { key: 'awaiting-approval', label: 'Waiting for your approval' };
     else if (has('answering')) status = { key: 'answering', label: 'Sending your answer…' };
-    else if (has('approved')) status = { key: 'resuming', label: 'Approved: waiting for the agent to resume' };
-    else if (has('denied')) status = { key: 'resuming', label: 'Denied: waiting for the agent to resume' };
+    else if (has('approved')) status = { key: 'resuming', label: 'Approved: waiting for the agent' };
+    else if (has('denied')) status = { key: 'resuming', label: 'Denied: waiting for the agent' };
     else status = { key: 'suspended', label: 'Paused' };
   } else if (last.status === 'complete') {
     status = { key: 'complete', label: 'Answered' };
@@ -339,13 +342,13 @@ async function main() {
       const sent = await view.send([codec.createToolApprovalResponse(codecMessageId, payload)], { runId: run?.runId });
       await wake(sent.toInvocation().toJSON());
       setBanner();
+      // Published: keep showing "approving…" until the answer's echo folds into toolCallStates.
     } catch (err) {
+      local.answering.delete(callId);
       local.wakeError = err;
       setBanner('error', `Could not pass your answer to the agent: ${err.message}`);
-    } finally {
-      local.answering.delete(callId);
-      render();
     }
+    render();
   }
 
   $('#ask').onsubmit = async (ev) => {
