@@ -116,6 +116,8 @@ class ExampleProcess:
         self.url = f"http://127.0.0.1:{self.port}/"
 
     def stop(self) -> None:
+        if self.proc.returncode is not None:
+            return
         self.proc.terminate()
         try:
             _, err = self.proc.communicate(timeout=10)
@@ -395,6 +397,15 @@ def test_emulator_down_shows_an_error_and_the_page_connects_once_it_is_up(page: 
         page.wait_for("document.querySelector('#banner').textContent.startsWith('Cannot reach the Ably emulator')")
         page.screenshot("5-emulator-gone")
         assert page.console_problems() == []
+        assert page.state()["user"] == [QUESTION]  # the conversation stays on screen, its buttons disabled
+        assert page.do("eval", js="[...document.querySelectorAll('#transcript button')].every((b) => b.disabled)")
+        # The example server goes too: the page says which one it cannot reach.
+        example.stop()
+        page.wait_for("document.querySelector('#banner').textContent.startsWith('Cannot reach the example server')")
+        page.screenshot("6-server-gone")
+        # Only the browser's own line per failed /health poll (backed off), nothing from the page.
+        problems = page.console_problems()
+        assert all(p["text"].startswith("Failed to load resource") for p in problems), problems
     finally:
         example.stop()
     assert "no emulator answers at" in example.stderr and "Traceback" not in example.stderr, example.stderr
