@@ -257,7 +257,8 @@ def test_malformed_http_is_rejected_and_server_survives(emulator_thread: Emulato
     ):
         with socket.create_connection(("127.0.0.1", emulator_thread.port), timeout=5) as s:
             s.sendall(raw)
-            assert s.recv(1024).startswith(b"HTTP/1.1 400")
+            # a request line without a version is answered in HTTP/1.0 (aiohttp knows no better)
+            assert s.recv(1024).split(b" ", 2)[:2] in ([b"HTTP/1.1", b"400"], [b"HTTP/1.0", b"400"])
     assert httpx.get(f"{emulator_thread.url}/time").status_code == 200
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from websockets.protocol import State
-from websockets.server import ServerProtocol
+from aiohttp import WSMsgType, web
 
 from .auth import Principal
 from .protocol import (
@@ -68,52 +68,108 @@ class Connection:
 
 
 class WsSession:
-    """One websocket carrying a connection."""
+    """One websocket carrying a connection: synchronous sends, written in order by one writer task.
 
-    def __init__(self, proto: ServerProtocol, writer: asyncio.StreamWriter, fmt: str) -> None:
-        self.proto = proto
-        self.writer = writer
+    The emulator handles every frame synchronously (so a channel's fan-out order is its serial
+    order for every receiver); :meth:`send` therefore only queues the encoded frame, and a writer
+    task of the session hands the queue to aiohttp's websocket in order, awaiting its flow control
+    (``drain``) when the peer reads slower than the emulator writes. :meth:`queued` counts what is
+    unsent (queued here and in the transport's buffer), which the outbound bound (80020) reads.
+    """
+
+    def __init__(self, ws: web.WebSocketResponse, transport: asyncio.BaseTransport | None, fmt: str) -> None:
+        self.ws = ws
         self.fmt = fmt
         self.closed = False
         self.expiry_task: asyncio.Task[None] | None = None
+        self._transport = transport
+        self._opcode = WSMsgType.BINARY if fmt == "msgpack" else WSMsgType.TEXT
+        self._out: deque[bytes | tuple[int, str]] = deque()
+        self._out_bytes = 0
+        self._closing = False  # a close is queued: nothing more is sent
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._writer = asyncio.create_task(self._write_loop())
 
-    def flush(self) -> None:
-        """Write whatever the protocol has queued."""
-        for chunk in self.proto.data_to_send():
-            if chunk:
-                self.writer.write(chunk)
-            else:
-                with contextlib.suppress(Exception):
-                    if self.writer.can_write_eof():
-                        self.writer.write_eof()
+    async def _write_loop(self) -> None:
+        ws = self.ws
+        out = self._out
+        try:
+            while True:
+                if not out:
+                    self._idle.set()
+                    self._wake.clear()
+                    await self._wake.wait()
+                    continue
+                item = out.popleft()
+                if isinstance(item, tuple):
+                    self._out_bytes = 0
+                    out.clear()
+                    await ws.close(code=item[0], message=item[1].encode("utf-8"))
+                    return
+                self._out_bytes -= len(item)
+                await ws.send_frame(item, self._opcode)
+        except (ConnectionError, RuntimeError):
+            pass  # the peer went away (or aiohttp closed the websocket): nothing more to write
+        finally:
+            self._idle.set()
+            self.closed = True
 
     def queued(self) -> int:
-        """Bytes written but not yet taken by the peer (the transport's buffer)."""
-        try:
-            return int(self.writer.transport.get_write_buffer_size())
-        except (AttributeError, RuntimeError):
-            return 0
+        """Bytes sent but not yet taken by the peer (queued here and in the transport's buffer)."""
+        transport = self._transport
+        buffered = 0
+        if isinstance(transport, asyncio.WriteTransport):
+            with contextlib.suppress(AttributeError, RuntimeError):
+                buffered = int(transport.get_write_buffer_size())
+        return self._out_bytes + buffered
 
     def send(self, frame: dict[str, Any]) -> None:
         """Encode and send one ProtocolMessage (messages must already be rendered for ``fmt``)."""
-        if self.closed or self.proto.state is not State.OPEN:
+        if self.closed or self._closing:
             return
         self.send_raw(encode_frame(frame, self.fmt))
 
     def send_raw(self, payload: bytes) -> None:
         """Send a frame encoded by :func:`encode_frame` for this session's format."""
-        if self.closed or self.proto.state is not State.OPEN:
+        if self.closed or self._closing:
             return
-        if self.fmt == "msgpack":
-            self.proto.send_binary(payload)
-        else:
-            self.proto.send_text(payload)
-        self.flush()
+        self._out.append(payload)
+        self._out_bytes += len(payload)
+        self._kick()
+
+    def _kick(self) -> None:
+        self._idle.clear()
+        self._wake.set()
 
     def close(self, code: int = 1000, reason: str = "") -> None:
-        """Start the closing handshake."""
-        if self.proto.state is State.OPEN:
-            self.proto.send_close(code, reason)
-            self.flush()
+        """Start the closing handshake once everything sent before it is written."""
+        if self._closing or self._writer.done():
+            return
+        self._closing = True
+        self._out.append((code, reason))
+        self._kick()
 
+    def abort(self) -> None:
+        """Cut the transport at once (no closing handshake; what is queued is lost)."""
+        self.closed = True
+        self._out.clear()
+        self._out_bytes = 0
+        if self._transport is not None:
+            with contextlib.suppress(Exception):
+                self._transport.abort()  # type: ignore[attr-defined]
 
+    async def drained(self, limit: int = 0) -> None:
+        """Wait until no more than ``limit`` bytes are queued here (or the writer stopped)."""
+        while self._out_bytes > limit and not self._writer.done():
+            await self._idle.wait()
+
+    async def finish(self, timeout: float) -> None:
+        """Wait up to ``timeout`` s for the writer to write what is queued (and the close), then stop it."""
+        with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
+            await asyncio.wait_for(asyncio.shield(self._writer), timeout)
+        if not self._writer.done():
+            self._writer.cancel()
+            with contextlib.suppress(BaseException):
+                await self._writer

@@ -8,7 +8,7 @@ import logging
 from typing import Any
 
 from .auth import DEFAULT_KEY, Authority, Principal
-from .connection import Attachment, Connection
+from .connection import Attachment, Connection, WsSession
 from .guard import check_operation_identity
 from .limits import InboundLimiter, RateLimits
 from .presence_store import PresenceStore
@@ -27,8 +27,6 @@ __all__ = ["EmulatorCore"]
 
 log = logging.getLogger("ai_transport.emulator")
 
-MAX_HEAD = 64 * 1024
-MAX_BODY = 16 * 1024 * 1024
 MAX_WS_FRAME = 4 * 1024 * 1024
 
 
@@ -81,10 +79,10 @@ class EmulatorCore:
         self.connections: dict[str, Connection] = {}
         self._by_key: dict[str, Connection] = {}
         self._subs: dict[str, dict[str, Attachment]] = {}
-        self._server: asyncio.base_events.Server | None = None
         self._conn_counter = 0
         self._rest_counter = 0
-        self._client_tasks: set[asyncio.Task[Any]] = set()
+        #: the live websockets (closed by ``stop()``)
+        self._sessions: set[WsSession] = set()
         self.limits = rate_limits if rate_limits is not None else RateLimits.off()
         self.limiter = InboundLimiter(self.limits, self._deliver_rolled_up)
         #: Subscriber transports cut because their outbound queue passed the bound (80020).
@@ -266,6 +264,5 @@ class EmulatorCore:
             conn.id,
             self.limits.max_outbound_bytes,
         )
-        session.closed = True
-        session.writer.transport.abort()
+        session.abort()
 

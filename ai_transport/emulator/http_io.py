@@ -1,11 +1,14 @@
-"""HTTP/1.1 plumbing of the REST side: requests, responses, error bodies, paging.
+"""The REST side's requests and replies as its handlers see them: error bodies, formats, paging.
+
+aiohttp parses and writes HTTP (:mod:`.serving`); a handler gets an :class:`HttpRequest` (method,
+raw target, case-insensitive headers, body) and returns an :class:`HttpResponse`.
 """
 
 from __future__ import annotations
 
 import urllib.parse
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,11 +21,11 @@ from .protocol import (
 
 @dataclass
 class HttpRequest:
-    """A parsed HTTP request."""
+    """A parsed HTTP request (``headers``: case-insensitive, as aiohttp gives them)."""
 
     method: str
     target: str
-    headers: dict[str, str]
+    headers: Mapping[str, str]
     body: bytes = b""
 
     @property
@@ -45,20 +48,6 @@ class HttpResponse:
     content_type: str = "application/json"
     headers: dict[str, str] = field(default_factory=dict)
 
-
-_REASONS = {
-    200: "OK",
-    201: "Created",
-    204: "No Content",
-    400: "Bad Request",
-    401: "Unauthorized",
-    403: "Forbidden",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    413: "Payload Too Large",
-    426: "Upgrade Required",
-    500: "Internal Server Error",
-}
 
 MSGPACK = "application/x-msgpack"
 

@@ -9,15 +9,11 @@ passed; the frames they carry are handled by :class:`~ai_transport.emulator.real
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import secrets
 import urllib.parse
 from typing import Any
 
-from websockets.frames import Frame, Opcode
-from websockets.http11 import Request
-from websockets.protocol import State
-from websockets.server import ServerProtocol
+from aiohttp import WSMsgType, web
 
 from .auth import Principal
 from .connection import Connection, WsSession
@@ -31,6 +27,10 @@ __all__ = ["REAUTH_LEAD_MS", "RealtimeConnections"]
 
 #: How long before a connection's token expires the emulator sends AUTH (Ably: 30 s).
 REAUTH_LEAD_MS = 30_000
+#: Seconds a closing websocket waits for the peer's close frame (and its queue to be written).
+CLOSE_TIMEOUT = 2.0
+#: Unsent bytes of a connection's own replies past which its frames wait before more are read.
+READ_PAUSE_BYTES = 64 * 1024
 
 
 class RealtimeConnections(PresenceHandlers):
@@ -38,41 +38,30 @@ class RealtimeConnections(PresenceHandlers):
 
     # -- websocket ---------------------------------------------------------------------------
 
-    async def _serve_websocket(
-        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> None:
-        proto = ServerProtocol(max_size=MAX_WS_FRAME)
-        proto.receive_data(head)
-        events = proto.events_received()
-        if not events or not isinstance(events[0], Request):
-            writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-            return
-        request = events[0]
-        response = proto.accept(request)
-        proto.send_response(response)
-        for chunk in proto.data_to_send():
-            writer.write(chunk)
-        await writer.drain()
-        if response.status_code != 101:
-            return
-        query = dict(
-            urllib.parse.parse_qsl(urllib.parse.urlsplit(request.path).query, keep_blank_values=True)
+    async def _serve_websocket(self, request: web.Request) -> web.StreamResponse:
+        """A websocket upgrade at any path (as Ably: ably-python and ably-js ask for ``GET /?…``)."""
+        ws = web.WebSocketResponse(
+            compress=False, max_msg_size=MAX_WS_FRAME, decode_text=False, timeout=CLOSE_TIMEOUT
         )
+        await ws.prepare(request)
+        query = dict(urllib.parse.parse_qsl(request.query_string, keep_blank_values=True))
         fmt = "msgpack" if query.get("format") == "msgpack" else "json"
-        session = WsSession(proto, writer, fmt)
+        session = WsSession(ws, request.transport, fmt)
+        self._sessions.add(session)
         conn: Connection | None = None
         heartbeat: asyncio.Task[None] | None = None
         try:
             conn = self._open_connection(session, query)
             if conn is None:
-                await writer.drain()
-                await self._drain_close(session, reader)
-                return
+                # after a fatal error: the ERROR, the close, and (briefly) the peer's close
+                session.close(1000, "")
+                await session.finish(CLOSE_TIMEOUT)
+                return ws
             self._presence_connected(conn, query)
             if self.max_idle_interval > 0:
                 heartbeat = asyncio.create_task(self._heartbeat(session))
             self._watch_expiry(conn, session)
-            await self._read_loop(conn, session, reader)
+            await self._read_loop(conn, session, ws)
         finally:
             if heartbeat is not None:
                 heartbeat.cancel()
@@ -84,6 +73,9 @@ class RealtimeConnections(PresenceHandlers):
                 self._pause(conn)
                 conn.expires_at = asyncio.get_running_loop().time() + self.connection_state_ttl / 1000
                 self._presence_transport_lost(conn)
+            await session.finish(CLOSE_TIMEOUT)
+            self._sessions.discard(session)
+        return ws
 
     def _watch_expiry(self, conn: Connection, session: WsSession) -> None:
         """Send AUTH :data:`REAUTH_LEAD_MS` before the connection's token expires (the SDK
@@ -111,57 +103,27 @@ class RealtimeConnections(PresenceHandlers):
 
         session.expiry_task = asyncio.create_task(expire())
 
-    async def _drain_close(self, session: WsSession, reader: asyncio.StreamReader) -> None:
-        """After a fatal error: close and wait (briefly) for the peer's close."""
-        session.close(1000, "")
-
-        async def wait_peer_close() -> None:
-            while session.proto.state is not State.CLOSED:
-                data = await reader.read(65536)
-                if not data:
-                    break
-                session.proto.receive_data(data)
-                session.proto.events_received()
-                session.flush()
-
-        with contextlib.suppress(asyncio.TimeoutError, ConnectionError):
-            await asyncio.wait_for(wait_peer_close(), 2)
-
     async def _heartbeat(self, session: WsSession) -> None:
         interval = self.max_idle_interval / 2000
         while not session.closed:
             await asyncio.sleep(interval)
             session.send({"action": int(Action.HEARTBEAT)})
 
-    async def _read_loop(self, conn: Connection, session: WsSession, reader: asyncio.StreamReader) -> None:
-        proto = session.proto
-        fragments: list[bytes] = []
-        fragment_text = False
+    async def _read_loop(self, conn: Connection, session: WsSession, ws: web.WebSocketResponse) -> None:
+        """Handle each websocket message in arrival order until the websocket closes (aiohttp
+        reassembles fragments, answers pings and the peer's close); a reader whose own replies
+        are backed up waits for them before reading on."""
         while True:
-            data = await reader.read(65536)
-            if not data:
-                proto.receive_eof()
-                session.flush()
+            msg = await ws.receive()
+            kind = msg.type
+            if kind is WSMsgType.BINARY or kind is WSMsgType.TEXT:
+                self._on_payload(conn, session, msg.data, kind is WSMsgType.TEXT)
+            elif kind in (WSMsgType.CLOSE, WSMsgType.CLOSING, WSMsgType.CLOSED, WSMsgType.ERROR):
                 return
-            proto.receive_data(data)
-            for event in proto.events_received():
-                if not isinstance(event, Frame):
-                    continue
-                if event.opcode in (Opcode.TEXT, Opcode.BINARY):
-                    if not event.fin:
-                        fragments = [bytes(event.data)]
-                        fragment_text = event.opcode is Opcode.TEXT
-                        continue
-                    self._on_payload(conn, session, bytes(event.data), event.opcode is Opcode.TEXT)
-                elif event.opcode is Opcode.CONT:
-                    fragments.append(bytes(event.data))
-                    if event.fin:
-                        self._on_payload(conn, session, b"".join(fragments), fragment_text)
-                        fragments = []
-            session.flush()
-            if proto.state is State.CLOSED or session.closed:
+            if session.closed:
                 return
-            await session.writer.drain()
+            if session.queued() > READ_PAUSE_BYTES:
+                await session.drained(READ_PAUSE_BYTES)
 
     @staticmethod
     def _pause(conn: Connection) -> None:
@@ -311,9 +273,7 @@ class RealtimeConnections(PresenceHandlers):
             if lose_continuity:
                 lost: set[tuple[str | None, str]] = self.__dict__.setdefault("_continuity_lost", set())
                 lost.update((conn.client_id, name) for name in conn.attachments)
-            session.closed = True
-            with contextlib.suppress(Exception):
-                session.writer.transport.abort()
+            session.abort()
             if forget:
                 self._drop_connection(conn)
             n += 1

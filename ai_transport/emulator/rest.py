@@ -8,14 +8,15 @@ import secrets
 import urllib.parse
 from typing import TYPE_CHECKING, Any
 
+from aiohttp import web
+
 from .attach import check_channel_name
 from .auth import Principal
 from .batch import batch_publish
 from .connection import Connection
-from .core import MAX_BODY, log
+from .core import log
 from .guard import origin_allowed
 from .http_io import (
-    _REASONS,
     MSGPACK,
     HttpRequest,
     HttpResponse,
@@ -40,120 +41,56 @@ from .store import Event, now_ms
 
 __all__ = ["RestHandlers"]
 
+_CORS = {
+    "Access-Control-Allow-Origin": "*",
+    "Access-Control-Expose-Headers": "Link, X-Ably-Errorcode, X-Ably-Errormessage",
+}
+
+
+def _to_web(resp: HttpResponse, origin: str | None) -> web.Response:
+    """The aiohttp response for a handler's reply (CORS headers; an allowed Origin is echoed)."""
+    headers = {"Content-Type": resp.content_type, **_CORS, **resp.headers}
+    if origin is not None:  # echo the (allowed) browser origin rather than "*"
+        headers["Access-Control-Allow-Origin"] = resp.headers.get("Access-Control-Allow-Origin", origin)
+        # as Ably does: ably-js sends REST requests (history) withCredentials
+        headers.setdefault("Access-Control-Allow-Credentials", "true")
+        headers.setdefault("Vary", "Origin")
+    return web.Response(status=resp.status, body=resp.body, headers=headers)
+
+
 class RestHandlers(PresenceHandlers):
     """Ably REST over HTTP/1.1 (publish, history, messages, time, token requests, channel status)."""
 
     if TYPE_CHECKING:
 
-        async def _serve_websocket(
-            self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-        ) -> None: ...
+        async def _serve_websocket(self, request: web.Request) -> web.StreamResponse: ...
 
-    async def _serve_http(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        while True:
-            try:
-                head = await reader.readuntil(b"\r\n\r\n")
-            except asyncio.IncompleteReadError:
-                return
-            except asyncio.LimitOverrunError:
-                writer.write(b"HTTP/1.1 431 Request Header Fields Too Large\r\nConnection: close\r\n\r\n")
-                return
-            try:
-                lines = head.decode("latin-1").split("\r\n")
-                method, target, _version = lines[0].split(" ", 2)
-                headers: dict[str, str] = {}
-                for line in lines[1:]:
-                    if not line:
-                        continue
-                    name, _, value = line.partition(":")
-                    headers[name.strip().lower()] = value.strip()
-            except ValueError:
-                writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-                return
-            origin = headers.get("origin")
-            if not origin_allowed(origin, self.allowed_origins):
-                log.warning("emulator: refused a request from browser origin %r (not loopback or allowed)", origin)
-                err = EmulatorError(
-                    f"Origin {origin!r} is not allowed: the emulator accepts loopback origins and its "
-                    "allowed_origins (--allow-origin) only",
-                    40300,
-                    403,
-                )
-                resp = _error_response(err)
-                self._write_response(writer, HttpRequest("GET", "/", headers), resp, False)
-                await writer.drain()
-                return
-            if "websocket" in headers.get("upgrade", "").lower():
-                await self._serve_websocket(head, reader, writer)
-                return
-            try:
-                body = await self._read_body(headers, reader)
-            except ValueError:
-                writer.write(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n")
-                return
-            if body is None:
-                writer.write(
-                    b"HTTP/1.1 413 Payload Too Large\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-                )
-                return
-            req = HttpRequest(method.upper(), target, headers, body)
-            try:
-                resp = self._handle_rest(req)
-            except EmulatorError as err:
-                resp = _error_response(err)
-            except Exception as exc:
-                log.exception("emulator: REST handler failed")
-                resp = _error_response(EmulatorError(f"internal error: {exc}", 50000, 500))
-            keep_alive = headers.get("connection", "").lower() != "close"
-            if origin is not None:  # echo the (allowed) browser origin rather than "*"
-                resp.headers.setdefault("Access-Control-Allow-Origin", origin)
-                # as Ably does: ably-js sends REST requests (history) withCredentials
-                resp.headers.setdefault("Access-Control-Allow-Credentials", "true")
-                resp.headers.setdefault("Vary", "Origin")
-            self._write_response(writer, req, resp, keep_alive)
-            await writer.drain()
-            if not keep_alive:
-                return
-
-    async def _read_body(self, headers: dict[str, str], reader: asyncio.StreamReader) -> bytes | None:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            parts: list[bytes] = []
-            total = 0
-            while True:
-                size_line = await reader.readuntil(b"\r\n")
-                size = int(size_line.split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    # trailers until an empty line
-                    while (await reader.readuntil(b"\r\n")) != b"\r\n":
-                        pass
-                    return b"".join(parts)
-                total += size
-                if total > MAX_BODY:
-                    return None
-                parts.append(await reader.readexactly(size))
-                await reader.readexactly(2)
-        length = int(headers.get("content-length", "0") or 0)
-        if length > MAX_BODY:
+    def _refuse_origin(self, request: web.Request) -> web.Response | None:
+        """403 / 40300 for a browser Origin that is neither loopback nor allowed (REST and websocket)."""
+        origin = request.headers.get("Origin")
+        if origin_allowed(origin, self.allowed_origins):
             return None
-        return await reader.readexactly(length) if length else b""
-
-    @staticmethod
-    def _write_response(
-        writer: asyncio.StreamWriter, req: HttpRequest, resp: HttpResponse, keep_alive: bool
-    ) -> None:
-        head = [f"HTTP/1.1 {resp.status} {_REASONS.get(resp.status, 'Status')}"]
-        hdrs = {
-            "Content-Type": resp.content_type,
-            "Content-Length": str(len(resp.body)),
-            "Connection": "keep-alive" if keep_alive else "close",
-            "Access-Control-Allow-Origin": "*",
-            "Access-Control-Expose-Headers": "Link, X-Ably-Errorcode, X-Ably-Errormessage",
-        }
-        hdrs.update(resp.headers)
-        head.extend(f"{k}: {v}" for k, v in hdrs.items())
-        writer.write(
-            ("\r\n".join(head) + "\r\n\r\n").encode("latin-1") + (b"" if req.method == "HEAD" else resp.body)
+        log.warning("emulator: refused a request from browser origin %r (not loopback or allowed)", origin)
+        err = EmulatorError(
+            f"Origin {origin!r} is not allowed: the emulator accepts loopback origins and its "
+            "allowed_origins (--allow-origin) only",
+            40300,
+            403,
         )
+        return _to_web(_error_response(err), None)
+
+    async def _serve_rest(self, request: web.Request) -> web.Response:
+        """One REST request (aiohttp parsed it and enforces the body limit: 413 past ``MAX_BODY``)."""
+        body = await request.read()
+        req = HttpRequest(request.method.upper(), request.raw_path, request.headers, body)
+        try:
+            resp = self._handle_rest(req)
+        except EmulatorError as err:
+            resp = _error_response(err)
+        except Exception as exc:
+            log.exception("emulator: REST handler failed")
+            resp = _error_response(EmulatorError(f"internal error: {exc}", 50000, 500))
+        return _to_web(resp, request.headers.get("Origin"))
 
     # -- REST --------------------------------------------------------------------------------
 

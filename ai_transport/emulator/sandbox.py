@@ -18,22 +18,22 @@ Channel fixtures (``channels[].presence``) are entered as present members of the
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import binascii
-import contextlib
 import json
 import secrets
-import urllib.parse
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from aiohttp import web
+
 from .capability import dumps_capability, parse_capability
-from .core import MAX_BODY, MAX_HEAD, log
-from .http_io import _REASONS, HttpResponse
+from .core import log
+from .http_io import HttpResponse
 from .protocol import EmulatorError
 from .server import Emulator
-from .serving import Serving
+from .serving import MAX_BODY, Serving
 
 __all__ = ["Sandbox", "SandboxApp"]
 
@@ -80,7 +80,6 @@ class Sandbox(Serving):
         self.account_id = f"emu-account-{secrets.token_hex(3)}"
         self.apps: dict[str, SandboxApp] = {}
         self.emulator_options = emulator_options
-        self._server: asyncio.base_events.Server | None = None
         self._counter = 0
 
     @property
@@ -92,19 +91,14 @@ class Sandbox(Serving):
 
     async def start(self) -> Sandbox:
         """Bind and start serving."""
-        self._server = await asyncio.start_server(self._on_client, self.host, self._requested_port, limit=MAX_HEAD)
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._listen()
         return self
 
     async def stop(self) -> None:
         """Stop every app's emulator and the provisioner."""
         for app_id in list(self.apps):
             await self.delete_app(app_id)
-        if self._server is not None:
-            self._server.close()
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
-            self._server = None
+        await self._close()
 
     # -- apps --------------------------------------------------------------------------------
 
@@ -181,54 +175,26 @@ class Sandbox(Serving):
 
     # -- HTTP --------------------------------------------------------------------------------
 
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError):
-                    return
-                lines = head.decode("latin-1").split("\r\n")
-                try:
-                    method, target, _ = lines[0].split(" ", 2)
-                except ValueError:
-                    return
-                headers = {}
-                for line in lines[1:]:
-                    name, _, value = line.partition(":")
-                    if name:
-                        headers[name.strip().lower()] = value.strip()
-                length = int(headers.get("content-length", "0") or 0)
-                if length > MAX_BODY:
-                    return
-                body = await reader.readexactly(length) if length else b""
-                try:
-                    resp = await self._handle(method.upper(), urllib.parse.urlsplit(target).path, headers, body)
-                except EmulatorError as err:
-                    resp = HttpResponse(err.status_code, json.dumps({"error": err.to_dict()}).encode())
-                except Exception as exc:
-                    log.exception("sandbox: request failed")
-                    internal = EmulatorError(f"internal error: {exc}", 50000, 500)
-                    resp = HttpResponse(500, json.dumps({"error": internal.to_dict()}).encode())
-                keep_alive = headers.get("connection", "").lower() != "close"
-                head_out = [
-                    f"HTTP/1.1 {resp.status} {_REASONS.get(resp.status, 'Status')}",
-                    f"Content-Type: {resp.content_type}",
-                    f"Content-Length: {len(resp.body)}",
-                    "Connection: " + ("keep-alive" if keep_alive else "close"),
-                    "Access-Control-Allow-Origin: *",
-                ]
-                writer.write(("\r\n".join(head_out) + "\r\n\r\n").encode("latin-1") + resp.body)
-                await writer.drain()
-                if not keep_alive:
-                    return
-        except (ConnectionError, asyncio.CancelledError):
-            pass
-        finally:
-            with contextlib.suppress(Exception):
-                writer.close()
+    def make_app(self) -> web.Application:
+        """One catch-all route answered by :meth:`_handle` (errors as Ably's JSON error bodies)."""
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{path:.*}", self._on_request)
+        return app
 
-    async def _handle(self, method: str, path: str, headers: dict[str, str], body: bytes) -> HttpResponse:
+    async def _on_request(self, request: web.Request) -> web.Response:
+        body = await request.read()
+        try:
+            resp = await self._handle(request.method.upper(), request.path, request.headers, body)
+        except EmulatorError as err:
+            resp = HttpResponse(err.status_code, json.dumps({"error": err.to_dict()}).encode())
+        except Exception as exc:
+            log.exception("sandbox: request failed")
+            internal = EmulatorError(f"internal error: {exc}", 50000, 500)
+            resp = HttpResponse(500, json.dumps({"error": internal.to_dict()}).encode())
+        headers = {"Content-Type": resp.content_type, "Access-Control-Allow-Origin": "*", **resp.headers}
+        return web.Response(status=resp.status, body=resp.body, headers=headers)
+
+    async def _handle(self, method: str, path: str, headers: Mapping[str, str], body: bytes) -> HttpResponse:
         parts = [p for p in path.split("/") if p]
         if parts == ["apps"] and method == "POST":
             try:

@@ -1,9 +1,9 @@
-"""The emulator server: one asyncio TCP port speaking HTTP/1.1 (Ably REST) and WebSocket (realtime).
+"""The emulator server: one aiohttp application on one port, Ably REST and realtime WebSocket.
 
-Plain HTTP requests (keep-alive, ``Content-Length`` or chunked bodies) are routed to the REST
-handlers; a request with ``Upgrade: websocket`` at any path (ably-python asks for ``GET /?…``,
-ably-js for ``GET /?…`` on ``host:port``) is handed to the sans-I/O
-:class:`websockets.server.ServerProtocol` and becomes a realtime connection.
+A request with ``Upgrade: websocket`` at any path (ably-python and ably-js ask for ``GET /?…``)
+becomes a realtime connection (:meth:`~.realtime_connections.RealtimeConnections._serve_websocket`);
+every other request goes to the REST routes (:class:`~.rest.RestHandlers`). A browser ``Origin``
+that is neither loopback nor allowed is refused first (403 / 40300) on both.
 
 All state lives in one event loop: frames are handled synchronously, in arrival order, so a
 channel's fan-out order is its serial order for every receiver.
@@ -12,17 +12,17 @@ channel's fan-out order is its serial order for every receiver.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import threading
 from typing import Any
 
+from aiohttp import web
 from typing_extensions import Self
 
-from .core import MAX_HEAD, log
+from .core import log
 from .guard import check_bind
 from .realtime import RealtimeHandlers
 from .rest import RestHandlers
-from .serving import Serving
+from .serving import MAX_BODY, Serving
 
 __all__ = ["Emulator", "EmulatorThread"]
 
@@ -52,50 +52,35 @@ class Emulator(Serving, RestHandlers, RealtimeHandlers):
 
     # -- lifecycle ---------------------------------------------------------------------------
 
+    def make_app(self) -> web.Application:
+        """One catch-all route: websocket upgrades and REST requests share the port."""
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{path:.*}", self._on_request)
+        return app
+
     async def start(self) -> Emulator:
         """Bind and start serving (dev mode on a non-loopback host: see :func:`~.guard.check_bind`)."""
         check_bind(self.host, self.strict_tokens, self.dev_tokens_on_any_host)
-        self._server = await asyncio.start_server(
-            self._on_client, self.host, self._requested_port, limit=MAX_HEAD
-        )
-        self.port = self._server.sockets[0].getsockname()[1]
+        await self._listen()
         log.info("emulator listening on %s", self.url)
         return self
 
     async def stop(self) -> None:
-        """Close every connection and stop listening."""
-        if self._server is not None:
-            self._server.close()
-        for conn in list(self.connections.values()):
-            if conn.session is not None:
-                conn.session.close(1001, "emulator stopping")
-        for task in list(self._client_tasks):
-            task.cancel()
-        for task in list(self._client_tasks):
-            with contextlib.suppress(BaseException):
-                await task
-        if self._server is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._server.wait_closed(), 2)
-            self._server = None
+        """Close every websocket (1001), then stop listening and close the HTTP connections."""
+        sessions = list(self._sessions)
+        for session in sessions:
+            session.close(1001, "emulator stopping")
+        if sessions:
+            await asyncio.gather(*(s.finish(1.0) for s in sessions), return_exceptions=True)
+        await self._close()
 
-    # -- TCP / HTTP --------------------------------------------------------------------------
-
-    async def _on_client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._client_tasks.add(task)
-        try:
-            await self._serve_http(reader, writer)
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
-            pass
-        except Exception:
-            log.exception("emulator: connection handler failed")
-        finally:
-            if task is not None:
-                self._client_tasks.discard(task)
-            with contextlib.suppress(Exception):
-                writer.close()
+    async def _on_request(self, request: web.Request) -> web.StreamResponse:
+        refused = self._refuse_origin(request)
+        if refused is not None:
+            return refused
+        if "websocket" in request.headers.get("Upgrade", "").lower():
+            return await self._serve_websocket(request)
+        return await self._serve_rest(request)
 
 
 class EmulatorThread:

@@ -27,12 +27,13 @@ Here: the HTTP serving. Replies and responders live in :mod:`.replies`, scripted
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import logging
-from http import HTTPStatus
+import weakref
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
 
 from .replies import (
     ErrorReply,
@@ -81,12 +82,15 @@ __all__ = [
 
 logger = logging.getLogger("ai_transport.responses.local_server")
 
+#: The largest request body accepted (413 past it).
+MAX_BODY = 64 * 1024 * 1024
+
 
 # -- the server --------------------------------------------------------------------------------------
 
 
 class LocalResponsesServer:
-    """Loopback HTTP/1.1 server for ``POST …/responses`` (keep-alive, chunked streaming).
+    """Loopback HTTP/1.1 server for ``POST …/responses`` (aiohttp: keep-alive, chunked streaming).
 
     Use as ``async with LocalResponsesServer(responder) as server:``; ``server.base_url`` is
     ``http://127.0.0.1:<port>/v1``. :attr:`requests` lists every request received; :attr:`responder`
@@ -98,9 +102,8 @@ class LocalResponsesServer:
         self.host = host
         self.port = port
         self.requests: list[RecordedRequest] = []
-        self._server: asyncio.base_events.Server | None = None
-        self._connections: set[asyncio.StreamWriter] = set()
-        self._handlers: set[asyncio.Task[None]] = set()
+        self._runner: web.AppRunner | None = None
+        self._connections: weakref.WeakKeyDictionary[asyncio.BaseTransport, int] = weakref.WeakKeyDictionary()
         self._accepted = 0
 
     @property
@@ -114,22 +117,25 @@ class LocalResponsesServer:
 
     async def start(self) -> Self:
         """Bind and start serving (port 0 picks a free port)."""
-        self._server = await asyncio.start_server(self._handle, self.host, self.port)
-        self.port = self._server.sockets[0].getsockname()[1]
+        app = web.Application(client_max_size=MAX_BODY)
+        app.router.add_route("*", "/{path:.*}", self._handle)
+        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
+        await runner.setup()
+        site = web.TCPSite(runner, self.host, self.port)
+        try:
+            await site.start()
+        except BaseException:
+            await runner.cleanup()
+            raise
+        self._runner = runner
+        self.port = int(runner.addresses[0][1])
         return self
 
     async def close(self) -> None:
-        """Stop serving and close open connections."""
-        if self._server is not None:
-            self._server.close()
-            for writer in list(self._connections):
-                writer.close()
-            for task in list(self._handlers):
-                task.cancel()
-            if self._handlers:
-                await asyncio.gather(*self._handlers, return_exceptions=True)
-            await self._server.wait_closed()
-            self._server = None
+        """Stop serving and close open connections (a stream still being written is cut)."""
+        runner, self._runner = self._runner, None
+        if runner is not None:
+            await runner.cleanup()
 
     async def __aenter__(self) -> Self:
         return await self.start()
@@ -139,43 +145,29 @@ class LocalResponsesServer:
     ) -> None:
         await self.close()
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._connections.add(writer)
-        self._accepted += 1
-        connection = self._accepted
-        task = asyncio.current_task()
-        if task is not None:
-            self._handlers.add(task)
-        try:
-            while True:
-                request = await _read_request(reader)
-                if request is None:
-                    break
-                request.connection = connection
-                self.requests.append(request)
-                keep_alive = await self._respond(request, writer)
-                if not keep_alive or request.headers.get("connection", "").lower() == "close":
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as exc:
-            logger.debug("local server connection ended: %r", exc)
-        except asyncio.CancelledError:
-            pass  # server closing; end the handler quietly (asyncio logs cancelled handler tasks)
-        finally:
-            if task is not None:
-                self._handlers.discard(task)
-            self._connections.discard(writer)
-            writer.close()
-            with contextlib.suppress(ConnectionError, OSError):
-                await writer.wait_closed()
+    def _connection_of(self, request: web.BaseRequest) -> int:
+        transport = request.transport
+        if transport is None:
+            return 0
+        number = self._connections.get(transport)
+        if number is None:
+            self._accepted += 1
+            number = self._connections[transport] = self._accepted
+        return number
 
-    async def _respond(self, request: RecordedRequest, writer: asyncio.StreamWriter) -> bool:
-        if request.method != "POST" or not request.path.split("?", 1)[0].endswith("/responses"):
+    async def _handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.read()
+        headers = {name.lower(): value for name, value in request.headers.items()}
+        recorded = RecordedRequest(request.method, request.raw_path, headers, body)
+        recorded.connection = self._connection_of(request)
+        self.requests.append(recorded)
+        if request.method != "POST" or not request.path.endswith("/responses"):
             reply: Reply = ErrorReply.from_error(
-                f"local server: no route for {request.method} {request.path}", status=404
+                f"local server: no route for {request.method} {request.raw_path}", status=404
             )
         else:
             try:
-                result = self.responder(request)
+                result = self.responder(recorded)
                 if inspect.isawaitable(result):
                     result = await result
                 reply = _as_reply(result)
@@ -184,39 +176,38 @@ class LocalResponsesServer:
                 reply = ErrorReply.from_error(f"local server responder failed: {exc}", type="server_error",
                                               status=500)
         if isinstance(reply, ErrorReply):
-            head = _status_line(reply.status) + _headers(
-                {"content-type": reply.content_type, "content-length": str(len(reply.body)), **reply.headers}
+            return web.Response(
+                status=reply.status, body=reply.body, headers={"Content-Type": reply.content_type, **reply.headers}
             )
-            writer.write(head + reply.body)
-            await writer.drain()
-            return True
-        head = _status_line(200) + _headers(
-            {
-                "content-type": "text/event-stream; charset=utf-8",
-                "cache-control": "no-cache",
-                "transfer-encoding": "chunked",
-                **reply.headers,
-            }
+        return await self._stream(request, reply)
+
+    async def _stream(self, request: web.Request, reply: StreamReply) -> web.StreamResponse:
+        """SSE frames as chunks, each written (and drained: the client's pace) before the next."""
+        resp = web.StreamResponse(
+            status=200,
+            headers={"Content-Type": "text/event-stream; charset=utf-8", "Cache-Control": "no-cache", **reply.headers},
         )
-        writer.write(head)
-        await writer.drain()
+        resp.enable_chunked_encoding()
+        await resp.prepare(request)
         frames = reply.frames
         limit = len(frames) if reply.drop_after is None else min(reply.drop_after, len(frames))
         pieces: list[bytes] = list(frames[:limit])
         if reply.chunk_size:
             data = b"".join(pieces)
             pieces = [data[i : i + reply.chunk_size] for i in range(0, len(data), reply.chunk_size)]
-        for piece in pieces:
-            if reply.delay:
-                await asyncio.sleep(reply.delay)
-            writer.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-            await writer.drain()
-        if reply.drop_after is not None:
-            writer.transport.abort()  # no terminating chunk: a broken stream
-            return False
-        writer.write(b"0\r\n\r\n")
-        await writer.drain()
-        return True
+        try:
+            for piece in pieces:
+                if reply.delay:
+                    await asyncio.sleep(reply.delay)
+                await resp.write(piece)
+            if reply.drop_after is not None:
+                if request.transport is not None:
+                    request.transport.abort()  # no terminating chunk: a broken stream
+                return resp
+            await resp.write_eof()
+        except ConnectionError as exc:
+            logger.debug("local server stream ended: %r", exc)
+        return resp
 
 
 def _as_reply(result: Any) -> Reply:
@@ -227,48 +218,3 @@ def _as_reply(result: Any) -> Reply:
             return StreamReply.from_events(build_response_events(result))
         return StreamReply.from_events(result)
     raise TypeError(f"responder returned {type(result).__name__}; expected a reply or a list of events")
-
-
-def _status_line(status: int) -> bytes:
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = "Status"
-    return f"HTTP/1.1 {status} {phrase}\r\n".encode("ascii")
-
-
-def _headers(headers: dict[str, str]) -> bytes:
-    return "".join(f"{k}: {v}\r\n" for k, v in headers.items()).encode("latin-1") + b"\r\n"
-
-
-async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
-    line = await reader.readline()
-    if not line:
-        return None
-    parts = line.decode("latin-1").strip().split(" ")
-    if len(parts) != 3:
-        raise ValueError(f"bad request line: {line!r}")
-    method, path, _version = parts
-    headers: dict[str, str] = {}
-    while True:
-        raw = await reader.readline()
-        if not raw:
-            return None
-        if raw in (b"\r\n", b"\n"):
-            break
-        name, _, value = raw.decode("latin-1").partition(":")
-        headers[name.strip().lower()] = value.strip()
-    if headers.get("transfer-encoding", "").lower() == "chunked":
-        chunks = []
-        while True:
-            size = int((await reader.readline()).split(b";", 1)[0].strip(), 16)
-            if size == 0:
-                while (await reader.readline()) not in (b"\r\n", b"\n", b""):
-                    pass
-                break
-            chunks.append(await reader.readexactly(size))
-            await reader.readline()
-        body = b"".join(chunks)
-    else:
-        body = await reader.readexactly(int(headers.get("content-length", "0") or 0))
-    return RecordedRequest(method, path, headers, body)
