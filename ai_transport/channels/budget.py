@@ -6,7 +6,8 @@ appends all count (``platform/pricing/limits``, ``ai-transport/token-streaming/t
 A worker streaming several responses on one connection reaches that quickly: a model emits up to
 ~150 deltas/s per response.
 
-A :class:`PublishBudget` is a token bucket of ``rate`` operations/s holding at most ``burst``
+A :class:`PublishBudget` is a token bucket (:class:`~ai_transport.token_bucket.TokenBucket`, the
+one the emulator's inbound limits count with) of ``rate`` operations/s holding at most ``burst``
 tokens; with the defaults (40/s, 8) no one-second window ever sees more than 48 operations, a
 safe margin under 50. Every writer call of the codec encoder takes one token
 (:class:`~ai_transport.codec.coalesce.CoalescingPublisher`); appends that wait for a token are
@@ -31,6 +32,7 @@ import weakref
 from typing import Any
 
 from ..errors import ErrorCode, InvalidArgumentError
+from ..token_bucket import TokenBucket
 
 __all__ = ["DEFAULT_PUBLISH_RATE", "RATE_LIMIT_CODES", "PublishBudget", "budget_for"]
 
@@ -60,8 +62,8 @@ class PublishBudget:
             )
         self.rate = float(rate)
         self.burst = float(burst)
-        self._tokens = self.burst
-        self._stamp: float | None = None
+        # the bucket's clock starts at its first use (the loop's time is not known here)
+        self._bucket = TokenBucket(self.rate, self.burst) if self.rate > 0 else None
         self._lock: asyncio.Lock | None = None
         self._blocked_until = 0.0
         self._backoff = 0.0
@@ -75,32 +77,24 @@ class PublishBudget:
         """Whether the budget limits anything (``rate > 0``)."""
         return self.rate > 0
 
-    def _refill(self, now: float) -> None:
-        if self._stamp is None:
-            self._stamp = now
-        elif now > self._stamp:
-            self._tokens = min(self.burst, self._tokens + (now - self._stamp) * self.rate)
-            self._stamp = now
-
     def try_acquire(self) -> bool:
         """Take a token now if one is available (never waits); True when taken."""
-        if not self.enabled:
+        if self._bucket is None:
             return True
         if self._lock is not None and self._lock.locked():
             return False  # others are already waiting: keep their order
         now = asyncio.get_running_loop().time()
         if now < self._blocked_until:
             return False
-        self._refill(now)
-        if self._tokens >= 1:
-            self._tokens -= 1
+        if self._bucket.take(1, now):
             self.granted += 1
             return True
         return False
 
     async def acquire(self) -> None:
         """Wait for a token (first come, first served) and take it."""
-        if not self.enabled:
+        bucket = self._bucket
+        if bucket is None:
             return
         if self._lock is None:
             self._lock = asyncio.Lock()
@@ -111,12 +105,10 @@ class PublishBudget:
                 if now < self._blocked_until:
                     await asyncio.sleep(self._blocked_until - now)
                     continue
-                self._refill(now)
-                if self._tokens >= 1:
-                    self._tokens -= 1
+                if bucket.take(1, now):
                     self.granted += 1
                     return
-                await asyncio.sleep((1 - self._tokens) / self.rate)
+                await asyncio.sleep(bucket.wait(1, now))
 
     def holding(self) -> bool:
         """Whether the calling context already took its token (the encoder's coalescer did)."""
@@ -138,13 +130,12 @@ class PublishBudget:
     def rejected(self) -> None:
         """A rate-limit rejection: pause every user of the budget (doubling, at most 1 s)."""
         self.rejections += 1
-        if not self.enabled:
+        if self._bucket is None:
             return
         now = asyncio.get_running_loop().time()
         self._backoff = min(1.0, max(1.0 / self.rate, self._backoff * 2))
         self._blocked_until = max(self._blocked_until, now + self._backoff)
-        self._tokens = 0.0
-        self._stamp = now
+        self._bucket.drain(now)
 
     def succeeded(self) -> None:
         """An operation went through: the next rejection starts the back-off afresh."""

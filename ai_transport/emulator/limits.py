@@ -40,6 +40,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..token_bucket import TokenBucket
 from .protocol import EmulatorError, MessageAction
 from .store import Event
 
@@ -92,36 +93,6 @@ class RateLimits:
     def off(cls) -> RateLimits:
         """No rate limits and no roll-up (the outbound bound stays)."""
         return cls(connection_rate=None, channel_rate=None, append_rollup_window=0)
-
-
-class TokenBucket:
-    """A token bucket: ``rate`` tokens/s, at most ``capacity`` held."""
-
-    __slots__ = ("capacity", "rate", "stamp", "tokens")
-
-    def __init__(self, rate: float, capacity: float, now: float) -> None:
-        self.rate = rate
-        self.capacity = max(1.0, capacity)
-        self.tokens = self.capacity
-        self.stamp = now
-
-    def _refill(self, now: float) -> None:
-        if now > self.stamp:
-            self.tokens = min(self.capacity, self.tokens + (now - self.stamp) * self.rate)
-            self.stamp = now
-
-    def available(self, now: float) -> float:
-        """Tokens available at ``now``."""
-        self._refill(now)
-        return self.tokens
-
-    def take(self, n: float, now: float) -> bool:
-        """Take ``n`` tokens if available (all or nothing)."""
-        self._refill(now)
-        if n > self.tokens:
-            return False
-        self.tokens -= n
-        return True
 
 
 def parse_rollup_window(raw: Any, default: int) -> int:
