@@ -9,19 +9,22 @@ header has ``"x-ably-token"`` as ``typ`` or the claim alone); the inner token th
 :func:`looks_like_jwt` tells a JWT from an opaque token; :func:`verify` checks one against the
 keys and returns its grant (key name, capability ∩ the key's, clientId, expiry in ms) or the
 inner token; errors: 40144 (malformed / bad signature), 40101 (unknown key of this app), 40400
-(a key of another app), 40142 (expired).
+(a key of another app), 40142 (expired). The signature is made and checked by PyJWT (HS256 only:
+a token naming another ``alg`` is refused before any key is used); the Ably claims are read here.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
-import hmac
 import json
 import time
+import warnings
 from dataclasses import dataclass
 from typing import Any
+
+import jwt as pyjwt
+from jwt.warnings import InsecureKeyLengthWarning
 
 from .protocol import EmulatorError
 
@@ -43,10 +46,6 @@ def _b64url_decode(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
-def _b64url(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii")
-
-
 def looks_like_jwt(token: str) -> bool:
     """Whether ``token`` has the three dot-separated parts of a JWT with a JSON header."""
     parts = token.split(".")
@@ -61,19 +60,28 @@ def looks_like_jwt(token: str) -> bool:
 
 def sign(key_name: str, secret: str, claims: dict[str, Any]) -> str:
     """An HS256 Ably JWT for ``claims`` signed with the key ``key_name:secret`` (for tests/tools)."""
-    header = _b64url(json.dumps({"typ": "JWT", "alg": "HS256", "kid": key_name}).encode())
-    body = _b64url(json.dumps(claims).encode())
-    mac = hmac.new(secret.encode(), f"{header}.{body}".encode(), hashlib.sha256).digest()
-    return f"{header}.{body}.{_b64url(mac)}"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InsecureKeyLengthWarning)  # an app's key secret is its own
+        return pyjwt.encode(claims, secret, algorithm="HS256", headers={"typ": "JWT", "kid": key_name})
+
+
+def _check_signature(token: str, secret: str) -> None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InsecureKeyLengthWarning)
+            pyjwt.PyJWS().decode_complete(token, key=secret, algorithms=["HS256"])
+    except pyjwt.InvalidSignatureError:
+        raise EmulatorError("Invalid JWT signature", 40144, 401) from None
+    except pyjwt.PyJWTError:
+        raise EmulatorError("Malformed JWT", 40144, 401) from None
 
 
 def verify(token: str, keys: dict[str, str], now_ms: int | None = None) -> JwtGrant:
     """Verify an Ably JWT against ``keys`` (name -> secret); raise :class:`EmulatorError` if invalid."""
     try:
-        head_b64, body_b64, sig_b64 = token.split(".")
+        head_b64, body_b64, _sig_b64 = token.split(".")
         header = json.loads(_b64url_decode(head_b64))
         claims = json.loads(_b64url_decode(body_b64))
-        signature = _b64url_decode(sig_b64)
     except (ValueError, binascii.Error):
         raise EmulatorError("Malformed JWT", 40144, 401) from None
     if not isinstance(header, dict) or not isinstance(claims, dict):
@@ -92,9 +100,7 @@ def verify(token: str, keys: dict[str, str], now_ms: int | None = None) -> JwtGr
         if app is not None and not any(name.split(".", 1)[0] == app for name in keys):
             raise EmulatorError(f"No application found with id {app!r}", 40400, 404)
         raise EmulatorError(f"JWT signed by an unknown key {kid!r}", 40101, 401)
-    expected = hmac.new(secret.encode(), f"{head_b64}.{body_b64}".encode(), hashlib.sha256).digest()
-    if not hmac.compare_digest(expected, signature):
-        raise EmulatorError("Invalid JWT signature", 40144, 401)
+    _check_signature(token, secret)
     inner = claims.get("x-ably-token")
     if isinstance(inner, str) and inner:
         return JwtGrant(key_name=kid, expires=expires, inner_token=inner)
