@@ -256,5 +256,5 @@ def test_rate_limit_options() -> None:
     assert limits is not None and (limits.connection_rate, limits.channel_rate) == (10, 10)
     with pytest.raises(ValueError, match="--inbound-rate"):
         rate_limits_from_args(parser.parse_args(["--inbound-rate", "0"]))
-    with pytest.raises(SystemExit):
-        parser.parse_args(["--append-rollup-window", "33"])
+    with pytest.raises(ValueError, match="--append-rollup-window must be one of 0, 20, 40, 100, 500"):
+        rate_limits_from_args(parser.parse_args(["--append-rollup-window", "33"]))

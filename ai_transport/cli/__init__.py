@@ -131,43 +131,15 @@ def build_parser() -> argparse.ArgumentParser:
     demo.add_argument("--delay", type=float, default=0.01, help="seconds between scripted deltas (default 0.01)")
     _add_color(demo)
 
+    from ..emulator.options import DESCRIPTION as EMULATOR_DESCRIPTION
+    from ..emulator.options import add_emulator_arguments
+
     emu = sub.add_parser(
         "emulator",
         help="start the local Ably-compatible server (no account needed)",
-        description=(
-            "Start the local Ably-compatible emulator (WebSocket + REST on one port, in memory) and "
-            "print how to connect ably-python and ably-js to it. Runs until interrupted (Ctrl-C)."
-        ),
+        description=EMULATOR_DESCRIPTION,
     )
-    emu.add_argument("--host", default="127.0.0.1", help="interface to bind (default %(default)s)")
-    emu.add_argument("--port", type=int, default=8090, help="port to listen on (default %(default)s; 0 = any free port)")
-    emu.add_argument(
-        "--strict-tokens", action="store_true", help="refuse tokens the emulator did not issue (no dev mode)"
-    )
-    emu.add_argument(
-        "--dev-tokens-on-any-host",
-        action="store_true",
-        help="allow dev mode (any token string is a wildcard token) on a non-loopback --host (loudly warned)",
-    )
-    emu.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="a browser Origin (scheme://host[:port]) allowed besides loopback ones (repeatable)",
-    )
-    from ..emulator.options import add_rate_limit_arguments
-
-    add_rate_limit_arguments(emu)
-    emu.add_argument(
-        "--sandbox",
-        action="store_true",
-        help=(
-            "run a local Ably test sandbox instead: POST /apps provisions an isolated emulator per app "
-            "(keys with capabilities, strict tokens), DELETE /apps/<id> removes it "
-            "(for ABLY_LOCAL_SANDBOX_URL in ably-js's test suite)"
-        ),
-    )
+    add_emulator_arguments(emu)
 
     tail = sub.add_parser(
         "tail",

@@ -8,7 +8,7 @@ history against it. Start it in-process::
         client = ably_realtime(emu.port, client_id="alice")
 
 or in a thread (``with EmulatorThread() as emu: …``), or from the shell with
-``python -m ai_transport.emulator --port 8080``. :func:`connect_info` gives ably-js options.
+``ai-transport emulator`` / ``python -m ai_transport.emulator`` (port 8090). :func:`connect_info` gives ably-js options.
 """
 
 from __future__ import annotations
