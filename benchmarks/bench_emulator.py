@@ -1,14 +1,19 @@
 """Throughput of the emulator with the unmodified ably-python SDK: concurrent streams of appends.
 
-``python benchmarks/bench_emulator.py [--streams 20] [--appends 500] [--json] [--no-js] [--frames]``
+``python benchmarks/bench_emulator.py [--streams 20] [--appends 500] [--latency 300] [--json] [--no-js]
+[--process] [--frames]``
 
-Each stream is one publisher connection that publishes a message and pipelines ``--appends``
+First the latency of one append on an idle emulator: one publisher awaits each of ``--latency``
+appends in turn while another connection subscribes; it prints the median and 99th percentile of
+the ACK round trip and of the publish-to-delivery time. Then the throughput: each stream is one publisher connection that publishes a message and pipelines ``--appends``
 ``append_message`` calls (the AI Transport pattern); one subscriber connection attached to every
 stream's channel checks that nothing is lost or reordered within a message, and that history
 returns each final aggregate. Prints elapsed time and appends per second, then runs the same
 workload with ably-js 2.x clients in node (``tests/js/handlers/ably_js.mjs``, through the test
 node bridge) and prints the Python/JS throughput ratio, and the emulator's CPU time in that run (the
 clients are in node, so it is the emulator's own cost and little affected by machine load).
+``--process`` runs the emulator in a process of its own, so its CPU per append is printed for the
+ably-python run too (the figure to compare across versions on a busy machine).
 
 ``--frames`` only runs the frame codec micro-benchmark: the emulator's msgspec-based
 ``encode_frame`` / ``decode_frame`` against the stdlib ``json`` and ``msgpack`` calls they replaced,
@@ -20,10 +25,15 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import re
+import subprocess
 import sys
 import time
 import timeit
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -200,24 +210,85 @@ async def run(port: int, streams: int, appends: int, binary: bool) -> dict[str, 
     return {"acked_s": acked, "delivered_s": delivered, "appends": n, "appends_per_s": n / delivered}
 
 
+def _percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def latency(port: int, appends: int, binary: bool) -> dict[str, float]:
+    """ACK round trip and publish-to-delivery time of one append at a time (ms: p50, p99)."""
+    sub = ably_realtime(port, use_binary_protocol=binary)
+    pub = ably_realtime(port, client_id="agent-latency", use_binary_protocol=binary)
+    await asyncio.gather(wait_connected(sub), wait_connected(pub))
+    name = f"latency-{time.time_ns()}"
+    arrived: dict[str, float] = {}
+    got = asyncio.Event()
+
+    def listener(msg: object) -> None:
+        arrived[msg.data] = time.perf_counter()  # type: ignore[attr-defined]
+        got.set()
+
+    await sub.channels.get(name).subscribe(listener)
+    ch = pub.channels.get(name)
+    await ch.attach()
+    serial = (await ch.publish(Message(name="ai-output", data="start"))).serials[0]
+    await asyncio.wait_for(got.wait(), 10)
+    acks: list[float] = []
+    deliveries: list[float] = []
+    for i in range(appends):
+        fragment = f"t{i:05d}"
+        got.clear()
+        t0 = time.perf_counter()
+        await ch.append_message(Message(serial=serial, data=fragment))
+        acks.append(time.perf_counter() - t0)
+        while fragment not in arrived:
+            await asyncio.wait_for(got.wait(), 10)
+            got.clear()
+        deliveries.append(arrived[fragment] - t0)
+    await asyncio.gather(sub.close(), pub.close())
+    ms = 1000.0
+    return {
+        "ack_p50_ms": _percentile(acks, 0.5) * ms,
+        "ack_p99_ms": _percentile(acks, 0.99) * ms,
+        "delivery_p50_ms": _percentile(deliveries, 0.5) * ms,
+        "delivery_p99_ms": _percentile(deliveries, 0.99) * ms,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--streams", type=int, default=20)
     parser.add_argument("--appends", type=int, default=500)
+    parser.add_argument("--latency", type=int, default=300, help="appends of the latency probe (0 = skip it)")
     parser.add_argument("--json", action="store_true", help="JSON wire format instead of msgpack")
     parser.add_argument("--no-js", action="store_true", help="skip the ably-js comparison")
     parser.add_argument("--frames", action="store_true", help="only the frame codec micro-benchmark")
+    parser.add_argument(
+        "--process", action="store_true",
+        help="run the emulator in its own process and print its CPU per append for both clients (Linux)",
+    )
     args = parser.parse_args()
     if args.frames:
         bench_frames()
         return
-    with EmulatorThread(port=0) as emu:
-        result = asyncio.run(run(emu.port, args.streams, args.appends, not args.json))
+    with serving(args.process) as (port, emulator_cpu_s):
         fmt = "json" if args.json else "msgpack"
+        if args.latency > 0:
+            lat = asyncio.run(latency(port, args.latency, not args.json))
+            print(
+                f"ably-python via emulator ({fmt}), one append at a time x {args.latency}: ACK round trip "
+                f"p50 {lat['ack_p50_ms']:.2f} ms, p99 {lat['ack_p99_ms']:.2f} ms; publish to delivery "
+                f"p50 {lat['delivery_p50_ms']:.2f} ms, p99 {lat['delivery_p99_ms']:.2f} ms"
+            )
+        cpu0 = emulator_cpu_s()
+        result = asyncio.run(run(port, args.streams, args.appends, not args.json))
+        py_cpu = emulator_cpu_s() - cpu0
+        cpu_note = f"; emulator CPU {py_cpu / result['appends'] * 1e6:.0f} µs per append" if args.process else ""
         print(
             f"ably-python via emulator ({fmt}): {args.streams} streams x {args.appends} appends = "
             f"{result['appends']} appends; all ACKed in {result['acked_s']:.2f}s, all delivered in "
-            f"{result['delivered_s']:.2f}s ({result['appends_per_s']:.0f} appends/s); nothing lost or reordered"
+            f"{result['delivered_s']:.2f}s ({result['appends_per_s']:.0f} appends/s); nothing lost or "
+            f"reordered{cpu_note}"
         )
         if args.no_js:
             return
@@ -230,17 +301,17 @@ def main() -> None:
             print("node not available: skipping the ably-js comparison")
             return
         bridge = NodeBridge()
-        cpu0 = time.process_time()  # the clients run in node: this process's CPU is the emulator's
+        cpu0 = emulator_cpu_s()  # the clients run in node: the emulator's own CPU
         try:
             js = bridge.call(
                 "ably_js",
                 "benchStreams",
-                options=connect_info(emu.port, use_binary_protocol=not args.json),
+                options=connect_info(port, use_binary_protocol=not args.json),
                 streams=args.streams,
                 appends=args.appends,
             )
         finally:
-            emulator_cpu = time.process_time() - cpu0
+            emulator_cpu = emulator_cpu_s() - cpu0
             bridge.close()
         js_rate = result["appends"] / (js["deliveredMs"] / 1000)
         print(
@@ -250,6 +321,35 @@ def main() -> None:
         )
         print(f"ratio ably-python / ably-js throughput: {result['appends_per_s'] / js_rate:.2f}")
 
+
+@contextlib.contextmanager
+def serving(process: bool) -> Iterator[tuple[int, Callable[[], float]]]:
+    """The emulator's port and a clock of its CPU seconds: in a thread of this process (the clock is
+    this process's CPU, the emulator's own only while the clients run in node), or with
+    ``process`` in a child process (``python -m ai_transport.emulator``; its CPU from /proc)."""
+    if not process:
+        with EmulatorThread(port=0) as emu:
+            yield emu.port, time.process_time
+        return
+    root = Path(__file__).resolve().parent.parent
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ai_transport.emulator", "--port", "0"], cwd=root, stdout=subprocess.PIPE,
+        text=True, env=dict(os.environ, PYTHONPATH=str(root)),
+    )
+    try:
+        assert proc.stdout is not None
+        found = re.search(r"http://127\.0\.0\.1:(\d+)", proc.stdout.readline())
+        assert found, "the emulator did not say where it listens"
+        tick = os.sysconf("SC_CLK_TCK")
+
+        def cpu() -> float:
+            fields = Path(f"/proc/{proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / tick  # utime + stime
+
+        yield int(found.group(1)), cpu
+    finally:
+        proc.terminate()
+        proc.wait(10)
 
 if __name__ == "__main__":
     main()

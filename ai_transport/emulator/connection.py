@@ -87,6 +87,7 @@ class WsSession:
         self._out: deque[bytes | tuple[int, str]] = deque()
         self._out_bytes = 0
         self._closing = False  # a close is queued: nothing more is sent
+        self._stop = False  # the writer ends once the queue is written
         self._wake = asyncio.Event()
         self._idle = asyncio.Event()
         self._idle.set()
@@ -98,6 +99,8 @@ class WsSession:
         try:
             while True:
                 if not out:
+                    if self._stop:
+                        return
                     self._idle.set()
                     self._wake.clear()
                     await self._wake.wait()
@@ -113,6 +116,8 @@ class WsSession:
         except (ConnectionError, RuntimeError):
             pass  # the peer went away (or aiohttp closed the websocket): nothing more to write
         finally:
+            out.clear()  # unwritable now: the peer is gone
+            self._out_bytes = 0
             self._idle.set()
             self.closed = True
 
@@ -154,8 +159,10 @@ class WsSession:
     def abort(self) -> None:
         """Cut the transport at once (no closing handshake; what is queued is lost)."""
         self.closed = True
+        self._stop = True
         self._out.clear()
         self._out_bytes = 0
+        self._kick()
         if self._transport is not None:
             with contextlib.suppress(Exception):
                 self._transport.abort()  # type: ignore[attr-defined]
@@ -166,7 +173,9 @@ class WsSession:
             await self._idle.wait()
 
     async def finish(self, timeout: float) -> None:
-        """Wait up to ``timeout`` s for the writer to write what is queued (and the close), then stop it."""
+        """Let the writer write what is queued (the close included) for up to ``timeout`` s, then stop it."""
+        self._stop = True
+        self._kick()
         with contextlib.suppress(asyncio.TimeoutError, asyncio.CancelledError):
             await asyncio.wait_for(asyncio.shield(self._writer), timeout)
         if not self._writer.done():
