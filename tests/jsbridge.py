@@ -37,8 +37,9 @@ def node_available() -> bool:
 def ensure_node_modules() -> None:
     """Install the reference package beside the tests (idempotent)."""
     with _install_lock:
-        marker = JS_DIR / "node_modules" / "@ably" / "ai-transport" / "package.json"
-        if marker.exists():
+        modules = JS_DIR / "node_modules"
+        markers = (modules / "@ably" / "ai-transport" / "package.json", modules / "ai" / "package.json")
+        if all(marker.exists() for marker in markers):
             return
         cmd = ["npm", "ci"] if (JS_DIR / "package-lock.json").exists() else ["npm", "install"]
         subprocess.run(
