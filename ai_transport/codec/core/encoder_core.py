@@ -1,8 +1,10 @@
-"""The encoder's sans-I/O core: output events and inputs in, Ably :class:`Operation` s out.
+"""The generic encoder core (sans-I/O): stream and discrete writes in, Ably :class:`Operation` s out.
 
-:class:`EncoderCore` is a pure state machine (no I/O, no asyncio); see
-:mod:`ai_transport.codec.encoder` for the operations it hands out and the asyncio shell that
-performs them.
+:class:`StreamEncoderCore` knows no codec: it holds the stream trackers (``StreamState`` of
+0.8.0's ``core/codec/encoder.ts``), builds discrete messages, stream creates, appends, closing
+appends, cancels and recovery updates, and hands them out as :class:`Operation` s. A codec
+subclasses it with its ``encode_output`` / ``encode_input`` dispatch (the Responses codec's
+hand-compiled table, the Vercel codec's descriptor table).
 """
 
 from __future__ import annotations
@@ -12,21 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from .._shapes import MAPPING
-from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
-from .events import ItemIdNormaliser, event_to_dict
-from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string, write_str
-from .inputs import WirePart, _get, input_parts
-from .output_wire import (
-    _DELTA_OR_END,
-    _group_headers,
-    _start_group,
-    _stream_id,
-    _unsupported_item,
-    wire_item,
-)
+from ..._shapes import MAPPING
+from ...errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
+from .headers import MISSING, NAME_OUTPUT
 
-__all__ = ["DROPPED_TYPES", "EncoderCore", "Operation", "StreamState"]
+__all__ = ["Operation", "StreamEncoderCore", "StreamState", "WirePart"]
 
 log = logging.getLogger("ai_transport.codec.encoder")
 
@@ -37,22 +29,17 @@ H_STREAM_ID = "stream-id"
 H_DISCRETE = "discrete"
 H_CODEC_MESSAGE_ID = "codec-message-id"
 
-#: Output event types 0.8.0 keeps off the wire (nothing published, no error).
-DROPPED_TYPES = frozenset(
-    {
-        "response.completed",
-        "response.incomplete",
-        "response.failed",
-        "response.created",
-        "response.in_progress",
-        "response.queued",
-        "error",
-        "response.content_part.done",
-        "response.reasoning_summary_part.done",
-    }
-)
 
-_MODELLED_ITEM_TYPES = ("message", "reasoning", "function_call")
+class WirePart(NamedTuple):
+    """One wire message before the encoder adds its transport bookkeeping.
+
+    ``data`` may be :data:`MISSING` (no ``data`` key on the message); ``transport`` holds payload
+    transport headers (e.g. ``role``), layered after the caller's headers.
+    """
+
+    data: Any
+    codec: dict[str, str]
+    transport: dict[str, Any]
 
 
 class Operation(NamedTuple):
@@ -123,15 +110,14 @@ def _caller_headers(*layers: Any) -> dict[str, Any]:
 # The sans-I/O core
 
 
-class EncoderCore:
-    """The encoder state machine: events/inputs in, :class:`Operation` s out (no I/O).
+class StreamEncoderCore:
+    """The codec-agnostic encoder state machine (no I/O): see the module docstring.
 
     Args:
         extras: encoder-level ``{"headers": {...}}`` merged into every message's transport tier
             (``EncoderOptions.extras`` of 0.8.0).
         on_ably_message: hook called with each message before it is handed out (not for recovery
             updates); it may mutate the message. Exceptions it raises are logged and ignored.
-        normalise_item_ids: rewrite rotated item ids (see :class:`ItemIdNormaliser`); default on.
     """
 
     def __init__(
@@ -139,71 +125,24 @@ class EncoderCore:
         extras: Mapping[str, Any] | None = None,
         *,
         on_ably_message: Callable[[dict[str, Any]], None] | None = None,
-        normalise_item_ids: bool = True,
     ) -> None:
         self._extras = extras
         self._hook = on_ably_message
-        self._normaliser = ItemIdNormaliser() if normalise_item_ids else None
         self.streams: dict[str, StreamState] = {}
         self._starting: dict[str, _PendingStart] = {}
         self.closed = False
 
-    # -- public API ------------------------------------------------------------------------------
-
     def encode_output(
         self, event: Any, *, message_id: str | None = None, extras: Mapping[str, Any] | None = None
     ) -> list[Operation]:
-        """Operations for one output event (``publishOutput``). Raises on a rejected event."""
-        ev = event_to_dict(event)
-        if self._normaliser is not None:
-            ev = self._normaliser.normalise(ev)
-        etype = ev.get("type", MISSING)
-
-        # Delta / end types are never start types, so testing them first changes nothing.
-        phased = _DELTA_OR_END.get(etype) if type(etype) is str else None
-        if phased is not None:
-            group, phase = phased
-            stream_id = _stream_id(group, ev, phase)
-            if phase == "delta":
-                return [self._append(stream_id, ev.get("delta", MISSING), etype)]
-            return self._close_stream(stream_id, _group_headers(group, ev))
-        starts = _start_group(ev)
-        if starts is not None:
-            stream_id = _stream_id(starts, ev, "start")
-            return [self._start_stream(stream_id, _group_headers(starts, ev), message_id, extras)]
-
-        if etype == "response.output_item.added":
-            item = ev.get("item")
-            if not (isinstance(item, MAPPING) and item.get("type") in _MODELLED_ITEM_TYPES):
-                raise _unsupported_item(item)
-            return [self._discrete(etype, {"item": item}, {"kind": etype}, message_id, extras)]
-        if etype == "response.output_item.done":
-            data = {"item": wire_item(ev.get("item"))}
-            return [self._discrete(etype, data, {"kind": etype}, message_id, extras)]
-        if etype == "function_call_output":
-            data = {"item": ev["item"]} if "item" in ev else {}
-            return [self._discrete(etype, data, {"kind": etype}, message_id, extras)]
-        if etype == "tool-approval-request":
-            codec = {"kind": etype}
-            write_str(codec, "call_id", ev.get("call_id"))
-            write_str(codec, "name", ev.get("name"))
-            return [self._discrete(etype, _get(ev, "arguments"), codec, message_id, extras)]
-        if etype in DROPPED_TYPES:
-            return []
-        raise InvalidArgumentError(
-            f"unable to publish; unsupported event type '{js_to_string(etype)}'", status_code=400
-        )
+        """Operations for one output event (``publishOutput``): the codec's dispatch."""
+        raise NotImplementedError
 
     def encode_input(
         self, inp: Any, *, message_id: str | None = None, extras: Mapping[str, Any] | None = None
     ) -> list[Operation]:
-        """Operations for one input (``publishInput``): one publish (a batch for a user message)."""
-        parts, batch = input_parts(inp)
-        self._assert_open()
-        if batch:
-            msgs = [self._discrete_message(NAME_INPUT, p, message_id, extras, batch=True) for p in parts]
-            return [Operation("publish", msgs)]
-        return [Operation("publish", self._discrete_message(NAME_INPUT, parts[0], message_id, extras))]
+        """Operations for one input (``publishInput``): the codec's dispatch."""
+        raise NotImplementedError
 
     def stream_started(self, stream_id: str, serials: Any) -> StreamState:
         """Record the create's serial for ``stream_id`` (after its publish was acknowledged).
@@ -322,7 +261,14 @@ class EncoderCore:
         return transport
 
     def _discrete_message(
-        self, name: str, part: WirePart, message_id: str | None, extras: Any, *, batch: bool = False
+        self,
+        name: str,
+        part: WirePart,
+        message_id: str | None,
+        extras: Any,
+        *,
+        batch: bool = False,
+        ephemeral: bool = False,
     ) -> dict[str, Any]:
         transport = self._transport(part.transport, message_id, extras)
         transport[H_STREAM] = "false"
@@ -331,15 +277,28 @@ class EncoderCore:
         msg: dict[str, Any] = {"name": name}
         if part.data is not MISSING:
             msg["data"] = part.data
-        msg["extras"] = {"ai": _ai_extras(transport, part.codec)}
+        msg["extras"] = {"ai": _ai_extras(transport, part.codec), "ephemeral": True} if ephemeral else {
+            "ai": _ai_extras(transport, part.codec)
+        }
         self._invoke_hook(msg)
         return msg
 
     def _discrete(
-        self, kind: str, data: Any, codec: dict[str, str], message_id: str | None, extras: Any
+        self,
+        kind: str,
+        data: Any,
+        codec: dict[str, str],
+        message_id: str | None,
+        extras: Any,
+        *,
+        ephemeral: bool = False,
     ) -> Operation:
+        """One discrete ``ai-output`` publish (``publishDiscrete``)."""
         self._assert_open()
-        return Operation("publish", self._discrete_message(NAME_OUTPUT, WirePart(data, codec, {}), message_id, extras))
+        part = WirePart(data, codec, {})
+        return Operation(
+            "publish", self._discrete_message(NAME_OUTPUT, part, message_id, extras, ephemeral=ephemeral)
+        )
 
     def _start_stream(
         self, stream_id: str, codec: dict[str, str], message_id: str | None, extras: Any
@@ -354,7 +313,7 @@ class EncoderCore:
         self._starting[stream_id] = _PendingStart(NAME_OUTPUT, "", transport, codec)
         return Operation("publish", msg, stream_id)
 
-    def _append(self, stream_id: str, data: Any, etype: str) -> Operation:
+    def _append(self, stream_id: str, data: Any, etype: str, field: str = "delta") -> Operation:
         self._assert_open()
         state = self.streams.get(stream_id)
         if state is None:
@@ -366,7 +325,7 @@ class EncoderCore:
         if not isinstance(data, str):
             # 0.8.0 would append the text "undefined"; reject instead, naming the field.
             raise InvalidTypeError(
-                f"unable to append to stream; {etype}.delta must be a string, got {'undefined' if data is MISSING else type_name(data)}"
+                f"unable to append to stream; {etype}.{field} must be a string, got {'undefined' if data is MISSING else type_name(data)}"
             )
         state.chunks.append(data)
         msg = {

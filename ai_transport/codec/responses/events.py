@@ -25,8 +25,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .._shapes import MAPPING
-from ..errors import InvalidTypeError, type_name
+from ..._shapes import MAPPING
+from ...errors import InvalidTypeError, type_name
 
 __all__ = ["ItemIdNormaliser", "event_to_dict"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .headers import NAME_INPUT, NAME_OUTPUT
-from .inbound import _ABSENT, _bool_field, _is_map, _Malformed, _nullish, _prop, _str_field
+from ..core.headers import NAME_INPUT, NAME_OUTPUT
+from ..core.inbound import _ABSENT, _bool_field, _is_map, _Malformed, _nullish, _prop, _str_field
 
 
 def _decode_discrete(

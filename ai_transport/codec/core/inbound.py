@@ -13,7 +13,7 @@ import math
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .._shapes import MAPPING
+from ..._shapes import MAPPING
 from .headers import MISSING, js_to_string, parse_json
 
 logger = logging.getLogger("ai_transport.codec.decoder")

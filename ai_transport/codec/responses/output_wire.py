@@ -11,9 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from .._shapes import MAPPING
-from ..errors import InvalidArgumentError
-from .headers import MISSING, js_to_string, write_json, write_str
+from ..._shapes import MAPPING
+from ...errors import InvalidArgumentError
+from ..core.headers import MISSING, js_to_string, write_json, write_str
 
 __all__ = ["wire_item"]
 

@@ -1,6 +1,4 @@
-"""Streamed messages as the decoder tracks them (sans-I/O).
-
-One :class:`_Tracker` per stream ``serial`` (version-guarded, closed into a tombstone), the output
+"""The Responses codec's streamed messages (sans-I/O): the output
 descriptor groups (``output_text``, ``refusal``, reasoning text / summary, function call
 arguments), and the Responses events a stream's start, deltas and end rebuild — the start preceded
 by the synthetic ``response.output_item.added`` of 0.8.0's mid-stream-join repair.
@@ -11,8 +9,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from .headers import NAME_OUTPUT
-from .inbound import _ABSENT, _EMPTY, _json_field, _nullish, _prop, _str_field, _strip
+from ..core.headers import NAME_OUTPUT
+from ..core.inbound import _ABSENT, _json_field, _nullish, _prop, _str_field, _strip
+from ..core.streams import DeltaTemplate, _Tracker, delta_event
 
 # ---------------------------------------------------------------------------------------------
 # Stream trackers and the output descriptor groups
@@ -69,83 +68,47 @@ _MESSAGE_PARTS: Final = ("output_text", "refusal")
 _REASONING_PARTS: Final = ("reasoning_text", "summary_text")
 
 
-class _Tracker:
-    """Per-serial stream state (``StreamSequenceState``): closed trackers are tombstones."""
+def _delta_template(self: _Tracker) -> DeltaTemplate | None:
+    """The delta template (:data:`~ai_transport.codec.core.streams.DeltaTemplate`) of this stream's delta events, read once from the start headers.
 
-    __slots__ = ("_delta", "chunks", "closed", "codec", "name", "stream_id", "transport", "version")
-
-    def __init__(
-        self, name: Any, stream_id: Any, accumulated: str, codec: dict, transport: dict, version: Any
-    ) -> None:
-        self.name = name
-        self.stream_id = stream_id
-        #: The accumulated text as chunks (joined lazily: appends stay O(1), as JS ropes are).
-        self.chunks: list[str] = [accumulated] if accumulated else []
-        self.codec = codec
-        self.transport = transport
-        self.version = version
-        self.closed = False
-        self._delta: tuple[str, dict[str, Any]] | bool | None = False  # False = not computed yet
-
-    @property
-    def accumulated(self) -> str:
-        """The text accumulated so far (create data + appends, or the last replacing update)."""
-        chunks = self.chunks
-        if len(chunks) > 1:
-            joined = "".join(chunks)
-            chunks[:] = [joined]
-            return joined
-        return chunks[0] if chunks else ""
-
-    def close(self) -> None:
-        """Close into a tombstone: keep only the version (a closed tracker is never read again)."""
-        self.closed = True
-        self.chunks = []
-        self.codec = self.transport = _EMPTY  # type: ignore[assignment]
-        self._delta = None
-
-    def set_headers(self, codec: dict, transport: dict) -> None:
-        self.codec = codec
-        self.transport = transport
-        self._delta = False
-
-    def delta_template(self) -> tuple[str, dict[str, Any]] | None:
-        """``(type, fields)`` of this stream's delta events, read once from the start headers.
-
-        ``None`` when the stream is not an ``ai-output`` stream of a known group (no delta events).
-        """
-        cached = self._delta
-        if cached is not False:
-            return cached  # type: ignore[return-value]
-        template: tuple[str, dict[str, Any]] | None = None
-        if self.name == NAME_OUTPUT:
-            kind = self.codec.get("kind")
-            if kind is None:
-                kind = ""
-            group = _GROUPS.get(kind) if type(kind) is str else None
-            if group is not None:
-                template = (
-                    group.delta_type,
-                    _strip(
-                        {
-                            "item_id": _str_field(self.codec, "item_id"),
-                            group.index_key: _json_field(self.codec, group.index_key),
-                        }
-                    ),
-                )
-            elif kind == _FN_ARGS:
-                item = _json_field(self.codec, "item")
-                template = (
-                    _FN_DELTA,
+    ``None`` when the stream is not an ``ai-output`` stream of a known group (no delta events).
+    """
+    cached = self._delta
+    if cached is not False:
+        return cached  # type: ignore[return-value]
+    template: DeltaTemplate | None = None
+    if self.name == NAME_OUTPUT:
+        kind = self.codec.get("kind")
+        if kind is None:
+            kind = ""
+        group = _GROUPS.get(kind) if type(kind) is str else None
+        if group is not None:
+            template = (
+                group.delta_type,
+                _strip(
                     {
-                        "item_id": _nullish(_prop(item, "id"), ""),
-                        "output_index": _nullish(_json_field(self.codec, "output_index"), 0),
-                    },
-                )
-        # Cache only immutable field values, so events never share a mutable object.
-        if template is None or all(not isinstance(v, (dict, list)) for v in template[1].values()):
-            self._delta = template
-        return template
+                        "item_id": _str_field(self.codec, "item_id"),
+                        group.index_key: _json_field(self.codec, group.index_key),
+                    }
+                ),
+                "delta",
+                False,
+            )
+        elif kind == _FN_ARGS:
+            item = _json_field(self.codec, "item")
+            template = (
+                _FN_DELTA,
+                {
+                    "item_id": _nullish(_prop(item, "id"), ""),
+                    "output_index": _nullish(_json_field(self.codec, "output_index"), 0),
+                },
+                "delta",
+                True,
+            )
+    # Cache only immutable field values, so events never share a mutable object.
+    if template is None or all(not isinstance(v, (dict, list)) for v in template[1].values()):
+        self._delta = template
+    return template
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,20 +165,11 @@ def _start_events(tracker: _Tracker) -> list[dict[str, Any]]:
     return out
 
 def _delta_events(tracker: _Tracker, delta: str, out: list[dict[str, Any]]) -> None:
-    template = tracker.delta_template()
-    if template is None:
-        return
-    typ, fields = template
-    ev: dict[str, Any]
-    if typ is _FN_DELTA:
-        ev = {"type": typ}
-        ev.update(fields)
-        ev["delta"] = delta
-    else:
-        ev = dict(fields)
-        ev["delta"] = delta
-        ev["type"] = typ
-    out.append(ev)
+    template = tracker._delta
+    if template is False:
+        template = _delta_template(tracker)
+    if template is not None:
+        out.append(delta_event(template, delta))  # type: ignore[arg-type]
 
 def _end_events(tracker: _Tracker, closing: Mapping[str, Any], out: list[dict[str, Any]]) -> None:
     kind = _nullish(tracker.codec.get("kind"), "")

@@ -11,7 +11,7 @@ import logging
 import math
 from typing import Any, Final
 
-from .headers import MISSING, js_to_string
+from ..core.headers import MISSING, js_to_string
 
 logger = logging.getLogger("ai_transport.codec.reducer")
 

@@ -1,0 +1,380 @@
+"""The generic decoder: inbound Ably messages -> decoded inputs and output events (sans-I/O).
+
+Mirrors ``core/codec/decoder.ts`` of ``@ably/ai-transport@0.8.0``, which knows no codec: one
+:class:`StreamDecoder` serves a whole session, live deliveries and history alike: streamed messages
+are tracked by their Ably ``serial`` and every tracker is *version-guarded*, so a delivery whose
+``version.serial`` the tracker already incorporated decodes to nothing.
+
+==========================  ==================================================================
+action                      behaviour
+==========================  ==================================================================
+``message.create``          ``stream:"true"`` -> new tracker + start events (duplicate: nothing);
+                            otherwise a discrete decode (the codec's tables)
+``message.append``          tracked -> version guard, delta events, ``complete`` -> end events;
+                            untracked: foreign (no ``extras.ai``) -> nothing, else first contact
+``message.update``          untracked -> first contact (start + delta + end); tracked -> version
+                            guard, then prefix-extension (delta of the suffix) or silent replace
+``message.delete``          closes the tracker; emits nothing
+==========================  ==================================================================
+
+A codec supplies the events (its hooks, see :class:`StreamDecoder`). The decoder never raises on a
+malformed message: it logs a warning on the ``ai_transport.codec.decoder`` logger and returns an
+empty :class:`DecodeResult`. Inbound messages may be plain dicts in Ably's JSON shape (``action`` as
+the ably-js string or the Ably integer) or ``ably.types.message.Message`` objects from ably-python.
+As ably-js reads the wire, a missing action is a create (Ably omits the zero action) and a missing
+``version.serial`` is the message ``serial``. Closed streams are kept as tombstones (the version
+only) for the decoder's life.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from ..core.headers import NAME_INPUT, NAME_OUTPUT
+from ..core.inbound import (
+    _ABSENT,
+    _APPEND,
+    _CREATE,
+    _DELETE,
+    _UPDATE,
+    _has_ai_envelope,
+    _hashable,
+    _Inbound,
+    _Malformed,
+    _nullish,
+    _read_inbound,
+    _tier,
+    _version_le,
+    _warn_data,
+    logger,
+)
+from .streams import DeltaTemplate, _Tracker, delta_event
+
+__all__ = ["DecodeResult", "StreamDecoder"]
+
+
+class DecodeResult:
+    """What one inbound message decodes to: ``inputs`` (from ``ai-input``) and ``outputs``.
+
+    Both are lists of plain dicts in the JS JSON shape (``DecodedMessage`` of 0.8.0). At most one
+    of the two is non-empty: the message ``name`` fixes the direction of everything it decodes to.
+    """
+
+    __slots__ = ("inputs", "outputs")
+
+    def __init__(
+        self, inputs: list[dict[str, Any]] | None = None, outputs: list[dict[str, Any]] | None = None
+    ):
+        self.inputs: list[dict[str, Any]] = inputs if inputs is not None else []
+        self.outputs: list[dict[str, Any]] = outputs if outputs is not None else []
+
+    def to_dict(self) -> dict[str, Any]:
+        """JS JSON shape ``{inputs, outputs}``."""
+        return {"inputs": self.inputs, "outputs": self.outputs}
+
+    def __iter__(self) -> Iterator[list[dict[str, Any]]]:  # allows ``inputs, outputs = decoder.decode(msg)``
+        yield self.inputs
+        yield self.outputs
+
+    def __bool__(self) -> bool:
+        return bool(self.inputs or self.outputs)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, DecodeResult):
+            return NotImplemented
+        return self.inputs == other.inputs and self.outputs == other.outputs
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"DecodeResult(inputs={self.inputs!r}, outputs={self.outputs!r})"
+
+
+# ---------------------------------------------------------------------------------------------
+# The decoder
+
+
+class StreamDecoder:
+    """The generic stateful decoder for one session (``DecoderCore`` of 0.8.0's ``core/codec``).
+
+    Call :meth:`decode` with every inbound message, live and from history, in channel order.
+    A codec subclasses it with its hooks: :meth:`_start_events`, :meth:`_delta_template`,
+    :meth:`_end_events` (streams) and :meth:`_discrete` (discrete messages).
+    """
+
+    __slots__ = ("_trackers",)
+
+    def __init__(self) -> None:
+        self._trackers: dict[Any, _Tracker] = {}
+
+    # -- public ---------------------------------------------------------------------------
+
+    def decode(self, inbound: Any) -> DecodeResult:
+        """Decode one inbound Ably message into ``DecodeResult(inputs, outputs)``.
+
+        Never raises: a malformed message is skipped (empty result) and logged as a warning.
+        """
+        if type(inbound) is dict and inbound.get("action") == _APPEND:
+            # Hot path: an append to a tracked stream (string serials, dict envelope).
+            serial = inbound.get("serial")
+            tracker = self._trackers.get(serial) if type(serial) is str else None
+            version = inbound.get("version")
+            if tracker is not None and type(version) is dict:
+                vs = version.get("serial") or serial
+                tv = tracker.version
+                if type(vs) is str and type(tv) is str:
+                    if vs <= tv or tracker.closed:
+                        return DecodeResult()
+                    extras = inbound.get("extras")
+                    ai = extras.get("ai") if type(extras) is dict else None
+                    transport = ai.get("transport") if type(ai) is dict else None
+                    if type(transport) is dict:
+                        tracker.version = vs
+                        try:
+                            return self._tracked_append(inbound, serial, tracker, extras, transport)
+                        except Exception:  # pragma: no cover - defensive: never crash
+                            logger.warning("decode(); skipping append (serial %r)", serial, exc_info=True)
+                            return DecodeResult()
+        m = _read_inbound(inbound)
+        if m is None:
+            logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
+            return DecodeResult()
+        try:
+            events = self._decode(m)
+        except _Malformed as exc:
+            logger.warning("decode(); skipping malformed message (serial %r): %s", m.serial, exc)
+            return DecodeResult()
+        except Exception:  # pragma: no cover - defensive: the decoder must never crash
+            logger.warning(
+                "decode(); skipping message (serial %r) that failed to decode", m.serial, exc_info=True
+            )
+            return DecodeResult()
+        if m.name == NAME_INPUT:
+            return DecodeResult(events, [])
+        return DecodeResult([], events)
+
+    def _tracked_append(
+        self, inbound: dict[str, Any], serial: Any, tracker: _Tracker, extras: Any, transport: Any
+    ) -> DecodeResult:
+        """An append that passed the version guard (the common case of a live stream)."""
+        data = inbound.get("data")
+        out: list[dict[str, Any]] = []
+        is_output = tracker.name == NAME_OUTPUT
+        if type(data) is not str:
+            _warn_data(data, serial)
+        elif data:
+            tracker.chunks.append(data)
+            if is_output:
+                template = tracker._delta
+                if template is False:
+                    template = self._delta_template(tracker)
+                if template is not None:
+                    typ, fields, key, type_first = template  # type: ignore[misc]
+                    ev: dict[str, Any]
+                    if type_first:
+                        ev = {"type": typ}
+                        ev.update(fields)
+                        ev[key] = data
+                    else:
+                        ev = fields.copy()
+                        ev[key] = data
+                        ev["type"] = typ
+                    out.append(ev)
+        status = transport.get("status")
+        if status == "complete":
+            if is_output:
+                self._end_events(tracker, _tier(extras, "codec"), out)
+            tracker.close()
+        elif status == "cancelled":
+            tracker.close()
+        if inbound.get("name") == NAME_INPUT:
+            return DecodeResult(out, [])
+        return DecodeResult([], out)
+
+    @property
+    def tracked_streams(self) -> int:
+        """How many stream serials are tracked (open streams plus closed tombstones)."""
+        return len(self._trackers)
+
+    # -- dispatch -------------------------------------------------------------------------
+
+    def _decode(self, m: _Inbound) -> list[dict[str, Any]]:
+        action = m.action
+        if action == _APPEND:
+            return self._append(m)
+        if action == _CREATE:
+            transport = _tier(m.extras, "transport")
+            if transport.get("stream") == "true":
+                return self._streamed_create(m, transport)
+            return self._discrete(m.name, transport, _tier(m.extras, "codec"), m.data)
+        if action == _UPDATE:
+            return self._update(m)
+        if action == _DELETE:
+            serial = m.serial
+            if not serial or not _hashable(serial):
+                return []
+            tracker = self._trackers.get(serial)
+            if tracker is not None:
+                tracker.close()
+            return []
+        return []
+
+    # -- streams --------------------------------------------------------------------------
+
+    def _streamed_create(self, m: _Inbound, transport: Mapping[str, Any]) -> list[dict[str, Any]]:
+        serial = m.serial
+        if not serial:
+            return []
+        if not _hashable(serial):
+            raise _Malformed(f"unusable serial {serial!r}")
+        if serial in self._trackers:
+            logger.debug("decode(); duplicate create for tracked stream %r", serial)
+            return []
+        version = m.version
+        tracker = _Tracker(
+            _nullish(m.name, ""),
+            _nullish(transport.get("stream-id"), ""),
+            "",
+            dict(_tier(m.extras, "codec")),
+            dict(transport),
+            serial if version is _ABSENT else version,
+        )
+        self._trackers[serial] = tracker
+        return self._start_events(tracker)
+
+    def _already_incorporated(self, tracker: _Tracker, version: Any) -> bool:
+        if version is not _ABSENT and _version_le(version, tracker.version):
+            return True
+        if tracker.closed:
+            return True
+        if version is not _ABSENT:
+            tracker.version = version
+        return False
+
+    def _append(self, m: _Inbound) -> list[dict[str, Any]]:
+        serial = m.serial
+        if not serial:
+            return []
+        try:
+            tracker = self._trackers.get(serial)
+        except TypeError:
+            raise _Malformed(f"unusable serial {serial!r}") from None
+        if tracker is None:
+            if not _has_ai_envelope(m.extras):
+                logger.debug("decode(); foreign append %r, ignoring", serial)
+                return []
+            logger.warning("decode(); append with no tracker (serial %r), treating as first contact", serial)
+            return self._update(m)
+        if self._already_incorporated(tracker, m.version):
+            return []
+        data = m.data
+        out: list[dict[str, Any]] = []
+        if type(data) is not str:
+            _warn_data(data, serial)
+        elif data:
+            tracker.chunks.append(data)
+            if tracker.name == NAME_OUTPUT:
+                self._delta_events(tracker, data, out)
+        status = _tier(m.extras, "transport").get("status")
+        if status == "complete":
+            if tracker.name == NAME_OUTPUT:
+                self._end_events(tracker, _tier(m.extras, "codec"), out)
+            tracker.close()
+        elif status == "cancelled":
+            tracker.close()
+        return out
+
+    def _update(self, m: _Inbound) -> list[dict[str, Any]]:
+        serial = m.serial
+        if not serial:
+            return []
+        if not _hashable(serial):
+            raise _Malformed(f"unusable serial {serial!r}")
+        transport = _tier(m.extras, "transport")
+        codec = _tier(m.extras, "codec")
+        streamed = transport.get("stream") == "true"
+        status = transport.get("status")
+        tracker = self._trackers.get(serial)
+        if tracker is None:
+            if not streamed:
+                return self._discrete(m.name, transport, codec, m.data)
+            return self._first_contact(m, transport, codec, status, serial)
+        if self._already_incorporated(tracker, m.version):
+            return []
+        if type(m.data) is not str:
+            _warn_data(m.data, serial)
+        data = m.data if type(m.data) is str else ""
+        acc = tracker.accumulated
+        if data.startswith(acc):
+            out: list[dict[str, Any]] = []
+            if len(data) > len(acc):
+                delta = data[len(acc) :]
+                tracker.chunks = [data]
+                if tracker.name == NAME_OUTPUT:
+                    self._delta_events(tracker, delta, out)
+            if status == "complete":
+                if tracker.name == NAME_OUTPUT:
+                    self._end_events(tracker, codec, out)
+                tracker.close()
+            elif status == "cancelled":
+                tracker.close()
+            return out
+        # Not a prefix extension: replace silently.
+        tracker.chunks = [data] if data else []
+        tracker.set_headers(dict(codec), dict(transport))
+        logger.debug("decode(); stream %r replaced by a non-prefix update", serial)
+        return []
+
+    def _first_contact(
+        self, m: _Inbound, transport: Mapping[str, Any], codec: Mapping[str, Any], status: Any, serial: Any
+    ) -> list[dict[str, Any]]:
+        if type(m.data) is not str:
+            _warn_data(m.data, serial)
+        data = m.data if type(m.data) is str else ""
+        version = m.version
+        tracker = _Tracker(
+            _nullish(m.name, ""),
+            _nullish(transport.get("stream-id"), ""),
+            data,
+            dict(codec),
+            dict(transport),
+            serial if version is _ABSENT else version,
+        )
+        self._trackers[serial] = tracker
+        out = self._start_events(tracker)
+        if tracker.name == NAME_OUTPUT:
+            if data:
+                self._delta_events(tracker, data, out)
+            if status == "complete":
+                self._end_events(tracker, codec, out)
+        if status == "complete" or status == "cancelled":
+            tracker.close()
+        return out
+
+    # -- the codec's hooks ---------------------------------------------------------------
+
+    def _start_events(self, tracker: _Tracker) -> list[dict[str, Any]]:
+        """The events a stream's create rebuilds (none by default)."""
+        return []
+
+    def _delta_template(self, tracker: _Tracker) -> DeltaTemplate | None:
+        """The stream's delta template, cached on ``tracker._delta`` (None: no delta events)."""
+        tracker._delta = None
+        return None
+
+    def _delta_events(self, tracker: _Tracker, delta: str, out: list[dict[str, Any]]) -> None:
+        template = tracker._delta
+        if template is False:
+            template = self._delta_template(tracker)
+        if template is not None:
+            out.append(delta_event(template, delta))  # type: ignore[arg-type]
+
+    def _end_events(self, tracker: _Tracker, closing: Mapping[str, Any], out: list[dict[str, Any]]) -> None:
+        """Append the events a stream's completion rebuilds to ``out`` (none by default)."""
+
+    def _discrete(
+        self, name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any
+    ) -> list[dict[str, Any]]:
+        """The events a discrete message decodes to (none by default)."""
+        return []

@@ -1,0 +1,77 @@
+"""Streamed messages as the generic decoder tracks them (sans-I/O).
+
+One :class:`_Tracker` per stream ``serial`` (``StreamSequenceState`` of 0.8.0): version-guarded,
+closed into a tombstone. A codec rebuilds its start / delta / end events from a tracker's headers;
+its delta events come from a *delta template* read once per stream (:func:`delta_event`).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+from .inbound import _EMPTY
+
+__all__ = ["DeltaTemplate", "_Tracker", "delta_event"]
+
+#: ``(type, fields, key, type_first)``: a stream's delta event is ``fields`` plus ``key: delta`` and
+#: ``type`` (first or last, as the codec's reference orders the keys).
+DeltaTemplate = tuple[str, dict[str, Any], str, bool]
+
+#: ``_Tracker._delta`` before the codec computed the template.
+NOT_COMPUTED: Final = False
+
+
+class _Tracker:
+    """Per-serial stream state (``StreamSequenceState``): closed trackers are tombstones."""
+
+    __slots__ = ("_delta", "chunks", "closed", "codec", "name", "stream_id", "transport", "version")
+
+    def __init__(
+        self, name: Any, stream_id: Any, accumulated: str, codec: dict, transport: dict, version: Any
+    ) -> None:
+        self.name = name
+        self.stream_id = stream_id
+        #: The accumulated text as chunks (joined lazily: appends stay O(1), as JS ropes are).
+        self.chunks: list[str] = [accumulated] if accumulated else []
+        self.codec = codec
+        self.transport = transport
+        self.version = version
+        self.closed = False
+        self._delta: DeltaTemplate | bool | None = False  # False = not computed yet
+
+    @property
+    def accumulated(self) -> str:
+        """The text accumulated so far (create data + appends, or the last replacing update)."""
+        chunks = self.chunks
+        if len(chunks) > 1:
+            joined = "".join(chunks)
+            chunks[:] = [joined]
+            return joined
+        return chunks[0] if chunks else ""
+
+    def close(self) -> None:
+        """Close into a tombstone: keep only the version (a closed tracker is never read again)."""
+        self.closed = True
+        self.chunks = []
+        self.codec = self.transport = _EMPTY  # type: ignore[assignment]
+        self._delta = None
+
+    def set_headers(self, codec: dict, transport: dict) -> None:
+        self.codec = codec
+        self.transport = transport
+        self._delta = False
+
+
+def delta_event(template: DeltaTemplate, delta: str) -> dict[str, Any]:
+    """The delta event ``template`` rebuilds for ``delta`` (a fresh dict)."""
+    typ, fields, key, type_first = template
+    ev: dict[str, Any]
+    if type_first:
+        ev = {"type": typ}
+        ev.update(fields)
+        ev[key] = delta
+    else:
+        ev = fields.copy()
+        ev[key] = delta
+        ev["type"] = typ
+    return ev
