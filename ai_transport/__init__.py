@@ -6,7 +6,7 @@ running that SDK and a Python agent built on this library share one channel.
 The most used names are importable from here; the channel, session and Responses-client names
 load lazily (``import ai_transport`` alone does not import the ``ably`` SDK):
 
-- codec: :class:`ResponsesCodec`, :class:`OpenAIMessage`, :class:`CodecMessage` and the input
+- codec: :class:`ResponsesCodec`, :class:`UIMessageCodec` (Vercel AI SDK UI messages), :class:`OpenAIMessage`, :class:`CodecMessage` and the input
   factories (``create_user_message`` …);
 - readers: ``to_responses_input``, ``resolved_call_ids``, ``unanswered_calls``,
   ``approved_unexecuted_calls``, ``sanitize_input``, ``preflight``, ``repair``;
@@ -35,6 +35,7 @@ __version__ = "0.1.0"
 _LAZY = {
     # codec
     "ResponsesCodec": "ai_transport.codec",
+    "UIMessageCodec": "ai_transport.codec",
     "create_user_message": "ai_transport.codec",
     "create_tool_result": "ai_transport.codec",
     "create_tool_result_error": "ai_transport.codec",
@@ -59,6 +60,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .channels import AblyChannel, InProcessHub
     from .codec import (
         ResponsesCodec,
+        UIMessageCodec,
         create_regenerate,
         create_tool_approval_response,
         create_tool_result,
@@ -98,6 +100,7 @@ __all__ = [
     "ResponsesClient",
     "ResponsesCodec",
     "ToolCallState",
+    "UIMessageCodec",
     "View",
     "__version__",
     "approved_unexecuted_calls",

@@ -24,6 +24,7 @@ from .responses.inputs import (
 )
 from .responses.reducer import ReducerState
 from .responses.types import OpenAIItem, OpenAIMessage, ToolCallState
+from .vercel import UIMessageCodec, UIProjection, approved_pending_tool_calls, pending_tool_calls
 
 __all__ = [
     "CodecMessage",
@@ -38,11 +39,15 @@ __all__ = [
     "ReducerState",
     "ResponsesCodec",
     "ToolCallState",
+    "UIMessageCodec",
+    "UIProjection",
+    "approved_pending_tool_calls",
     "create_regenerate",
     "create_tool_approval_response",
     "create_tool_result",
     "create_tool_result_error",
     "create_user_message",
     "event_to_dict",
+    "pending_tool_calls",
     "wire_item",
 ]
