@@ -109,13 +109,21 @@ class AgentConversation:
         """``to_responses_input`` of the view: the model input for the next turn."""
         return to_responses_input(self.branch_messages())
 
+    def _codec_reader(self, name: str) -> Callable[..., Any] | None:
+        """The session codec's own reader ``name`` (e.g. the Vercel codec's), else None (Responses)."""
+        codec = getattr(getattr(self, "session", None), "codec", None)
+        reader = getattr(codec, name, None)
+        return reader if callable(reader) else None
+
     def unanswered_calls(self) -> list[dict[str, Any]]:
         """Calls still waiting for a client (approval or client-executed result)."""
-        return unanswered_calls(self.branch_messages())
+        reader = self._codec_reader("unanswered_calls")
+        return (reader or unanswered_calls)(self.branch_messages())
 
     def approved_unexecuted_calls(self) -> list[dict[str, Any]]:
         """Approved calls without output: the executions this run owes (model's own items)."""
-        return approved_unexecuted_calls(self.branch_messages())
+        reader = self._codec_reader("approved_unexecuted_calls")
+        return (reader or approved_unexecuted_calls)(self.branch_messages())
 
     async def claim_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The calls of ``calls`` this worker may execute (all of them unless overridden)."""
@@ -143,5 +151,5 @@ class AgentConversation:
             result = execute(call)
             if inspect.isawaitable(result):
                 result = await result
-            await self.send(function_call_output(call, result))
+            await self.send((self._codec_reader("tool_output") or function_call_output)(call, result))
         return owed

@@ -315,13 +315,21 @@ def missing_approved_calls(tree: Any, run_id: str, messages: list[Any]) -> list[
     for (direction, event), _serial, _mid in entry.log.replay():
         payload = event.get("payload") if direction == "input" else None
         if event.get("kind") == "tool-approval-response" and isinstance(payload, MAPPING):
-            call_id = payload.get("call_id")
+            call_id = payload.get("call_id", payload.get("toolCallId"))  # Responses / Vercel codec
             if payload.get("approved") is True and isinstance(call_id, str) and call_id not in approved:
                 approved.append(call_id)
     present = {
         item.get("call_id")
         for m in messages
+        if not isinstance(m.message, MAPPING)
         for item in getattr(m.message, "items", ())
         if isinstance(item, MAPPING) and item.get("type") == "function_call"
     }
+    present.update(  # a UIMessage (Vercel codec): its tool parts
+        part.get("toolCallId")
+        for m in messages
+        if isinstance(m.message, MAPPING) and isinstance(m.message.get("parts"), list)
+        for part in m.message["parts"]
+        if isinstance(part, MAPPING) and "toolCallId" in part
+    )
     return [c for c in approved if c not in present]

@@ -37,7 +37,13 @@ from .inputs import (
     create_tool_result_error,
     create_user_message,
 )
-from .readers import approved_pending_tool_calls, pending_tool_calls
+from .readers import (
+    approved_pending_tool_calls,
+    awaiting_approval_calls,
+    pending_tool_calls,
+    session_calls,
+    tool_output,
+)
 from .state import UIProjection
 from .wire import F_MESSAGE_ID, INPUT, OUTPUT
 
@@ -109,6 +115,19 @@ class UIMessageCodec:
     #: The readers a resuming agent needs (``pendingToolCalls`` / ``approvedPendingToolCalls``).
     pending_tool_calls = staticmethod(pending_tool_calls)
     approved_pending_tool_calls = staticmethod(approved_pending_tool_calls)
+
+    #: What an agent session's run sends for a tool it executed (``run_owed_calls``).
+    tool_output = staticmethod(tool_output)
+
+    @staticmethod
+    def unanswered_calls(messages: list[Any]) -> list[dict[str, Any]]:
+        """The sessions' reader: calls waiting for the user's approval (the run stays suspended)."""
+        return session_calls(awaiting_approval_calls(messages))
+
+    @staticmethod
+    def approved_unexecuted_calls(messages: list[Any]) -> list[dict[str, Any]]:
+        """The sessions' reader: approved calls not executed yet (what a resuming run owes)."""
+        return session_calls(approved_pending_tool_calls(messages))
 
     def __new__(cls, *args: Any, **kwargs: Any) -> NoReturn:
         raise TypeError("UIMessageCodec is a namespace; call its static methods")

@@ -18,7 +18,13 @@ from typing import Any
 
 from .state import is_tool_part, tool_name
 
-__all__ = ["approved_pending_tool_calls", "pending_tool_calls"]
+__all__ = [
+    "approved_pending_tool_calls",
+    "awaiting_approval_calls",
+    "pending_tool_calls",
+    "session_calls",
+    "tool_output",
+]
 
 
 def pending_tool_calls(messages: Iterable[Any]) -> list[dict[str, Any]]:
@@ -50,3 +56,18 @@ def _calls_in_state(messages: Iterable[Any], state: str) -> list[dict[str, Any]]
                 continue
         out.append({"toolCallId": part["toolCallId"], "toolName": tool_name(part), "input": part.get("input")})
     return out
+
+
+def awaiting_approval_calls(messages: Iterable[Any]) -> list[dict[str, Any]]:
+    """Tool calls of the last assistant message waiting for the user's approval (``approval-requested``)."""
+    return _calls_in_state(messages, "approval-requested")
+
+
+def session_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``calls`` with the keys the sessions' call ledger reads beside their own (``call_id``, ``name``)."""
+    return [{**c, "call_id": c["toolCallId"], "name": c["toolName"]} for c in calls]
+
+
+def tool_output(call: dict[str, Any], result: Any) -> dict[str, Any]:
+    """The ``tool-output-available`` chunk answering ``call`` with ``result`` (an agent-run tool)."""
+    return {"type": "tool-output-available", "toolCallId": call["toolCallId"], "output": result}
