@@ -13,7 +13,11 @@ Run: ``python benchmarks/bench_codec.py [--messages 100000] [--rounds 3] [--scal
 2. **One long stream.** A single text stream of ``--long`` deltas (a long answer), decoded and
    folded by both: the accumulated text is kept as chunks on our side, so this stays linear (JS
    strings are ropes).
-3. **Scaling.** One message growing to ``--scale`` items (``output_item.added`` + a text stream of
+3. **Vercel codec.** The same measure for :class:`~ai_transport.codec.UIMessageCodec` against 0.8.0's
+   ``./vercel`` codec: a wire written by the reference encoder from UI message chunk runs (a user
+   message, an assistant turn with reasoning, text, tools, approvals, sources, files and data parts,
+   client answers, a second pass; plus a long text answer), repeated to ``--messages``.
+4. **Scaling.** One message growing to ``--scale`` items (``output_item.added`` + a text stream of
    one delta each), folded in Python at 1/100, 1/10 and all of ``--scale``: the time per event
    stays flat (every fold is O(1) amortised).
 
@@ -36,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 from jsbridge import NodeBridge
 from support_codec_decoder import recorded_runs
 
-from ai_transport.codec import reducer
+from ai_transport.codec import UIMessageCodec, reducer
 from ai_transport.codec.decoder import Decoder
 
 
@@ -83,6 +87,57 @@ def bench_python(reps: list[list[dict]], rounds: int) -> dict:
             messages += len(get_messages(state))
         times.append(time.perf_counter() - t0)
     return {"events": events, "messages": messages, "seconds": min(times)}
+
+
+def bench_vercel(reps: list[list[dict]]) -> dict:
+    """One round of decode + fold with the Vercel codec (as ``benchDecodeFold`` of vercel_codec.mjs)."""
+    fold, init = UIMessageCodec.fold, UIMessageCodec.init
+    t0 = time.perf_counter()
+    decode = UIMessageCodec.create_decoder().decode
+    events = 0
+    for rep in reps:
+        state = init()
+        for raw in rep:
+            result = decode(raw)
+            mid = raw["extras"]["ai"]["transport"]["codec-message-id"]
+            for ev in result.inputs:
+                fold(state, "input", ev, mid)
+            for ev in result.outputs:
+                fold(state, "output", ev, mid)
+            events += len(result.inputs) + len(result.outputs)
+        UIMessageCodec.get_messages(state)
+    return {"events": events, "seconds": time.perf_counter() - t0}
+
+
+def vercel_runs() -> list[dict]:
+    """The chunk runs of the Vercel wire: the conformance tests' full turn plus a long text answer."""
+    from vercel_cases import FULL_TURN, agent, out
+
+    words = [{"type": "text-delta", "id": "t9", "delta": f"word{i} "} for i in range(200)]
+    answer = out({"type": "start"}, {"type": "start-step"}, {"type": "text-start", "id": "t9"}, *words)
+    answer += out({"type": "text-end", "id": "t9"}, {"type": "finish-step"}, {"type": "finish"})
+    return [*FULL_TURN, {"options": agent("a9"), "steps": answer}]
+
+
+def run_vercel(node: NodeBridge, messages: int, rounds: int) -> None:
+    base = node.call("vercel_codec", "encode", runs=vercel_runs())["wire"]
+    repeat = max(1, -(-messages // len(base)))
+    reps = replicate(copy.deepcopy(base), repeat)
+    gc.collect()
+    gc.freeze()
+    py_s, js_s = [], []
+    for _ in range(rounds):
+        py = bench_vercel(reps)
+        py_s.append(py["seconds"])
+        js = node.call("vercel_codec", "benchDecodeFold", wire=base, repeat=repeat, rounds=1)
+        js_s.append(js["seconds"])
+    assert js["events"] == py["events"], (js, py)
+    n = len(base) * repeat
+    print(f"\nvercel codec wire: {len(base)} messages per repetition x {repeat} = {n} messages")
+    print(f"{'':8} {'seconds':>9} {'messages/s':>12} {'events/s':>12}")
+    print(f"{'python':8} {min(py_s):9.3f} {n / min(py_s):12,.0f} {py['events'] / min(py_s):12,.0f}")
+    print(f"{'js':8} {min(js_s):9.3f} {n / min(js_s):12,.0f} {js['events'] / min(js_s):12,.0f}")
+    print(f"ratio (JS time / Python time): {min(js_s) / min(py_s):.2f}  ({py['events']} events)")
 
 
 def long_stream(n: int) -> list[dict]:
@@ -150,6 +205,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--long", type=int, default=50_000, help="deltas in the long-stream run (0 to skip)")
     ap.add_argument("--scale", type=int, default=1_000_000, help="items in the scaling run (0 to skip)")
+    ap.add_argument("--vercel", type=int, default=1, help="1: also measure the Vercel codec (0 to skip)")
     args = ap.parse_args()
 
     node = NodeBridge()
@@ -186,6 +242,8 @@ def main() -> None:
         print(
             f"ratio (JS time / Python time): {js_s / py['seconds']:.2f}  ({py['events']} events, {py['messages']} messages)"
         )
+        if args.vercel:
+            run_vercel(node, args.messages, args.rounds)
         if args.long:
             long_wire = long_stream(args.long)
             py_l, js_l = [], []

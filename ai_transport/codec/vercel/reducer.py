@@ -40,13 +40,35 @@ def fold(
 ) -> UIProjection:
     """Fold one ``"input"`` / ``"output"`` event (``fold``); ``message_id`` is the codec-message-id."""
     if type(event) is dict:
-        if direction == "input":
+        if direction == "output" and message_id is not None and event.get("type") == "text-delta":
+            if not _text_delta(state, event, message_id):
+                _fold_chunk(state, event, message_id)
+        elif direction == "input":
             _fold_input(state, event, message_id)
         elif message_id is not None:
             _fold_chunk(state, event, message_id)
         if state.pending_resolutions:
             retry_pending(state)
     return state
+
+
+def _text_delta(state: UIProjection, c: Chunk, mid: str) -> bool:
+    """The per-delta fast path of an open text stream; False: take the general fold."""
+    trackers = state.trackers.get(mid)
+    stream_id = c.get("id")
+    delta = c.get("delta")
+    if trackers is None or type(stream_id) is not str or type(delta) is not str:
+        return False
+    index = trackers.text.get(stream_id)
+    entry = state.find(mid)
+    if index is None or entry is None:
+        return False
+    parts = entry.message["parts"]
+    if 0 <= index < len(parts):
+        part = parts[index]
+        if type(part) is dict and part.get("type") == "text":
+            state.append_text(part, delta)
+    return True
 
 
 # -- inputs (fold-input.ts) ------------------------------------------------------------------------
