@@ -47,6 +47,8 @@ def test_full_turn_folds_every_part_kind(node: Any) -> None:
     types = [p["type"] for p in assistant["parts"]]
     assert types[:4] == ["step-start", "reasoning", "text", "tool-weather"]
     assert "dynamic-tool" in types and "data-status" not in types  # a transient data part is not kept
+    lookup = next(p for p in assistant["parts"] if p["type"] == "dynamic-tool")
+    assert lookup["state"] == "output-available" and lookup["output"] == {"hits": [1]}  # the client's result
     weather = assistant["parts"][3]
     assert weather["state"] == "output-available" and weather["output"] == {"temp": 21}  # second pass folded back
     assert assistant["metadata"] == {"done": True} and assistant["id"] == "msg-fallback"

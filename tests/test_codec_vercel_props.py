@@ -108,7 +108,7 @@ def runs(draw: Any) -> list[dict[str, Any]]:
                     ]
                 )
             )
-            out.append({"options": {}, "steps": [{"op": "input", "value": answer, "messageId": f"i{n}"}]})
+            out.append({"options": {}, "steps": [{"op": "input", "value": answer, "messageId": cmid}]})
     return out
 
 

@@ -20,6 +20,8 @@ def out(*chunks: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def inp(value: dict[str, Any], cmid: str) -> dict[str, Any]:
+    """An input step; a tool answer is published under its target's codec-message-id (as a client
+    session does), which is what the decoder hands the reducer as the answer's target."""
     return {"op": "input", "value": value, "messageId": cmid, "extras": {"headers": {"run-id": "r1"}}}
 
 
@@ -74,8 +76,8 @@ FULL_TURN = [
     {
         "options": {},
         "steps": [
-            inp({"kind": "tool-approval-response", "codecMessageId": "a1", "payload": {"toolCallId": "c1", "approved": True, "reason": "ok"}}, "i1"),
-            inp({"kind": "tool-result", "codecMessageId": "a1", "payload": {"toolCallId": "c2", "output": {"hits": [1]}}}, "i2"),
+            inp({"kind": "tool-approval-response", "codecMessageId": "a1", "payload": {"toolCallId": "c1", "approved": True, "reason": "ok"}}, "a1"),
+            inp({"kind": "tool-result", "codecMessageId": "a1", "payload": {"toolCallId": "c2", "output": {"hits": [1]}}}, "a1"),
         ],
     },
     {
@@ -131,8 +133,8 @@ EDGES = [
     {
         "options": {},
         "steps": [
-            inp({"kind": "tool-result-error", "codecMessageId": "b1", "payload": {"toolCallId": "x1", "message": "client failed"}}, "i3"),
-            inp({"kind": "tool-approval-response", "codecMessageId": "b1", "payload": {"toolCallId": "x4", "approved": False}}, "i4"),
+            inp({"kind": "tool-result-error", "codecMessageId": "b1", "payload": {"toolCallId": "x1", "message": "client failed"}}, "b1"),
+            inp({"kind": "tool-approval-response", "codecMessageId": "b1", "payload": {"toolCallId": "x4", "approved": False}}, "b1"),
             inp({"kind": "regenerate", "target": "b1", "parent": "u1"}, "i5"),
             inp({"kind": "user-message", "message": {"id": "u-2", "role": "user", "parts": []}}, "u2"),
             inp({"kind": "unknown-kind"}, "i6"),
@@ -142,7 +144,7 @@ EDGES = [
     # a result that arrives before its assistant (pending), then the assistant
     {
         "options": {},
-        "steps": [inp({"kind": "tool-result", "codecMessageId": "c1", "payload": {"toolCallId": "y1", "output": "early"}}, "i8")],
+        "steps": [inp({"kind": "tool-result", "codecMessageId": "c1", "payload": {"toolCallId": "y1", "output": "early"}}, "c1")],
     },
     {
         "options": agent("c1", run_id="r3"),
