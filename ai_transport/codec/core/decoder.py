@@ -131,6 +131,25 @@ class StreamDecoder:
                     transport = ai.get("transport") if type(ai) is dict else None
                     if type(transport) is dict:
                         tracker.version = vs
+                        data = inbound.get("data")
+                        template = tracker._delta
+                        if template and type(data) is str and data:
+                            # The commonest message of all: one more fragment of an open output
+                            # stream whose delta template is known.
+                            status = transport.get("status")
+                            if status != "complete" and status != "cancelled" and inbound.get("name") != NAME_INPUT:
+                                tracker.chunks.append(data)
+                                typ, fields, key, type_first = template  # type: ignore[misc]
+                                ev: dict[str, Any]
+                                if type_first:
+                                    ev = {"type": typ}
+                                    ev.update(fields)
+                                    ev[key] = data
+                                else:
+                                    ev = fields.copy()
+                                    ev[key] = data
+                                    ev["type"] = typ
+                                return DecodeResult([], [ev])
                         try:
                             return self._tracked_append(inbound, serial, tracker, extras, transport)
                         except Exception:  # pragma: no cover - defensive: never crash

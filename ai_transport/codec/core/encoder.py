@@ -52,6 +52,10 @@ class StreamEncoder:
     def __init__(self, writer: ChannelWriter, core: StreamEncoderCore, *, message_id: str | None = None) -> None:
         self._writer = writer
         self.core = core
+        #: The core's per-delta path, when it has one: ``event -> (message, stream id) | None``.
+        self._fast_delta: Callable[[Any], tuple[dict[str, Any], str] | None] | None = getattr(
+            core, "encode_delta", None
+        )
         #: The encoder-level fallback message id of 0.8.0's options (``options.messageId``).
         self.message_id = message_id
         self._batch = _AppendBatch()
@@ -72,6 +76,12 @@ class StreamEncoder:
         ``message_id`` is stamped as the transport ``codec-message-id``; ``extras={"headers": {...}}``
         overrides the encoder's headers for this write (0.8.0's ``WriteOptions``).
         """
+        fast = self._fast_delta
+        if fast is not None:
+            hit = fast(event)
+            if hit is not None:
+                self._append(hit[0], hit[1])
+                return
         ops = self.core.encode_output(event, message_id=message_id, extras=extras)
         if len(ops) == 1 and ops[0].action == "append":  # the per-delta path: no coroutine of _run
             self._append(ops[0].message, ops[0].stream_id or "")

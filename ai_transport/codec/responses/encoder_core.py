@@ -14,7 +14,7 @@ from typing import Any
 
 from ..._shapes import MAPPING
 from ...errors import InvalidArgumentError
-from ..core.encoder_core import Operation, StreamEncoderCore, StreamState, log
+from ..core.encoder_core import Operation, StreamEncoderCore, StreamState, _ai_extras, log
 from ..core.headers import MISSING, NAME_INPUT, js_to_string, write_str
 from .events import ItemIdNormaliser, event_to_dict
 from .inputs import _get, input_parts
@@ -46,6 +46,15 @@ DROPPED_TYPES = frozenset(
 
 _MODELLED_ITEM_TYPES = ("message", "reasoning", "function_call")
 
+#: Delta type -> the index key of its stream id (None: the item id alone), for the per-delta path.
+_DELTA_INDEX: dict[str, str | None] = {
+    "response.output_text.delta": "content_index",
+    "response.refusal.delta": "content_index",
+    "response.reasoning_text.delta": "content_index",
+    "response.reasoning_summary_text.delta": "summary_index",
+    "response.function_call_arguments.delta": None,
+}
+
 
 class EncoderCore(StreamEncoderCore):
     """The encoder state machine: events/inputs in, :class:`Operation` s out (no I/O).
@@ -69,6 +78,40 @@ class EncoderCore(StreamEncoderCore):
         self._normaliser = ItemIdNormaliser() if normalise_item_ids else None
 
     # -- public API ------------------------------------------------------------------------------
+
+    def encode_delta(self, event: Any) -> tuple[dict[str, Any], str] | None:
+        """The per-delta path: ``(append message, stream id)`` of a well-formed text / arguments delta
+        to an open stream, else None (then :meth:`encode_output` decides, errors included).
+
+        The same message :meth:`encode_output` hands out, without its general dispatch.
+        """
+        if type(event) is not dict or self.closed:
+            return None
+        etype = event.get("type")
+        if type(etype) is not str or etype not in _DELTA_INDEX:
+            return None
+        if self._normaliser is not None:
+            event = self._normaliser.normalise(event)
+        item_id = event.get("item_id")
+        delta = event.get("delta")
+        if type(item_id) is not str or type(delta) is not str:
+            return None
+        index_key = _DELTA_INDEX[etype]
+        if index_key is None:
+            stream_id = item_id
+        else:
+            index = event.get(index_key)
+            if type(index) is not int:
+                return None
+            stream_id = f"{item_id}:summary:{index}" if index_key == "summary_index" else f"{item_id}:{index}"
+        state = self.streams.get(stream_id)
+        if state is None:
+            return None
+        state.chunks.append(delta)
+        msg = {"serial": state.serial, "data": delta, "extras": {"ai": _ai_extras(dict(state.transport), dict(state.codec))}}
+        if self._hook is not None:
+            self._invoke_hook(msg)
+        return msg, stream_id
 
     def encode_output(
         self, event: Any, *, message_id: str | None = None, extras: Mapping[str, Any] | None = None
