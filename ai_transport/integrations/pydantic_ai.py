@@ -23,14 +23,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final
 
 from ..errors import InvalidArgumentError
 
 __all__ = ["run_pydantic_ai", "serve_pydantic_ai", "ui_chunks"]
 
 #: The AI SDK major whose chunks the adapter writes (6: tool approvals are streamed).
-SDK_VERSION: Final[Literal[6]] = 6
+SDK_VERSION: Final = 6
 
 
 _TOOL_INPUT = frozenset(("tool-input-start", "tool-input-delta", "tool-input-available"))
