@@ -4,7 +4,8 @@ Run: ``python benchmarks/bench_codec_encoder.py [--deltas 200000]``. Encodes one
 reasoning summary, a text message and a function call, ``--deltas`` deltas in all) through a writer
 that acknowledges at once, in both implementations, and prints events/s and the ratio (JS time /
 Python time; > 1 means Python is faster), each the best of 7 runs. Also times the sans-I/O core
-alone. Not a test.
+alone, and the same for the Vercel codec (``UIMessageCodec`` against 0.8.0's ``./vercel`` codec) on
+the UI message chunks of a like answer (reasoning, text, a tool's input). Not a test.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
@@ -23,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 from jsbridge import JS_DIR, ensure_node_modules
 
-from ai_transport.codec import EncoderCore, ResponsesCodec
+from ai_transport.codec import EncoderCore, ResponsesCodec, UIMessageCodec
 
 JS = r"""
 import { ResponsesCodec } from '@ably/ai-transport/openai';
@@ -45,6 +47,29 @@ for (let r = 0; r < 7; r++) {
 }
 console.log(JSON.stringify({ seconds: best }));
 """
+
+
+JS_VERCEL = JS.replace(
+    "import { ResponsesCodec } from '@ably/ai-transport/openai';",
+    "import { createUIMessageCodec } from '@ably/ai-transport/vercel';\nconst ResponsesCodec = createUIMessageCodec();",
+)
+
+
+def ui_answer(n_deltas: int) -> list[dict]:
+    """UI message chunks of an answer like :func:`response`'s: reasoning, text, a tool's input."""
+    third = max(1, n_deltas // 3)
+    evs: list[dict] = [{"type": "start", "messageId": "resp"}, {"type": "start-step"}, {"type": "reasoning-start", "id": "rs_1"}]
+    evs += [{"type": "reasoning-delta", "id": "rs_1", "delta": "think "} for _ in range(third)]
+    evs += [{"type": "reasoning-end", "id": "rs_1"}, {"type": "text-start", "id": "msg_1"}]
+    evs += [{"type": "text-delta", "id": "msg_1", "delta": "word "} for _ in range(third)]
+    evs += [{"type": "text-end", "id": "msg_1"}, {"type": "tool-input-start", "toolCallId": "call_1", "toolName": "f"}]
+    evs += [{"type": "tool-input-delta", "toolCallId": "call_1", "inputTextDelta": "{}"} for _ in range(n_deltas - 2 * third)]
+    evs += [
+        {"type": "tool-input-available", "toolCallId": "call_1", "toolName": "f", "input": {}},
+        {"type": "finish-step"},
+        {"type": "finish", "finishReason": "tool-calls"},
+    ]
+    return evs
 
 
 def response(n_deltas: int) -> list[dict]:
@@ -107,10 +132,10 @@ class NullWriter:
         return "u"
 
 
-async def py_shell(events: list[dict]) -> float:
+async def py_shell(events: list[dict], codec: Any = ResponsesCodec) -> float:
     best = float("inf")
     for _ in range(7):
-        enc = ResponsesCodec.create_encoder(NullWriter(), {"headers": {"run-id": "r"}})
+        enc = codec.create_encoder(NullWriter(), {"headers": {"run-id": "r"}})
         t = time.perf_counter()
         for e in events:
             await enc.publish_output(e, "m")
@@ -126,6 +151,8 @@ def py_core(events: list[dict]) -> float:
         t = time.perf_counter()
         n = 0
         for e in events:
+            if core.encode_delta(e) is not None:  # the per-delta path, as the shell takes it
+                continue
             for op in core.encode_output(e, message_id="m"):
                 if op.stream_id is not None and op.action == "publish":
                     n += 1
@@ -151,6 +178,17 @@ def main() -> None:
     print(f"JS  encoder          {n / js:12,.0f} events/s")
     print(f"Py  encoder (asyncio) {n / shell:11,.0f} events/s   ratio JS/Py {js / shell:5.2f}")
     print(f"Py  core (sans-I/O)   {n / core:11,.0f} events/s   ratio JS/Py {js / core:5.2f}")
+
+    chunks = ui_answer(args.deltas)
+    js_v = json.loads(subprocess.run(
+        ["node", "--input-type=module", "-e", JS_VERCEL], cwd=JS_DIR, input=json.dumps(chunks),
+        capture_output=True, text=True, check=True,
+    ).stdout)["seconds"]
+    shell_v = asyncio.run(py_shell(chunks, UIMessageCodec))
+    n = len(chunks)
+    print(f"\nvercel codec: {n} chunks ({args.deltas} deltas)")
+    print(f"JS  encoder          {n / js_v:12,.0f} events/s")
+    print(f"Py  encoder (asyncio) {n / shell_v:11,.0f} events/s   ratio JS/Py {js_v / shell_v:5.2f}")
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any, NamedTuple
 
 from ..._shapes import MAPPING
 from ...errors import InvalidArgumentError, InvalidTypeError, type_name
-from .encoder_core import Operation, StreamEncoderCore, WirePart
+from .encoder_core import Operation, StreamEncoderCore, WirePart, _ai_extras
 from .fields import KIND, PART_TYPE, write_fields
 from .headers import MISSING, NAME_INPUT, js_to_string
 from .tables import Batch, CompiledInput, CompiledOutput, Event, Stream, part_for
@@ -59,6 +59,28 @@ class TableEncoderCore(StreamEncoderCore):
         self._out = output
         self._in = inputs
         self.message_id = message_id
+
+    def encode_delta(self, event: Any) -> tuple[dict[str, Any], str] | None:
+        """The per-delta path: ``(append message, stream id)`` of a well-formed delta chunk to an open
+        stream, else None (then :meth:`encode_output` decides, errors included)."""
+        if type(event) is not dict or self.closed:
+            return None
+        etype = event.get("type")
+        stream = self._out.deltas.get(etype) if type(etype) is str else None
+        if stream is None:
+            return None
+        stream_id = event.get(stream.stream_id_key)
+        delta = event.get(stream.delta_key)
+        if type(stream_id) is not str or type(delta) is not str:
+            return None
+        state = self.streams.get(stream_id)
+        if state is None:
+            return None
+        state.chunks.append(delta)
+        msg = {"serial": state.serial, "data": delta, "extras": {"ai": _ai_extras(dict(state.transport), dict(state.codec))}}
+        if self._hook is not None:
+            self._invoke_hook(msg)
+        return msg, stream_id
 
     def encode_output(
         self, event: Any, *, message_id: str | None = None, extras: Mapping[str, Any] | None = None

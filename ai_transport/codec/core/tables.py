@@ -144,6 +144,8 @@ class CompiledOutput:
     dropped: frozenset[str] = frozenset()
     #: wire kind -> Stream.
     streams: dict[str, Stream] = field(default_factory=dict)
+    #: delta chunk type -> Stream (the per-delta path).
+    deltas: dict[str, Stream] = field(default_factory=dict)
 
     def wildcard(self, kind: Any) -> Event | None:
         """The first wildcard event matching ``kind``."""
@@ -171,6 +173,7 @@ def compile_output(table: list[Event | Stream | Drop]) -> CompiledOutput:
                 reserve(literal)
                 out.phases[literal] = (phase, d)
             out.streams[d.kind] = d
+            out.deltas[d.delta_type] = d
         elif isinstance(d, Drop):
             reserve(d.type)
             dropped.add(d.type)
