@@ -6,10 +6,11 @@ running that SDK and a Python agent built on this library share one channel.
 The most used names are importable from here; the channel, session and Responses-client names
 load lazily (``import ai_transport`` alone does not import the ``ably`` SDK):
 
-- codec: :class:`ResponsesCodec`, :class:`UIMessageCodec` (Vercel AI SDK UI messages), :class:`OpenAIMessage`, :class:`CodecMessage` and the input
-  factories (``create_user_message`` …);
+- codec: :class:`ResponsesCodec`, :class:`UIMessageCodec` (Vercel AI SDK UI messages),
+  :class:`OpenAIMessage`, :class:`CodecMessage` and the input factories (``create_user_message`` …);
 - readers: ``to_responses_input``, ``resolved_call_ids``, ``unanswered_calls``,
-  ``approved_unexecuted_calls``, ``sanitize_input``, ``preflight``, ``repair``;
+  ``approved_unexecuted_calls``; for the Vercel codec ``pending_tool_calls``,
+  ``approved_pending_tool_calls``; ``sanitize_input``, ``preflight``, ``repair``;
 - channels and sessions: :class:`AgentSession`, :class:`ClientSession`, :class:`InProcessHub`,
   :class:`AblyChannel`, :class:`Invocation`;
 - model side: :class:`ResponsesClient`;
@@ -36,6 +37,8 @@ _LAZY = {
     # codec
     "ResponsesCodec": "ai_transport.codec",
     "UIMessageCodec": "ai_transport.codec",
+    "pending_tool_calls": "ai_transport.codec",
+    "approved_pending_tool_calls": "ai_transport.codec",
     "create_user_message": "ai_transport.codec",
     "create_tool_result": "ai_transport.codec",
     "create_tool_result_error": "ai_transport.codec",
@@ -61,11 +64,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from .codec import (
         ResponsesCodec,
         UIMessageCodec,
+        approved_pending_tool_calls,
         create_regenerate,
         create_tool_approval_response,
         create_tool_result,
         create_tool_result_error,
         create_user_message,
+        pending_tool_calls,
     )
     from .readers import preflight, repair, sanitize_input
     from .responses import ResponsesClient
@@ -103,12 +108,14 @@ __all__ = [
     "UIMessageCodec",
     "View",
     "__version__",
+    "approved_pending_tool_calls",
     "approved_unexecuted_calls",
     "create_regenerate",
     "create_tool_approval_response",
     "create_tool_result",
     "create_tool_result_error",
     "create_user_message",
+    "pending_tool_calls",
     "preflight",
     "repair",
     "resolved_call_ids",

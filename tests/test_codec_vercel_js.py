@@ -65,7 +65,26 @@ def test_factories_match_js(node: Any) -> None:
         {"id": "u1", "role": "user", "parts": [{"type": "text", "text": "hi"}]}
     ) == js["userMessage"]
     assert UIMessageCodec.create_regenerate("t", "p") == js["regenerate"]
-    assert UIMessageCodec.create_tool_result("m", "c", {"a": 1}) == js["toolResult"]
-    assert UIMessageCodec.create_tool_result_error("m", "c", "x") == js["toolResultError"]
-    assert UIMessageCodec.create_tool_approval_response("m", "c", True, "ok") == js["toolApprovalResponse"]
+    assert UIMessageCodec.create_tool_result("m", {"toolCallId": "c", "output": {"a": 1}}) == js["toolResult"]
+    assert UIMessageCodec.create_tool_result_error("m", {"toolCallId": "c", "message": "x"}) == js["toolResultError"]
+    assert UIMessageCodec.create_tool_approval_response("m", {"toolCallId": "c", "approved": True, "reason": "ok"}) == js["toolApprovalResponse"]
     assert UIMessageCodec.adapter_tag == js["adapterTag"]
+
+
+@pytest.mark.parametrize(
+    ("factory", "args", "field"),
+    [
+        ("create_tool_result", ("m", {"output": 1}), "payload.toolCallId"),
+        ("create_tool_result", (None, {"toolCallId": "c"}), "codec_message_id"),
+        ("create_tool_result_error", ("m", {"toolCallId": "c"}), "payload.message"),
+        ("create_tool_approval_response", ("m", {"toolCallId": "c", "approved": "yes"}), "payload.approved"),
+        ("create_tool_approval_response", ("m", "c"), "payload must be an object"),
+        ("create_user_message", ({"id": "u", "role": "user"},), "parts list"),
+        ("create_regenerate", ("t", 5), "parent"),
+    ],
+)
+def test_factories_name_the_bad_field(factory: str, args: tuple[Any, ...], field: str) -> None:
+    from ai_transport.errors import InvalidTypeError
+
+    with pytest.raises(InvalidTypeError, match=field.replace(".", r"\.")):
+        getattr(UIMessageCodec, factory)(*args)

@@ -92,7 +92,9 @@ async def test_approval_suspends_and_a_fresh_worker_resumes(approved: bool) -> N
     deleted: list[str] = []
     client, sent, cmid = await suspended_turn(hub, deleted)
     answer = await client.view.send(
-        UIMessageCodec.create_tool_approval_response(cmid, "call-1", approved, None if approved else "keep it"),
+        UIMessageCodec.create_tool_approval_response(
+            cmid, {"toolCallId": "call-1", "approved": approved, **({} if approved else {"reason": "keep it"})}
+        ),
         run_id=sent.run_id,
     )
     second = await worker(hub)  # a new worker: nothing but the channel

@@ -87,7 +87,9 @@ async def test_suspend_on_approval_then_a_fresh_worker_resumes_from_the_channel(
     assert part["state"] == "approval-requested" and part["approval"] == {"id": "ap-1"}
 
     answer = await client.view.send(
-        UIMessageCodec.create_tool_approval_response(assistant.codec_message_id, "call-1", True),
+        UIMessageCodec.create_tool_approval_response(
+            assistant.codec_message_id, {"toolCallId": "call-1", "approved": True}
+        ),
         run_id=run.run_id,
     )
     await first.close()
@@ -129,7 +131,7 @@ async def test_a_denied_call_is_never_owed() -> None:
     await wait_status(client.view, run.run_id, "suspended")
     cmid = client.view.get_messages()[1].codec_message_id
     answer = await client.view.send(
-        UIMessageCodec.create_tool_approval_response(cmid, "call-1", False, "no"), run_id=run.run_id
+        UIMessageCodec.create_tool_approval_response(cmid, {"toolCallId": "call-1", "approved": False, "reason": "no"}), run_id=run.run_id
     )
     resumed = await agent.create_run(answer.invocation.to_json())
     await resumed.start()

@@ -41,33 +41,45 @@ def create_regenerate(target: str, parent: str) -> dict[str, Any]:
     return {"kind": "regenerate", "target": _string("target", target), "parent": _string("parent", parent)}
 
 
-def create_tool_result(codec_message_id: str, tool_call_id: str, output: Any) -> dict[str, Any]:
-    """``createToolResult(codecMessageId, {toolCallId, output})``: a client-executed tool's output."""
-    payload = {"toolCallId": _string("tool_call_id", tool_call_id), "output": output}
-    return {"kind": "tool-result", "codecMessageId": _string("codec_message_id", codec_message_id), "payload": payload}
+def _payload(name: str, payload: Mapping[str, Any], *required: str) -> dict[str, Any]:
+    if not isinstance(payload, MAPPING):
+        raise InvalidTypeError(f"unable to create input; {name} payload must be an object, got {type_name(payload)}")
+    out = dict(payload)
+    for key in required:
+        _string(f"payload.{key}", out.get(key))
+    return out
 
 
-def create_tool_result_error(codec_message_id: str, tool_call_id: str, message: str) -> dict[str, Any]:
-    """``createToolResultError(codecMessageId, {toolCallId, message})``."""
-    payload = {"toolCallId": _string("tool_call_id", tool_call_id), "message": _string("message", message)}
+def create_tool_result(codec_message_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``createToolResult(codecMessageId, {toolCallId, output})``: a client-executed tool's output,
+    folded onto the tool part of the message ``codec_message_id``."""
     return {
-        "kind": "tool-result-error",
+        "kind": "tool-result",
         "codecMessageId": _string("codec_message_id", codec_message_id),
-        "payload": payload,
+        "payload": _payload("tool-result", payload, "toolCallId"),
     }
 
 
-def create_tool_approval_response(
-    codec_message_id: str, tool_call_id: str, approved: bool, reason: str | None = None
-) -> dict[str, Any]:
+def create_tool_result_error(codec_message_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
+    """``createToolResultError(codecMessageId, {toolCallId, message})``."""
+    return {
+        "kind": "tool-result-error",
+        "codecMessageId": _string("codec_message_id", codec_message_id),
+        "payload": _payload("tool-result-error", payload, "toolCallId", "message"),
+    }
+
+
+def create_tool_approval_response(codec_message_id: str, payload: Mapping[str, Any]) -> dict[str, Any]:
     """``createToolApprovalResponse(codecMessageId, {toolCallId, approved, reason?})``."""
-    if not isinstance(approved, bool):
-        raise InvalidTypeError(f"unable to create input; approved must be a bool, got {type_name(approved)}")
-    payload: dict[str, Any] = {"toolCallId": _string("tool_call_id", tool_call_id), "approved": approved}
-    if reason is not None:
-        payload["reason"] = _string("reason", reason)
+    out = _payload("tool-approval-response", payload, "toolCallId")
+    if not isinstance(out.get("approved"), bool):
+        raise InvalidTypeError(
+            f"unable to create input; payload.approved must be a bool, got {type_name(out.get('approved'))}"
+        )
+    if "reason" in out:
+        _string("payload.reason", out["reason"])
     return {
         "kind": "tool-approval-response",
         "codecMessageId": _string("codec_message_id", codec_message_id),
-        "payload": payload,
+        "payload": out,
     }
