@@ -189,3 +189,14 @@ def test_readers_read_the_last_assistant_only() -> None:
     ]
     assert approved_pending_tool_calls([old, last, steer]) == [{"toolCallId": "c2", "toolName": "w", "input": {"q": "c2"}}]
     assert pending_tool_calls([steer]) == []
+
+
+def test_answers_to_unknown_calls_stay_bounded() -> None:
+    from ai_transport.codec.vercel.tool_folds import MAX_PENDING_RESOLUTIONS
+
+    state = UIMessageCodec.init()
+    for i in range(MAX_PENDING_RESOLUTIONS + 50):
+        answer = UIMessageCodec.create_tool_result("nobody", {"toolCallId": f"c{i}", "output": i})
+        UIMessageCodec.fold(state, "input", answer, "nobody")
+    assert len(state.pending_resolutions) == MAX_PENDING_RESOLUTIONS
+    assert state.pending_resolutions[-1][1] == f"c{MAX_PENDING_RESOLUTIONS + 49}"  # the oldest went first

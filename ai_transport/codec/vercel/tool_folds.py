@@ -16,6 +16,7 @@ from ..core.headers import MISSING, parse_json
 from .state import Part, ToolTracker, UIMessage, UIProjection, is_tool_part
 
 __all__ = [
+    "MAX_PENDING_RESOLUTIONS",
     "fold_tool_input",
     "fold_tool_output",
     "resolve_or_pend",
@@ -24,6 +25,10 @@ __all__ = [
 ]
 
 Chunk = dict[str, Any]
+
+#: The most tool resolutions one projection keeps waiting for their tool part (answers come off the
+#: wire: past this the oldest is dropped, so a flood of answers to unknown calls stays bounded).
+MAX_PENDING_RESOLUTIONS = 1024
 
 
 def _strip(bag: Chunk) -> Chunk:
@@ -257,7 +262,10 @@ def resolve_or_pend(state: UIProjection, cmid: Any, tool_call_id: Any, resolutio
     if owner is not None:
         _apply(owner, tool_call_id, resolution)
     else:
-        state.pending_resolutions.append((cmid, tool_call_id, resolution))
+        pending = state.pending_resolutions
+        if len(pending) >= MAX_PENDING_RESOLUTIONS:
+            del pending[0]
+        pending.append((cmid, tool_call_id, resolution))
 
 
 def retry_pending(state: UIProjection) -> None:
