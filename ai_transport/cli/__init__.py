@@ -30,6 +30,7 @@ examples:
   ai-transport demo --deny "not today"   deny it with a reason
   ai-transport demo --emulator           same, over the local Ably emulator and the real ably SDK
   ai-transport demo --agents-sdk         the same agent written with the OpenAI Agents SDK
+  ai-transport demo --vercel             the same conversation in Vercel AI SDK UI messages (useChat's)
   ai-transport demo --temporal           same, each wake-up a Temporal workflow (local dev server)
   OPENAI_API_KEY=sk-... ai-transport demo --model gpt-5-mini
                                          talk to the real OpenAI Responses API
@@ -125,6 +126,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--agents-sdk",
         action="store_true",
         help="run the agent written with the OpenAI Agents SDK (needs the 'agents' extra)",
+    )
+    demo.add_argument(
+        "--vercel",
+        action="store_true",
+        help="speak Vercel AI SDK UI message chunks (UIMessageCodec, what useChat reads) instead of Responses",
     )
     demo.add_argument("--channel", default=None, help="channel name (default: a fresh demo-<id>)")
     demo.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning summary")

@@ -277,6 +277,10 @@ async def run_demo(args: argparse.Namespace, out: TextIO | None = None) -> int:
 
 async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResult:
     """Run the demo, printing the live transcript to ``out``; see :class:`DemoResult`."""
+    if getattr(args, "vercel", False):  # the same conversation through UIMessageCodec
+        from .vercel_demo import vercel_demo
+
+        return await vercel_demo(args, out)
     out = out or sys.stdout
     printer = LivePrinter(out, color=args.color, show_reasoning=not args.no_reasoning)
     started = time.monotonic()
