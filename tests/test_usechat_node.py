@@ -114,7 +114,7 @@ def test_use_chat_streams_the_python_agent_and_a_fresh_worker_resumes_after_appr
             assert done["state"] == "output-denied" and done["approval"]["approved"] is False
             # 0.8.0's fold keeps no denial reason (approval {id: '', approved: false}), so neither does
             # the agent's: it answers without one.
-            assert answer[-1].startswith("I did not check the live weather (the call was not approved)")
+            assert answer[-1].startswith("I did not check the live weather (you did not approve the lookup)")
         assert answer[0] == "Let me look up the current weather in Paris for you."
     finally:
         chat(node, "close", id=cid)

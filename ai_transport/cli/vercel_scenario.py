@@ -93,7 +93,7 @@ def _answer(part: Mapping[str, Any], question: str) -> tuple[str, str]:
                 f"{weather.get('conditions')} (humidity {weather.get('humidity')}%). {advice}")
     raw = part.get("approval")
     approval: Mapping[str, Any] = raw if isinstance(raw, Mapping) else {}
-    reason = str(approval.get("reason") or part.get("errorText") or "the call was not approved").strip()
+    reason = str(approval.get("reason") or part.get("errorText") or "you did not approve the lookup").strip()
     return ("The weather lookup was not approved, so I answer from general knowledge.",
             f"I did not check the live weather ({reason}). In general, {_city(question)} sees rain on "
             "about one day in three at this time of year, so a small umbrella is a safe bet.")
