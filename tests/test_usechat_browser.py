@@ -11,6 +11,7 @@ resumes the run from the channel and streams the final answer into the same bubb
 
 from __future__ import annotations
 
+import fcntl
 import importlib.util
 import json
 import os
@@ -53,7 +54,10 @@ def page_built() -> Path:
         pytest.skip(reason)
     if shutil.which("node") is None or shutil.which("npm") is None:
         pytest.fail("node and npm are needed for the useChat example (they install the page's packages)")
-    return Path(_server_module().ensure_bundle())
+    # One build at a time on this machine (pytest-xdist workers share examples/usechat).
+    with open(Path(tempfile.gettempdir()) / "ait-usechat-build.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return Path(_server_module().ensure_bundle())
 
 
 @pytest.fixture

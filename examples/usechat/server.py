@@ -62,14 +62,30 @@ class UsageError(Exception):
         self.exit_code = exit_code
 
 
+def packages_installed() -> bool:
+    """Whether ``node_modules`` holds the versions ``package-lock.json`` pins for every package
+    ``package.json`` names (a changed lockfile means ``npm ci`` again)."""
+    try:
+        packages = json.loads((HERE / "package-lock.json").read_text(encoding="utf-8"))["packages"]
+        root = packages[""]
+        for name in {**root.get("dependencies", {}), **root.get("devDependencies", {})}:
+            installed = json.loads((HERE / "node_modules" / name / "package.json").read_text(encoding="utf-8"))
+            if installed.get("version") != packages[f"node_modules/{name}"]["version"]:
+                return False
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    return (HERE / "node_modules" / ".bin" / "esbuild").exists()
+
+
 def ensure_bundle() -> Path:
-    """Build ``dist/app.js`` with esbuild (``npm ci`` first when the packages are missing)."""
+    """Build ``dist/app.js`` with esbuild (``npm ci`` first when the packages are missing or the
+    lockfile changed); a bundle newer than its sources is kept."""
     bundle = HERE / "dist" / "app.js"
     newest = max((HERE / s).stat().st_mtime for s in SOURCES)
-    if bundle.exists() and bundle.stat().st_mtime >= newest:
+    if bundle.exists() and bundle.stat().st_mtime >= newest and packages_installed():
         return bundle
     try:
-        if not (HERE / "node_modules" / ".bin" / "esbuild").exists():
+        if not packages_installed():
             print("installing the page's npm packages (npm ci)…", file=sys.stderr)
             subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, check=True)
         print("bundling app.jsx with esbuild…", file=sys.stderr)
