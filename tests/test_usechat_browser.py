@@ -3,8 +3,9 @@
 all on the local emulator.
 
 The page asks; the answer streams in (reasoning, text) and the ``get_weather`` call shows Approve /
-Deny; a click makes ``useChat`` send the answer and the server wake a fresh agent session, which
-resumes the run from the channel and streams the final answer into the same bubble. A reload (same
+Deny; a click makes ``useChat`` send the answer and the server wake a fresh agent (on the approval
+path a process of its own, ``--worker-process``), which resumes the run from the channel alone and
+streams the final answer into the same bubble. A reload (same
 ``?c=``) shows the conversation again, read from channel history. Screenshots of each point are saved
 (``AIT_SCREENSHOTS`` to keep them).
 """
@@ -61,13 +62,15 @@ def page_built() -> Path:
 
 
 @pytest.fixture
-def page_url(page_built, emulator_thread, request) -> Iterator[str]:
-    """``examples/usechat/server.py`` (with its Python agent) on a free port; yields the page URL."""
+def page_url(page_built, emulator_thread, decision) -> Iterator[str]:
+    """``examples/usechat/server.py`` (with its Python agent) on a free port; yields the page URL. For
+    the approval, every wake-up is its own agent process (``--worker-process``)."""
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen(
         [sys.executable, str(EXAMPLE / "server.py"), "--emulator", emulator_thread.url, "--port", "0",
-         "--namespace", f"uc{os.getpid()}", "--stream-delay", "0.01"],
+         "--namespace", f"uc{os.getpid()}", "--stream-delay", "0.01",
+         *(["--worker-process"] if decision == "approve" else [])],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env,
     )
     try:

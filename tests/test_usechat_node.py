@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 AGENT = ROOT / "examples" / "usechat" / "chat_agent.py"
 QUESTION = "What's the weather in Paris right now? Should I take an umbrella?"
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.js]
 
 
 def wake_worker(emulator_url: str, invocation: dict[str, Any]) -> str:

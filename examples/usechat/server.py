@@ -17,8 +17,9 @@ Each conversation is one Ably channel, ``<namespace>:<id>`` (the page keeps its 
   channel; ably-js exchanges it at the emulator. The key stays in this process.
 * ``POST /api/chat``: where 0.8.0's ``createChatTransport`` POSTs a run's invocation
   (``{"inputEventId", "sessionName", ...}``; ``/api/chat`` is ``useChat``'s usual endpoint): wakes the
-  agent of ``chat_agent.py`` (a fresh session per wake-up, nothing kept between them), which loads the
-  channel, starts or resumes the run and streams it. Answers ``202`` at once.
+  agent of ``chat_agent.py`` (a fresh session per wake-up, nothing kept between them; with
+  ``--worker-process`` a process of its own per wake-up), which loads the channel, starts or resumes
+  the run and streams it. Answers ``202`` at once.
 """
 
 from __future__ import annotations
@@ -242,14 +243,35 @@ def check_args(args: argparse.Namespace) -> None:
         raise UsageError(f"--stream-delay must be 0 or more seconds, got {args.stream_delay}")
 
 
+def worker_process(emulator_url: str, stream_delay: float) -> Handler:
+    """A wake-up as its own process (``python chat_agent.py``), as a serverless function would run
+    it: the outcome it prints, or an error with its last stderr line."""
+
+    async def wake(invocation: dict[str, Any]) -> str:
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, str(HERE / "chat_agent.py"), "--emulator", emulator_url,
+            "--stream-delay", str(stream_delay), json.dumps(invocation),
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+        )
+        out, err = await proc.communicate()
+        if proc.returncode != 0:
+            raise RuntimeError((err.decode(errors="replace").strip().splitlines() or ["no output"])[-1])
+        return str(json.loads(out.decode().strip().splitlines()[-1])["outcome"])
+
+    return wake
+
+
 async def serve(args: argparse.Namespace) -> None:
     """Run the example until interrupted."""
     from chat_agent import ChatAgent
 
-    agent = ChatAgent.for_emulator(args.emulator, stream_delay=args.stream_delay)
+    if args.worker_process:
+        on_invoke = worker_process(args.emulator, args.stream_delay)
+    else:
+        on_invoke = ChatAgent.for_emulator(args.emulator, stream_delay=args.stream_delay).handle_invocation
     client_id = "browser-user"
     config = {"ably": ably_js_options(args.emulator), "namespace": args.namespace, "clientId": client_id}
-    server = ChatServer(config, agent.handle_invocation, browser_token_request(client_id),
+    server = ChatServer(config, on_invoke, browser_token_request(client_id),
                         probe=lambda: emulator_reachable(args.emulator))
     try:  # the port first: a bad one is refused before anything is built
         port = await server.start(args.host, args.port)
@@ -288,6 +310,9 @@ def main() -> int:
                    help="conversations live on channels NAMESPACE:<id> (default usechat)")
     p.add_argument("--stream-delay", type=float, default=0.02,
                    help="seconds between the scripted model's chunks (default 0.02)")
+    p.add_argument("--worker-process", action="store_true",
+                   help="run every wake-up as its own `python chat_agent.py` process (as a serverless "
+                        "function would) instead of a fresh session in this process")
     args = p.parse_args()
     logging.basicConfig(level=logging.WARNING)
     try:
