@@ -56,3 +56,29 @@ def test_importing_the_package_does_not_import_the_ably_sdk():
     code = "import sys, ai_transport; ai_transport.to_responses_input([]); print('ably' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
+
+
+def test_user_code_on_the_codecs_type_checks(tmp_path):
+    """A user's mypy sees the codecs' static methods (a ``__new__ -> NoReturn`` once made each class a
+    function to mypy: every ``ResponsesCodec.create_…`` call failed type-checking)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    user = tmp_path / "user_code.py"
+    user.write_text(
+        "from ai_transport import ResponsesCodec, UIMessageCodec\n"
+        "a = ResponsesCodec.create_user_message('hi')\n"
+        "b = UIMessageCodec.create_user_message({'id': 'u1', 'role': 'user', 'parts': []})\n"
+        "s = UIMessageCodec.init()\n"
+        "m = UIMessageCodec.get_messages(s)\n"
+        "p = ResponsesCodec.init()\n"
+        "n = ResponsesCodec.get_messages(p)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(user)],
+        capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "MYPYPATH": str(Path(__file__).resolve().parent.parent)},
+    )
+    assert done.returncode == 0, done.stdout + done.stderr

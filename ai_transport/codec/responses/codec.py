@@ -17,7 +17,9 @@ The reducer and decoder live in :mod:`ai_transport.codec.reducer` and :mod:`ai_t
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
+
+from typing_extensions import Self
 
 from .encoder import ChannelWriter, Encoder
 from .inputs import (
@@ -43,7 +45,7 @@ class ResponsesCodec:
     create_tool_result_error = staticmethod(create_tool_result_error)
     create_tool_approval_response = staticmethod(create_tool_approval_response)
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> NoReturn:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # a namespace: never returns
         raise TypeError("ResponsesCodec is a namespace; call its static methods")
 
     @staticmethod

@@ -19,7 +19,9 @@ per descriptor; message dicts are folded as given).
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, ClassVar, NoReturn
+from typing import Any, ClassVar
+
+from typing_extensions import Self
 
 from ..core.decoder import StreamDecoder
 from ..core.encoder import ChannelWriter, StreamEncoder
@@ -129,7 +131,7 @@ class UIMessageCodec:
         """The sessions' reader: approved calls not executed yet (what a resuming run owes)."""
         return session_calls(approved_pending_tool_calls(messages))
 
-    def __new__(cls, *args: Any, **kwargs: Any) -> NoReturn:
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # a namespace: never returns
         raise TypeError("UIMessageCodec is a namespace; call its static methods")
 
     @staticmethod
