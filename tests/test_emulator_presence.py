@@ -214,14 +214,14 @@ async def test_raw_frames_ids_sync_and_enter_as_update(emulator: Emulator) -> No
         attached = await c.recv_action(ATTACHED)
         assert not attached["flags"] & HAS_PRESENCE
         await c.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": [{"action": 2, "data": "a"}]})
+        frame = await c.recv_action(PRESENCE)  # the echo comes before the ACK
         assert (await c.recv_action(ACK))["msgSerial"] == 0
-        frame = await c.recv_action(PRESENCE)
         (msg,) = frame["presence"]
         assert msg["id"] == f"{conn_id}:0:0" and msg["action"] == 2 and msg["connectionId"] == conn_id
         # entering again is an update; re-entering with the member's own id changes nothing
         await c.send({"action": PRESENCE, "channel": name, "msgSerial": 1, "presence": [{"action": 2, "data": "b"}]})
-        await c.recv_action(ACK)
         assert (await c.recv_action(PRESENCE))["presence"][0]["action"] == 4
+        await c.recv_action(ACK)
         same = [{"action": 2, "data": "b", "id": f"{conn_id}:1:0"}]
         await c.send({"action": PRESENCE, "channel": name, "msgSerial": 2, "presence": same})
         await c.recv_action(ACK)

@@ -253,7 +253,7 @@ async def test_reauth_with_auth_frame(emulator: Emulator) -> None:
 
 async def test_resume_unknown_key_gives_new_connection_with_error(emulator: Emulator) -> None:
     async with RawClient.connect(emulator.port, query="accessToken=t&resume=nope!x") as c:
-        assert c.connected["error"]["code"] == 80008
+        assert c.connected["error"]["code"] == 80018  # a key this server never issued
         async with RawClient.connect(
             emulator.port, query=f"accessToken=t&resume={c.connected['connectionKey']}"
         ) as d:

@@ -168,7 +168,7 @@ async def test_get_message_and_versions_of_appended(emulator: Emulator, binary: 
         msg = await ch.get_message(serial)
         assert msg.data == "abcd" and msg.action == MessageAction.MESSAGE_UPDATE
         versions = await ch.get_message_versions(serial)
-        assert [v.data for v in versions.items] == ["abcd", "abc", "ab", "a"]
+        assert [v.data for v in versions.items] == ["a", "ab", "abc", "abcd"]  # oldest first, as in Ably
         with pytest.raises(AblyException) as info:
             await ch.get_message("99999999999999999999")
         assert info.value.code == 40400 and info.value.status_code == 404

@@ -12,8 +12,8 @@
 
 Capabilities (parsing, matching, the key/token intersection): :mod:`.capability`. Token
 requests are validated as Ably does: a timestamp more than :data:`TIMESTAMP_WINDOW_MS` from the
-server clock (40104), a reused nonce (40101), a ttl that is not a positive integer up to
-:data:`MAX_TTL_MS` (40003), an empty clientId (40012) are refused.
+server clock (40104), a nonce reused with the same timestamp (40101), a ttl that is not a
+positive integer up to :data:`MAX_TTL_MS` (40003), an empty clientId (40012) are refused.
 """
 
 from __future__ import annotations
@@ -107,7 +107,8 @@ class Authority:
         self.key_capabilities: dict[str, dict[str, list[str]] | None] = {
             name: parse_capability(cap) for name, cap in (key_capabilities or {}).items()
         }
-        self._nonces: dict[str, int] = {}  # "keyName:nonce" -> timestamp, while inside the window
+        # (keyName, timestamp, nonce) of the signed token requests seen, while inside the window
+        self._nonces: dict[tuple[str, int, str], int] = {}
 
     # -- credentials -------------------------------------------------------------------------
 
@@ -279,7 +280,9 @@ class Authority:
         for seen, ts in list(self._nonces.items()):
             if now - ts > TIMESTAMP_WINDOW_MS:
                 del self._nonces[seen]
-        slot = f"{key_name}:{nonce}"
+        # a replay is the same signed (timestamp, nonce) pair: Ably accepts a used nonce again
+        # under a new timestamp (ably-python's suite reuses one fixed nonce across requests)
+        slot = (key_name, int(timestamp), nonce)
         if slot in self._nonces:
             raise EmulatorError("Token request nonce already used", 40101, 401)
         self._nonces[slot] = int(timestamp)

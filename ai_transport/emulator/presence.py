@@ -5,8 +5,8 @@ Realtime (Ably protocol, features spec RTP*):
 * a client sends ``PRESENCE`` ``{msgSerial, channel, presence: [{action: 2|3|4, clientId?, data?,
   encoding?, extras?, id?}]}`` on an attached channel; each message needs the ``presence``
   capability and the PRESENCE channel mode, and a ``clientId`` (the connection's, or — for a key or
-  wildcard connection — any explicit one: ``enterClient``); ACK, then one ``PRESENCE`` frame to
-  every attachment holding the PRESENCE_SUBSCRIBE mode (the publisher included). Each message gets
+  wildcard connection — any explicit one: ``enterClient``); one ``PRESENCE`` frame to every
+  attachment holding the PRESENCE_SUBSCRIBE mode (the publisher included), then the ACK. Each message gets
   ``id`` ``<connectionId>:<msgSerial>:<index>`` (a client-supplied ``id`` is kept: RTP17g
   re-entry), ``connectionId`` and ``timestamp``. Member-set rules: :mod:`.presence_store`;
 * ATTACHED carries HAS_PRESENCE when the channel has members, the attachment may see them and it
@@ -121,10 +121,12 @@ class PresenceHandlers(EmulatorCore):
             session.send({"action": int(Action.NACK), "msgSerial": msg_serial, "count": 1, "error": err.to_dict()})
             return
         assert isinstance(channel, str)
-        session.send({"action": int(Action.ACK), "msgSerial": msg_serial, "count": 1})
         applied = [out for m in messages if (out := self.presence.apply(channel, m)) is not None]
         if applied:
             self._presence_fan_out(channel, applied, frame_id=f"{conn.id}:{msg_serial}")
+        # the echo goes out before the ACK: a member is in the client's own presence set by the
+        # time its enter() resolves (ably-python's get() right after enter() reads that set)
+        session.send({"action": int(Action.ACK), "msgSerial": msg_serial, "count": 1})
 
     def _presence_accept(
         self, conn: Connection, session: WsSession, channel: Any, items: Any, msg_serial: int

@@ -194,6 +194,22 @@ class RealtimeConnections(PresenceHandlers):
             )
         return principal, bound
 
+    def _issued_here(self, key: str) -> bool:
+        """Whether ``key`` has the form of a connection key this server issued
+        (``emu-<n>-<hex6>!<secret>``, n at most the connections opened so far)."""
+        conn_id, sep, secret = key.partition("!")
+        parts = conn_id.split("-")
+        return bool(
+            sep
+            and secret
+            and len(parts) == 3
+            and parts[0] == "emu"
+            and parts[1].isdigit()
+            and 0 < int(parts[1]) <= self._conn_counter
+            and len(parts[2]) == 6
+            and all(c in "0123456789abcdef" for c in parts[2])
+        )
+
     def _open_connection(self, session: WsSession, query: dict[str, str]) -> Connection | None:
         """Authenticate and send CONNECTED (resuming where asked); ERROR and None on failure."""
         self._sweep()
@@ -228,12 +244,11 @@ class RealtimeConnections(PresenceHandlers):
                 self.limiter.open(old.id, window)
                 session.send(self._connected_frame(old))
                 return old
-            if recover_key and not query.get("resume"):
-                resume_error = EmulatorError(
-                    "Unable to recover connection: invalid or unspecified connection key", 80018, 400
-                )
+            if self._issued_here(resume_key):
+                # a key this server issued whose connection is gone (expired, forgotten, retired)
+                resume_error = EmulatorError("Unable to recover connection: connection expired", 80008, 400)
             else:
-                resume_error = EmulatorError("Unable to recover connection: connection key not found", 80008, 400)
+                resume_error = EmulatorError("Unable to recover connection: invalid connection key", 80018, 400)
         self._conn_counter += 1
         conn = Connection(
             f"emu-{self._conn_counter}-{secrets.token_hex(3)}", principal, client_id, session.fmt, echo

@@ -197,8 +197,9 @@ class RestHandlers(PresenceHandlers):
         if rest == ["messages"] and req.method == "POST":
             body = self._decode_request_body(req)
             messages = body if isinstance(body, list) else [body]
-            serials = self._rest_publish(principal, channel, messages, self._body_format(req))
-            return reply({"serials": serials}, 201)
+            message_id = secrets.token_urlsafe(9)  # the messages' ids are <messageId>:<index>, as in Ably
+            serials = self._rest_publish(principal, channel, messages, self._body_format(req), message_id)
+            return reply({"channel": channel, "messageId": message_id, "serials": serials}, 201)
         if len(rest) == 2 and rest[0] == "messages" and req.method in ("GET", "HEAD"):
             principal.check(channel, "history")
             return reply(render_message(self.store.get(channel, rest[1]), fmt))
@@ -220,6 +221,9 @@ class RestHandlers(PresenceHandlers):
         ):
             principal.check(channel, "history")
             versions = self.store.versions_view(channel, rest[1])
+            # Ably lists a message's versions oldest first unless asked otherwise (RSL14)
+            if not query.get("direction"):
+                query = dict(query, direction="forwards")
             page, link = page_sorted(versions, versions.serial, query, "versions")
             return reply([render_message(m, fmt) for m in page], headers={"Link": link})
         raise EmulatorError(f"no route for {req.method} {req.path}", 40400, 404)
@@ -235,7 +239,8 @@ class RestHandlers(PresenceHandlers):
             "channelId": channel,
             "name": channel,
             "status": {
-                "isActive": n > 0,
+                # the status request itself activates the channel in Ably, attached or not
+                "isActive": True,
                 "occupancy": {
                     "metrics": {
                         "connections": n,
