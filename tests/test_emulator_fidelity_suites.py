@@ -4,8 +4,8 @@ ably-python's ``test/ably/rest`` and ``realtime`` against ``--sandbox`` found ea
 test pins one fix through the real ably-python SDK or on the raw wire: a message's versions listed
 oldest first, the REST publish reply's ``channel`` / ``messageId``, 80018 for a resume key this
 server never issued (80008 for one of its own that expired), ``isActive`` for a channel nobody
-attached, the token-request replay guard keyed on (timestamp, nonce), and a presence echo that
-reaches its publisher before the ACK.
+attached, the token-request replay guard keyed on (timestamp, nonce), a presence echo that
+reaches its publisher before the ACK, and the ``_forceNack`` publish test param.
 """
 
 from __future__ import annotations
@@ -163,3 +163,19 @@ async def test_a_member_is_listed_as_soon_as_enter_resolves(emulator: Emulator) 
             await channel.presence.enter_client(f"c{i}", str(i))
             members = await channel.presence.get()
             assert len(members) == i + 1, [m.client_id for m in members]
+
+
+# -- publish params --------------------------------------------------------------------------------
+
+
+async def test_rest_publish_with_the_force_nack_test_param_is_refused_40099(emulator: Emulator) -> None:
+    from ably import AblyException
+
+    name = unique_channel()
+    async with rest_client(emulator) as rest:
+        channel = rest.channels.get(name)
+        with pytest.raises(AblyException) as info:
+            await channel.publish(Message("name", "data"), {"_forceNack": True})
+        assert (info.value.status_code, info.value.code) == (400, 40099)
+        await channel.publish(Message("name", "kept"), {"_forceNack": False})
+        assert [m.data for m in (await channel.history()).items] == ["kept"]

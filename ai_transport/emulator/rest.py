@@ -195,6 +195,8 @@ class RestHandlers(PresenceHandlers):
             page, link = _page(items, query, "serial", "messages")
             return reply([render_message(m, fmt) for m in page], headers={"Link": link})
         if rest == ["messages"] and req.method == "POST":
+            if query.get("_forceNack") == "true":  # Ably's test param (RSL1l1): refuse this publish
+                raise EmulatorError("publish refused: the _forceNack test param was set", 40099, 400)
             body = self._decode_request_body(req)
             messages = body if isinstance(body, list) else [body]
             message_id = secrets.token_urlsafe(9)  # the messages' ids are <messageId>:<index>, as in Ably
