@@ -5,13 +5,16 @@ test pins one fix through the real ably-python SDK or on the raw wire: a message
 oldest first, the REST publish reply's ``channel`` / ``messageId``, 80018 for a resume key this
 server never issued (80008 for one of its own that expired), ``isActive`` for a channel nobody
 attached, the token-request replay guard keyed on (timestamp, nonce), a presence echo that
-reaches its publisher before the ACK, and the ``_forceNack`` publish test param.
+reaches its publisher before the ACK, and the ``_forceNack`` publish test param. The last test
+keeps what ably-js's ``rest/auth`` and ``rest/presence`` check of a sandbox app (a default key's
+token capability, the appspec's presence fixtures), which pass on this emulator.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import json
 import time
 from typing import Any
 
@@ -179,3 +182,46 @@ async def test_rest_publish_with_the_force_nack_test_param_is_refused_40099(emul
         assert (info.value.status_code, info.value.code) == (400, 40099)
         await channel.publish(Message("name", "kept"), {"_forceNack": False})
         assert [m.data for m in (await channel.history()).items] == ["kept"]
+
+
+# -- the sandbox app as ably-js's rest/auth and rest/presence read it ------------------------------
+
+#: ably-common's presence fixtures (test-app-setup.json): plain, JSON and encrypted member data.
+PRESENCE_FIXTURES = [
+    {"clientId": "client_bool", "data": "true"},
+    {"clientId": "client_int", "data": "24"},
+    {"clientId": "client_string", "data": "This is a string clientData payload"},
+    {"clientId": "client_json", "data": '{ "test": "This is a JSONObject clientData payload"}'},
+    {"clientId": "client_decoded", "data": '{"example":{"json":"Object"}}', "encoding": "json"},
+    {
+        "clientId": "client_encoded",
+        "data": "HO4cYSP8LybPYBPZPHQOtuD53yrD3YV3NBoTEYBh4U0N1QXHbtkfsDfTspKeLQFt",
+        "encoding": "json/utf-8/cipher+aes-128-cbc/base64",
+    },
+]
+
+
+async def test_a_sandbox_apps_default_key_tokens_and_presence_fixtures() -> None:
+    """A token for the appspec's capability-less key carries ``{"*": ["*"]}``; the app's
+    ``persisted:presence_fixtures`` members are listed by REST presence get and history."""
+    from ai_transport.emulator.sandbox import Sandbox
+
+    spec = {
+        "keys": [{}, {"capability": '{ "cansubscribe:*":["subscribe"] }'}],
+        "namespaces": [{"id": "persisted", "persisted": True}],
+        "channels": [{"name": "persisted:presence_fixtures", "presence": PRESENCE_FIXTURES}],
+    }
+    async with Sandbox(port=0) as sandbox:
+        app = await sandbox.create_app(spec)
+        key = app.keys[0]["keyStr"]
+        async with rest_client(app.emulator, key=key, use_token_auth=True) as rest:
+            details = await rest.auth.request_token()
+            assert json.loads(str(details.capability)) == {"*": ["*"]}
+            channel = rest.channels.get("persisted:presence_fixtures")
+            members = (await channel.presence.get()).items
+            history = (await channel.presence.history()).items
+        expected = {f["clientId"] for f in PRESENCE_FIXTURES}
+        assert {m.client_id for m in members} == expected and len(members) == 6
+        assert {m.client_id for m in history} == expected and len(history) == 6
+        by_id = {m.client_id: m for m in members}
+        assert by_id["client_decoded"].data == {"example": {"json": "Object"}}
