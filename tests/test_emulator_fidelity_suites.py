@@ -26,6 +26,7 @@ from support_emulator import RawClient, emulator, realtime_client, rest_client, 
 from test_emulator_fidelity import signed_request
 
 from ai_transport.emulator import Emulator
+from ai_transport.emulator.realtime import PING_REPLY_DELAY_S
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -225,3 +226,14 @@ async def test_a_sandbox_apps_default_key_tokens_and_presence_fixtures() -> None
         assert {m.client_id for m in history} == expected and len(history) == 6
         by_id = {m.client_id: m for m in members}
         assert by_id["client_decoded"].data == {"example": {"json": "Object"}}
+
+
+async def test_a_ping_is_never_answered_within_the_same_millisecond(emulator: Emulator) -> None:
+    """ably-js's connectionPingWithCallback requires a response time above 0 ms: a loopback reply
+    could come back within one Date.now() tick, so the emulator answers a HEARTBEAT after a delay."""
+    async with RawClient.connect(emulator.port) as c:
+        for n in range(3):
+            sent = time.monotonic()
+            await c.send({"action": 0, "id": f"p{n}"})
+            assert await c.recv() == {"action": 0, "id": f"p{n}"}
+            assert time.monotonic() - sent >= PING_REPLY_DELAY_S

@@ -7,6 +7,7 @@ detach, presence, sync, auth); the connections carrying them are in
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from .attach import check_channel_name, echoed_params, granted_modes, requested_modes
@@ -24,7 +25,10 @@ from .protocol import (
 from .realtime_connections import REAUTH_LEAD_MS, RealtimeConnections
 from .store import Event, now_ms
 
-__all__ = ["REAUTH_LEAD_MS", "RealtimeHandlers"]
+__all__ = ["PING_REPLY_DELAY_S", "REAUTH_LEAD_MS", "RealtimeHandlers"]
+
+#: A HEARTBEAT (ping) is answered after this delay, never within the same millisecond.
+PING_REPLY_DELAY_S = 0.002
 
 
 def _flag(frame: dict[str, Any], flag: int) -> bool:
@@ -75,7 +79,9 @@ class RealtimeHandlers(RealtimeConnections):
             reply: dict[str, Any] = {"action": int(Action.HEARTBEAT)}
             if frame.get("id") is not None:
                 reply["id"] = frame["id"]
-            session.send(reply)
+            # Never answered within the same millisecond: Ably's ping has a network round trip, and
+            # ably-js's own suite (connectionPingWithCallback) requires a response time above 0 ms.
+            asyncio.get_running_loop().call_later(PING_REPLY_DELAY_S, session.send, reply)
         elif action == Action.CLOSE:
             session.send({"action": int(Action.CLOSED)})
             session.close(1000, "")
