@@ -497,7 +497,6 @@ async def test_a_second_approval_round_in_the_same_run_replays_the_latest_turn()
 
 
 async def test_two_workers_woken_by_the_same_approval_run_the_tool_once() -> None:
-    pytest.importorskip("ai_transport.sessions.claims")  # exactly-once claims (durable runs)
     tools = Tools()
     async with scripted_model(deny_script) as (server, oai):
         agent = weather_agent(oai, tools)
@@ -517,6 +516,33 @@ async def test_two_workers_woken_by_the_same_approval_run_the_tool_once() -> Non
             ("assistant", ["function_call_output"]),
             ("assistant", ["message"]),
         ]
+        await client.close()
+
+
+@pytest.mark.parametrize("stray", ["stale-tab", "rogue-output"])
+async def test_an_approval_of_a_call_the_run_never_made_does_not_end_it_error(stray: str) -> None:
+    # the owner's own stale tab approves a call id the run never made, or approves a call a rogue
+    # ai-output declared: the approved call runs once and the run completes (never 104090 / error)
+    from test_session_approvals import forge_call
+
+    tools = Tools()
+    async with scripted_model(deny_script) as (_server, oai):
+        agent = weather_agent(oai, tools)
+        hub, client, _ = await open_session()
+        sent = await ask(client, "Weather in Paris?")
+        run, _ = await wake(hub, sent.invocation.to_json(), agent)
+        await wait_status(client.view, run.run_id, "suspended")
+        cmid, call = call_message(client, "get_weather")
+        if stray == "rogue-output":
+            await forge_call(hub.client("mallory").channel("chat"), run.run_id, "rogue-msg", "call_rogue")
+            stray_answer = (cmid, call, True, None), ("rogue-msg", {"call_id": "call_rogue"}, True, None)
+        else:
+            stray_answer = (cmid, call, True, None), (cmid, {"call_id": "call_from_a_stale_tab"}, True, None)
+        answered = await answer(client, run.run_id, *stray_answer)
+        resumed, outcome = await wake(hub, answered.invocation.to_json(), agent)
+        assert outcome == "complete" and resumed.status == "complete"
+        await wait_status(client.view, run.run_id, "complete")
+        assert tools.executed == [("get_weather", {"city": "Paris"})]
         await client.close()
 
 

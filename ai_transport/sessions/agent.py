@@ -70,6 +70,7 @@ from .._shapes import MAPPING
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
+from .approvals import PublishedCalls
 from .claims import CLAIM_NAME, ClaimLedger
 from .durable import page_until_located, with_agent_session
 from .hooks import validate_hooks
@@ -174,6 +175,8 @@ class AgentSession(SessionCore):
         self.trusted_client_ids = self.admission.trusted_client_ids
         #: Integrity of agent output folded from history (and the signer of this agent's output).
         self.integrity = HistoryIntegrity(signing_key, self.admission.trusted_agent_ids)
+        #: Call ids the agent's trusted output declared (:mod:`.approvals`: which approvals are strays).
+        self.published_calls = PublishedCalls()
         self._runs: dict[str, AgentRun] = {}
         self._run_by_input_cmid: dict[str, str] = {}
         self._deferred_cancels: dict[str, Mapping[str, Any]] = {}
@@ -287,6 +290,7 @@ class AgentSession(SessionCore):
     def _refuse_tampered(self, message: Mapping[str, Any], problem: str) -> None:
         if self._first_skip(message):
             self.integrity.record(message, problem)
+            self.published_calls.note_tampered(message)
             self.rejected.append(message)
             self._count_skip(message, f"tampered: {problem}")
 
@@ -347,6 +351,8 @@ class AgentSession(SessionCore):
                 self._settle(verifier)
                 return
         self._streams_sink.note(message)
+        if message.get("clientId") in self.trusted_agent_ids:
+            self.published_calls.note(message)
         event = self._applier.apply(message)
         tree.emit_ably_message(message)
         if verifier is not None:

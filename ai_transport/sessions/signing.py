@@ -63,7 +63,6 @@ __all__ = [
     "OutputSigner",
     "StreamTagger",
     "content_digest",
-    "missing_approved_calls",
     "stream_digest",
     "text_sha256",
     "verify_output",
@@ -303,33 +302,3 @@ class HistoryIntegrity:
         if self.key and not verify_output(self.key, message):
             return "agent message fails its signing_key check (content changed, or tag missing)"
         return None
-
-
-def missing_approved_calls(tree: Any, run_id: str, messages: list[Any]) -> list[str]:
-    """Call ids the owner approved in run ``run_id`` whose ``function_call`` is not among
-    ``messages`` (codec messages of the run's view): the approval would otherwise be lost."""
-    entry = tree._nodes.get(run_id)
-    if entry is None:
-        return []
-    approved: list[str] = []
-    for (direction, event), _serial, _mid in entry.log.replay():
-        payload = event.get("payload") if direction == "input" else None
-        if event.get("kind") == "tool-approval-response" and isinstance(payload, MAPPING):
-            call_id = payload.get("call_id", payload.get("toolCallId"))  # Responses / Vercel codec
-            if payload.get("approved") is True and isinstance(call_id, str) and call_id not in approved:
-                approved.append(call_id)
-    present = {
-        item.get("call_id")
-        for m in messages
-        if not isinstance(m.message, MAPPING)
-        for item in getattr(m.message, "items", ())
-        if isinstance(item, MAPPING) and item.get("type") == "function_call"
-    }
-    present.update(  # a UIMessage (Vercel codec): its tool parts
-        part.get("toolCallId")
-        for m in messages
-        if isinstance(m.message, MAPPING) and isinstance(m.message.get("parts"), list)
-        for part in m.message["parts"]
-        if isinstance(part, MAPPING) and "toolCallId" in part
-    )
-    return [c for c in approved if c not in present]
