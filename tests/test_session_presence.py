@@ -33,21 +33,61 @@ async def test_agent_is_present_while_connected_in_process() -> None:
     _hub, client, agent = await open_session(presence_data={"model": "m1"})
     members = await client.presence.get()
     assert [(m["clientId"], m["data"]) for m in members] == [("agent", {"model": "m1", "role": AGENT_ROLE})]
-    assert [m["clientId"] for m in await present_agents(client.presence)] == ["agent"]
+    assert [m["clientId"] for m in await present_agents(client.presence, {"agent"})] == ["agent"]
     assert agent.presence is agent.channel.presence  # the channel's own set, as JS exposes it
     rec = Recorder()
     await client.presence.subscribe(rec)
     await client.presence.enter({"typing": False})
     assert {m["clientId"] for m in await agent.presence.get()} == {"agent", "alice"}
-    assert [m["clientId"] for m in await present_agents(agent.presence)] == ["agent"]
+    assert [m["clientId"] for m in await present_agents(agent.presence, {"agent"})] == ["agent"]
     await agent.close()
     await rec.wait_count(2)
-    assert [(e["action"], e["clientId"], is_agent_member(e)) for e in rec.messages] == [
+    assert [(e["action"], e["clientId"], is_agent_member(e, {"agent"})) for e in rec.messages] == [
         ("enter", "alice", False),
         ("leave", "agent", True),
     ]
-    assert await present_agents(client.presence) == []
+    assert await present_agents(client.presence, {"agent"}) == []
     await client.close()
+
+
+async def test_a_member_claiming_the_agent_role_is_not_an_agent_in_process() -> None:
+    # issue 21 #6: the role comes from the configured identities, never from the member's own data
+    _hub, client, agent = await open_session()
+    mallory = ClientSession(_hub.client("mallory").channel("chat"))
+    await mallory.connect()
+    await mallory.presence.enter({"role": AGENT_ROLE})
+    assert {m["clientId"] for m in await client.presence.get()} == {"agent", "mallory"}
+    assert [m["clientId"] for m in await present_agents(client.presence, {"agent"})] == ["agent"]
+    (spoof,) = await client.presence.get(client_id="mallory")
+    assert not is_agent_member(spoof, {"agent"})
+    assert await present_agents(client.presence, {"agent"}, client_id="mallory") == []
+    with pytest.raises(AITransportError) as err:
+        await present_agents(client.presence, "agent")  # type: ignore[arg-type]  # a str is not a set of ids
+    assert err.value.code == 40003
+    await agent.end()
+    for s in (mallory, client):
+        await s.close()
+
+
+async def test_a_member_claiming_the_agent_role_is_not_an_agent_over_the_sdk(emulator_thread: EmulatorThread) -> None:
+    name = unique_name("presence-spoof")
+    agent = AgentSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="agent"), owns_client=True))
+    mallory = ably_realtime(emulator_thread, client_id="mallory")
+    watcher = ClientSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="w"), owns_client=True))
+    try:
+        await agent.connect()
+        await watcher.connect()
+        await mallory.channels.get(name).presence.enter({"role": "agent"})  # the real ably SDK
+        for _ in range(200):
+            if {m["clientId"] for m in await watcher.presence.get()} == {"agent", "mallory"}:
+                break
+            await asyncio.sleep(0.02)
+        assert {m["clientId"] for m in await watcher.presence.get()} == {"agent", "mallory"}
+        assert [m["clientId"] for m in await present_agents(watcher.presence, {"agent"})] == ["agent"]
+    finally:
+        await mallory.close()
+        await agent.close()
+        await watcher.close()
 
 
 async def test_opting_out_and_anonymous_agents_do_not_enter() -> None:
@@ -137,7 +177,7 @@ async def test_a_killed_worker_leaves_after_the_grace(node: Any, emulator_thread
         assert line[0] == "ready"
         worker_conn = line[1]
         await rec.wait_for(lambda ms: any(m["action"] in ("enter", "present") for m in ms), 10)
-        (online,) = await present_agents(watcher.presence)
+        (online,) = await present_agents(watcher.presence, {"agent"})
         assert online["connectionId"] == worker_conn and online["data"]["worker"] == "w1"
         proc.kill()  # the worker vanishes: no CLOSE, no leave of its own
         killed_at = time.time() * 1000
@@ -147,7 +187,7 @@ async def test_a_killed_worker_leaves_after_the_grace(node: Any, emulator_thread
         assert (leave["clientId"], leave["connectionId"]) == ("agent", worker_conn)
         assert leave["timestamp"] >= killed_at + grace - 50  # held for the grace, then synthesized
         assert not leave["id"].startswith(worker_conn)
-        assert await present_agents(watcher.presence) == []
+        assert await present_agents(watcher.presence, {"agent"}) == []
         js_events = await _js(node, "events", handle=ui["handle"], channel=name, count=2, timeoutMs=15000)
         assert [(e["action"], e["clientId"]) for e in js_events][-1] == ("leave", "agent")
         assert await _js(node, "get", handle=ui["handle"], channel=name) == []
@@ -164,7 +204,9 @@ async def test_js_package_sessions_and_python_sessions_share_presence(
     node: Any, emulator_thread: EmulatorThread
 ) -> None:
     """A JS ClientSession (@ably/ai-transport) sees the Python agent online; a JS AgentSession
-    entering through its session.presence is seen by a Python ClientSession."""
+    entering through its session.presence is seen by a Python ClientSession that trusts its
+    identity, and a JS browser entering with ``{"role": "agent"}`` is not listed."""
+    AGENTS = {"py-agent", "js-agent"}
     name = unique_name("presence")
     agent = AgentSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="py-agent"), owns_client=True))
     client = ClientSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="py-user"), owns_client=True))
@@ -179,19 +221,25 @@ async def test_js_package_sessions_and_python_sessions_share_presence(
         assert [(m["clientId"], m["data"]) for m in members] == [("py-agent", {"role": "agent"})]
         await _js(node, "sessionPresence", handle=js_agent["handle"], action="enter", data={"role": "agent"})
         for _ in range(100):
-            if len(await present_agents(client.presence)) == 2:
+            if len(await present_agents(client.presence, AGENTS)) == 2:
                 break
             await asyncio.sleep(0.05)
-        online = await present_agents(client.presence)
+        online = await present_agents(client.presence, AGENTS)
         assert sorted(m["clientId"] for m in online) == ["js-agent", "py-agent"]
+        await _js(node, "sessionPresence", handle=js_client["handle"], action="enter", data={"role": "agent"})
+        for _ in range(100):
+            if "js-user" in {m["clientId"] for m in await client.presence.get()}:
+                break
+            await asyncio.sleep(0.05)
+        assert sorted(m["clientId"] for m in await present_agents(client.presence, AGENTS)) == ["js-agent", "py-agent"]
         js_member = next(m for m in online if m["clientId"] == "js-agent")
         assert js_member["connectionId"] == js_agent["connectionId"]
         await _js(node, "close", handle=js_agent["handle"])  # closing the connection leaves at once
         for _ in range(100):
-            if [m["clientId"] for m in await present_agents(client.presence)] == ["py-agent"]:
+            if [m["clientId"] for m in await present_agents(client.presence, AGENTS)] == ["py-agent"]:
                 break
             await asyncio.sleep(0.05)
-        assert [m["clientId"] for m in await present_agents(client.presence)] == ["py-agent"]
+        assert [m["clientId"] for m in await present_agents(client.presence, AGENTS)] == ["py-agent"]
     finally:
         await agent.close()
         await client.close()
