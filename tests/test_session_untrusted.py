@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from support_sessions import as_dicts
 from support_untrusted import SeededChannel, record, seeded_hub
 
+from ai_transport.channels.channel import action_name
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.readers import (
     approved_unexecuted_calls,
@@ -162,9 +163,52 @@ def untrusted_message(draw: st.DrawFn) -> dict[str, Any]:
     return message
 
 
+_STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
+
+
+def _flat_strings(headers: Any) -> bool:
+    return headers is None or (
+        isinstance(headers, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in headers.items())
+    )
+
+
+def _number(value: Any) -> bool:
+    return value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+
+
+def well_typed(message: Any) -> bool:
+    """The wire types a session requires (``ably-ai-transport-wire.md``: string fields, a known
+    action, number timestamps, flat string-to-string header tiers), restated here so the property's
+    cases do not depend on :func:`wire_problem`, the function under test."""
+    if not isinstance(message, dict):
+        return False
+    if any(message.get(k) is not None and not isinstance(message.get(k), str) for k in _STRING_FIELDS):
+        return False
+    if message.get("action") is not None and action_name(message["action"]) is None:
+        return False
+    if not _number(message.get("timestamp")):
+        return False
+    version = message.get("version")
+    if version is not None and not (
+        isinstance(version, dict)
+        and all(version.get(k) is None or isinstance(version.get(k), str) for k in ("serial", "clientId"))
+        and _number(version.get("timestamp"))
+    ):
+        return False
+    extras = message.get("extras")
+    if extras is None:
+        return True
+    if not isinstance(extras, dict):
+        return False
+    ai = extras.get("ai")
+    if ai is None:
+        return True
+    return isinstance(ai, dict) and _flat_strings(ai.get("transport")) and _flat_strings(ai.get("codec"))
+
+
 def _new_prompt(message: dict[str, Any]) -> bool:
     """A well-formed prompt of another user, with its own new id: legitimately shown to clients."""
-    if message.get("name") != "ai-input" or wire_problem(message) is not None:
+    if message.get("name") != "ai-input" or not well_typed(message):
         return False
     h = _transport(message)
     return "run-id" not in h and h.get("codec-message-id") not in _NODE_IDS
@@ -323,11 +367,14 @@ _BRICKS = [
 ]
 
 
-def _brick(key: str, value: Any) -> dict[str, Any]:
+_CODEC_BRICKS = [("kind", {"a": 1}), ("kind", ["user-message"]), ("partType", 7)]
+
+
+def _brick(key: str, value: Any, tier: str = "transport") -> dict[str, Any]:
     message = copy.deepcopy(_PROMPT)
     message["clientId"] = "mallory"
     message["serial"] = "<fresh>"
-    message["extras"]["ai"]["transport"][key] = value
+    message["extras"]["ai"].setdefault(tier, {})[key] = value
     return message
 
 
@@ -344,6 +391,26 @@ async def test_an_object_header_value_is_skipped_live_and_in_history(key: str, v
         assert await agent_live(_insert(FULL["wires"], at, message)) == BASELINE[1]
     assert await client_history(_insert(FULL["history"], 3, message)) == BASELINE[2]
     assert await worker_from_history(_insert(PENDING["history"], 2, message)) == BASELINE[3]
+
+
+@pytest.mark.parametrize(("key", "value"), _CODEC_BRICKS)
+async def test_an_object_codec_header_value_is_skipped_live_and_in_history(key: str, value: Any) -> None:
+    # the codec tier is type-checked too: an object ``kind`` reaching the decoder raised TypeError
+    message = _brick(key, value, "codec")
+    assert not well_typed(message) and wire_problem(message) is not None
+    for at in (1, len(FULL["wires"])):
+        view, skipped = await client_live(_insert(FULL["wires"], at, message))
+        assert view == BASELINE[0] and skipped >= 1
+        assert await agent_live(_insert(FULL["wires"], at, message)) == BASELINE[1]
+    assert await client_history(_insert(FULL["history"], 3, message)) == BASELINE[2]
+    assert await worker_from_history(_insert(PENDING["history"], 2, message)) == BASELINE[3]
+
+
+@settings(max_examples=300, deadline=None)
+@given(message=untrusted_message())
+def test_wire_problem_agrees_with_the_wire_types(message: dict[str, Any]) -> None:
+    # known-bad and known-good cases by the restated rule, not by the function under test
+    assert (wire_problem(message) is None) == well_typed(message)
 
 
 async def test_a_cancel_with_object_ids_is_skipped() -> None:
