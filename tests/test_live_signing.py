@@ -149,6 +149,37 @@ def test_live_agent_folds_exactly_its_own_text_and_refuses_every_rogue_wire(
     assert len(agent.tampered) == len(rogue_keys) and agent.skipped == len(rogue_keys)
 
 
+@settings(max_examples=60, deadline=None)
+@given(
+    fragments=st.lists(st.text(alphabet=st.characters(blacklist_characters=SKULL), min_size=1, max_size=6),
+                       min_size=2, max_size=6),
+    back=st.integers(min_value=1, max_value=5),
+    closed=st.booleans(),
+)
+def test_a_replayed_earlier_signed_state_is_refused_live(fragments: list[str], back: int, closed: bool) -> None:
+    """An update carrying an earlier state of the agent's stream (the text so far at an earlier
+    append, with that append's tiers and valid tag: it verifies as an aggregate) shortens the text
+    the agent streamed: refused live, the folded text stays the agent's latest."""
+    agent = AgentSession(InProcessHub().client("agent").channel("chat"), signing_key=KEY)
+    legit = legit_stream(fragments)
+    if not closed:
+        legit = legit[:-1]  # still streaming
+    n = 0
+    for n, wire in enumerate(legit):
+        agent._on_live({**wire, "serial": "s1", "clientId": "agent",
+                        "version": {"serial": "s1" if n == 0 else f"s1:{n:04d}", "clientId": "agent"}})
+    k = max(0, len(fragments) - back)  # the state after fragment k (0: the create)
+    earlier = legit[k]
+    replay = {"name": "ai-output", "action": "message.update", "serial": "s1", "clientId": "agent",
+              "data": "".join(fragments[:k]), "extras": copy.deepcopy(earlier["extras"]),
+              "version": {"serial": f"s1:{n + 1:04d}", "clientId": "agent"}}
+    assert verify_output(KEY, replay)  # a valid signed state of the message, just not its latest
+    agent._on_live(replay)
+    assert folded_text(agent) == "".join(fragments)
+    assert [key_of(dict(w)) for w in agent.tampered] == [key_of(replay)]
+    assert agent.skipped == 1
+
+
 # -- in-process, real runs -------------------------------------------------------------------------
 
 

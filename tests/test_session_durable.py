@@ -212,3 +212,34 @@ async def test_resuming_worker_closes_what_the_dead_worker_left_before_the_trigg
     assert all(s.status == "complete" for s in steps[1:])
     await b.end()
     await client.close()
+
+
+async def test_resume_never_closes_a_stream_opened_after_its_trigger() -> None:
+    # a duplicate wake-up (same approval) resumes while the first worker streams its answer: only
+    # streams opened before the trigger are a dead worker's; the live worker's stream stays open
+    from support_sessions import Worker, approve_call, open_text_stream
+
+    hub, client, agent = await open_session()
+    worker = Worker()
+    sent = await client.view.send(user_message("Weather in Rome?"))
+    run = await worker.handle(agent, sent.invocation.to_json())
+    await wait_status(client.view, run.run_id, "suspended")
+    answer, _ = await approve_call(client.view, run.run_id)
+    live = await agent.create_run(answer.invocation.to_json())
+    await live.start()
+    await live.view.load_all()
+    await open_text_stream(live, "msg_live", "Rome is")  # streaming, the worker very much alive
+    duplicate_session = AgentSession(hub.client("agent").channel("chat"))
+    await duplicate_session.connect()
+    duplicate = await duplicate_session.create_run(answer.invocation.to_json())
+    await duplicate.start()
+    history = await hub.client("x").channel("chat").history(limit=1000)
+    live_streams = [
+        m["extras"]["ai"]["transport"]
+        for m in history.items
+        if m.get("name") == "ai-output" and m["extras"]["ai"].get("codec", {}).get("item_id") == "msg_live"
+    ]
+    assert [t.get("status") for t in live_streams] == ["streaming"]
+    await duplicate_session.close()
+    await agent.close()
+    await client.close()

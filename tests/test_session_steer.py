@@ -152,6 +152,48 @@ async def test_steer_into_a_suspended_run_is_answered_by_the_resuming_worker() -
     await client.close()
 
 
+async def test_a_duplicate_wake_up_never_answers_an_answered_steer_again() -> None:
+    """A second worker woken by the same approval, starting after the first one answered the steer
+    (its stamp is in history), seeds nothing from ``start()``: it would answer the steer twice."""
+    hub, client, agent = await open_session()
+    sent = await client.view.send(user_message("Weather in Oslo?"))
+    run = await agent.create_run(sent.invocation)
+    await run.start()
+    events = build_response_events(
+        [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Oslo"})], seed=5
+    )
+    await run.pipe(gate_calls(events, lambda item: True))
+    await run.suspend()
+    await wait_status(client.view, run.run_id, "suspended")
+    result = sent.steer(user_message("in fahrenheit please"))
+    await asyncio.wait_for(result.published, 5)
+    answer, call = await approve_call(client.view, run.run_id)
+    await agent.close()
+    first = AgentSession(hub.client("agent").channel("chat"))  # a stateless wake-up
+    await first.connect()
+    resumed = await first.create_run(answer.invocation)
+    await resumed.start()
+    await resumed.view.load_all()
+    assert resumed.has_input()
+    await resumed.send(function_call_output(call, "41F"))  # stamps the steer: answered
+
+    duplicate = AgentSession(hub.client("agent").channel("chat"))
+    await duplicate.connect()
+    seen: list[int] = []
+    again = await duplicate.create_run(answer.invocation, hooks={"on_steer": lambda: seen.append(1)})
+    await again.start()  # folds history (the steer and its stamp) before seeding
+    assert seen == [] and not again._steering.tracker.has_pending()
+    await again.view.load_all()
+    assert again.has_input()  # only the first pass's own input: then nothing more to answer
+    await again.send(function_call_output(call, "41F"))
+    assert not again.has_input()
+    await duplicate.close()
+    await resumed.end("complete")
+    assert await asyncio.wait_for(result.outcome, 5) == SteerOutcome(True, "complete")
+    await client.close()
+    await first.end()
+
+
 async def test_on_steer_that_raises_is_reported_not_fatal() -> None:
     _hub, client, agent = await open_session()
     errors: list[AITransportError] = []
