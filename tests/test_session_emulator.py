@@ -16,10 +16,6 @@ import json
 from typing import Any
 
 import pytest
-
-pytest.importorskip("ai_transport.channels.ably_channel")
-pytest.importorskip("ai_transport.emulator")
-
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
 from support_sessions import (
     C,

@@ -8,10 +8,6 @@ import asyncio
 from typing import Any
 
 import pytest
-
-pytest.importorskip("ai_transport.channels.ably_channel")
-pytest.importorskip("ai_transport.emulator")
-
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
 from support_parity import gated_model, steer_loop, text_turn, texts
 from support_sessions import as_dicts, eventually, user_message, wait_status
