@@ -211,7 +211,7 @@ async def test_sigkill_mid_stream_recovery_worker_adopts_and_js_client_sees_it_f
             page = await channel.history(limit=1000, direction="forwards")
             outputs = [m for m in page.items if m.get("name") == "ai-output"]
             statuses = [m["extras"]["ai"]["transport"].get("status") for m in outputs]
-            assert "cancelled" in statuses and all(verify_output(SIGNING_KEY.encode(), m) for m in outputs)
+            assert "cancelled" in statuses and all(verify_output(SIGNING_KEY.encode(), m, channel=name) for m in outputs)
         finally:
             await channel.close()
             await realtime.close()

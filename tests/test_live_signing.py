@@ -57,7 +57,7 @@ CODEC = {"kind": "output_text", "item_id": "msg_1", "output_index": "0", "conten
 
 def legit_stream(fragments: list[str]) -> list[dict[str, Any]]:
     """The wires the agent publishes for one text stream (create, appends, closing append), tagged."""
-    signer = OutputSigner(KEY)
+    signer = OutputSigner(KEY, "chat")
     create = {"name": "ai-output", "data": "", "extras": {"ai": {"transport": dict(TRANSPORT), "codec": dict(CODEC)}}}
     signer.on_message(create)
     wires = [{**create, "action": "message.create"}]
@@ -173,7 +173,7 @@ def test_a_replayed_earlier_signed_state_is_refused_live(fragments: list[str], b
     replay = {"name": "ai-output", "action": "message.update", "serial": "s1", "clientId": "agent",
               "data": "".join(fragments[:k]), "extras": copy.deepcopy(earlier["extras"]),
               "version": {"serial": f"s1:{n + 1:04d}", "clientId": "agent"}}
-    assert verify_output(KEY, replay)  # a valid signed state of the message, just not its latest
+    assert verify_output(KEY, replay, channel="chat")  # a valid signed state of the message, just not its latest
     agent._on_live(replay)
     assert folded_text(agent) == "".join(fragments)
     assert [key_of(dict(w)) for w in agent.tampered] == [key_of(replay)]
@@ -224,7 +224,7 @@ async def test_a_rogue_append_mid_stream_is_refused_live_by_every_worker_with_th
         run.input_items()  # the run continuing in-process must not feed it to the model either
     assert info.value.code == 104090 and stream["serial"] in info.value.message
     aggregate = text_stream(await history(hub))
-    assert aggregate["data"] == "Half a sen" + EVIL + "tence." and not verify_output(KEY, aggregate)
+    assert aggregate["data"] == "Half a sen" + EVIL + "tence." and not verify_output(KEY, aggregate, channel="chat")
     await twin.close()
     await agent.close()
     await client.close()

@@ -241,7 +241,7 @@ async def test_under_a_wildcard_token_a_live_signed_agent_refuses_a_rogue_append
             run.input_items()
         assert info.value.code == 104090 and serial in info.value.message
         aggregate = next(m for m in await history(alice_ch) if m.get("serial") == serial)
-        assert EVIL_TEXT in aggregate["data"] and not verify_output(KEY, aggregate)  # history reports it too
+        assert EVIL_TEXT in aggregate["data"] and not verify_output(KEY, aggregate, channel=name)  # history reports it too
         await run.end("error", info.value)
         await wait_status(alice.view, run.run_id, "error")
     finally:
@@ -275,9 +275,9 @@ async def test_a_js_client_sees_a_signed_run_as_the_python_client_does(emulator_
         await js(node, "clientWait", id=jsc["id"], runId=run.run_id, status="complete")
         await wait_status(observer.view, run.run_id, "complete")
         outputs = [m for m in await history(observer_ch) if m.get("name") == "ai-output"]
-        assert outputs and all(verify_output(KEY, m) for m in outputs)
+        assert outputs and all(verify_output(KEY, m, channel=name) for m in outputs)
         tags = {m["extras"]["ai"]["transport"]["x-ait-sig"][:3] for m in outputs}
-        assert tags == {"v1.", "v2."}  # discrete messages, streams (every wire tagged: JS ignores it)
+        assert tags == {"v3.", "v4."}  # discrete messages, streams (every wire tagged: JS ignores it)
         expected = as_dicts(observer.view.get_messages())
         assert [m["message"]["role"] for m in expected] == ["user", "assistant", "assistant", "assistant"]
         assert (await js(node, "clientMessages", id=jsc["id"]))["messages"] == expected

@@ -27,7 +27,7 @@ from support_sessions import (
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.errors import AITransportError, ErrorCode
 from ai_transport.sessions.agent import AgentSession
-from ai_transport.sessions.signing import SIGNATURE_HEADER, verify_output
+from ai_transport.sessions.signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, verify_output
 
 KEY = b"0123456789abcdef0123456789abcdef"
 EVIL = ',"city":"Evil"'
@@ -68,9 +68,13 @@ async def test_every_finished_agent_message_is_tagged_and_a_fresh_worker_verifie
     hub, alice, agent, worker, run = await suspended()
     wires = await history(hub)
     outputs = [m for m in wires if m.get("name") == "ai-output"]
-    assert outputs and all(verify_output(KEY, m) for m in outputs)
-    assert all(SIGNATURE_HEADER not in m["extras"]["ai"]["transport"] for m in wires if m.get("name") != "ai-output")
-    assert not any(verify_output(b"another key", m) for m in outputs)
+    agent_wires = [m for m in wires if m.get("name") in LIFECYCLE_NAMES or m.get("name") == "ai-output"]
+    assert {m["name"] for m in agent_wires} >= {"ai-run-start", "ai-step-start", "ai-step-end", "ai-run-suspend"}
+    assert outputs and all(verify_output(KEY, m, channel="chat") for m in agent_wires)  # lifecycle too
+    assert all(SIGNATURE_HEADER not in ((m.get("extras") or {}).get("ai") or {}).get("transport", {})
+               for m in wires if m not in agent_wires)  # inputs (alice's) and claims carry no tag
+    assert not any(verify_output(b"another key", m, channel="chat") for m in agent_wires)
+    assert not any(verify_output(KEY, m, channel="chat-copy") for m in agent_wires)
     answer, call = await approve_call(alice.view, run.run_id)
     await agent.close()
     fresh = AgentSession(hub.client("agent").channel("chat"), signing_key=KEY)
@@ -135,7 +139,9 @@ async def test_without_a_key_a_hidden_append_is_not_detected() -> None:
 
 async def test_an_approved_call_whose_message_vanished_is_reported_not_lost() -> None:
     """Without a key, a rewrite hidden behind an append under the agent's identity that strips the
-    stream's headers makes the call undecodable; the approval still has to surface."""
+    stream's headers makes the call undecodable; the approval still has to surface: the agent did
+    publish that call (its approval request declares it), so it is reported (104090 to ``on_error``,
+    :mod:`~ai_transport.sessions.approvals`) and the run carries on without running it."""
     hub, alice, agent, worker, run = await suspended(None)
     serial, _extras = stream_of(await history(hub), "function_call_arguments")
     done = next(
@@ -152,12 +158,13 @@ async def test_an_approved_call_whose_message_vanished_is_reported_not_lost() ->
     await agent.close()
     fresh = AgentSession(hub.client("agent").channel("chat"))
     await fresh.connect()
-    resumed = await fresh.create_run(answer.invocation.to_json())
+    reported: list[AITransportError] = []
+    resumed = await fresh.create_run(answer.invocation.to_json(), hooks={"on_error": reported.append})
     await resumed.start()
     await resumed.view.load_all()
-    with pytest.raises(AITransportError) as info:
-        resumed.owed_calls()
-    assert info.value.code == 104090 and call["call_id"] in info.value.message
+    assert resumed.owed_calls() == []  # nothing to run: the call is gone, never fatal
+    assert [e.code for e in reported] == [104090] and call["call_id"] in reported[0].message
+    assert [a.call_id for a in resumed.tampered_approvals] == [call["call_id"]]
     assert worker.executed == []
     await alice.close()
     await fresh.end()

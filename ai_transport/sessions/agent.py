@@ -174,7 +174,10 @@ class AgentSession(SessionCore):
         #: Client ids always accepted for inputs into a run.
         self.trusted_client_ids = self.admission.trusted_client_ids
         #: Integrity of agent output folded from history (and the signer of this agent's output).
-        self.integrity = HistoryIntegrity(signing_key, self.admission.trusted_agent_ids)
+        channel_name = getattr(channel, "name", None)
+        self.integrity = HistoryIntegrity(
+            signing_key, self.admission.trusted_agent_ids, channel_name if isinstance(channel_name, str) else ""
+        )
         #: Call ids the agent's trusted output declared (:mod:`.approvals`: which approvals are strays).
         self.published_calls = PublishedCalls()
         self._runs: dict[str, AgentRun] = {}
@@ -189,7 +192,9 @@ class AgentSession(SessionCore):
         #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
         self.open_streams = OpenStreams()  # with a key, the live verifier knows each stream's text
         #: With a key: checks every live agent output wire's tag (:mod:`.live_integrity`).
-        self.live_verifier = LiveVerifier(self.integrity.key, self._skip) if self.integrity.key else None
+        self.live_verifier = (
+            LiveVerifier(self.integrity.key, self._skip, self.integrity.channel) if self.integrity.key else None
+        )
         #: Where folds record claims / streams / verified history: the live objects, or twins in a refold.
         self._claims_sink, self._streams_sink = self.claims, self.open_streams
         self._verifier_sink = self.live_verifier

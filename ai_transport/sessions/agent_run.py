@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
-from .approvals import StrayApproval, stray_approvals
+from .approvals import StrayApproval, settle_stray_approvals
 from .base_run import AgentConversation, BaseRun
 from .hooks import CancelRequest, link_signal
 from .invocation import Invocation
@@ -140,39 +140,13 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self._steering = RunSteering(self, hooks.get("on_steer"))
         #: Approved calls whose agent-made ``function_call`` was removed or rewritten (reported, 104090).
         self.tampered_approvals: list[StrayApproval] = []
-        self._strays_seen: set[str] = set()
+        self.strays_seen: set[str] = set()
         self._branch.is_unresponded_steer = lambda _run_id, cmid: self._steering.is_unresponded(cmid)
 
     def _check_integrity(self) -> None:
         chain = {n.key for n in self._branch._chain() if isinstance(n, RunNode)}
         self.session.integrity.check_runs(chain | {self.run_id}, self.run_id)
-        for stray in stray_approvals(self.session.tree, self.run_id, self.view.get_messages()):
-            self._stray_approval(stray)
-
-    def _stray_approval(self, stray: StrayApproval) -> None:
-        """An approval whose call is not in the conversation (:mod:`.approvals`): ignored and counted
-        when the agent never made the call, reported as tampering once when it did; never raised."""
-        if stray.call_id in self._strays_seen:
-            return
-        self._strays_seen.add(stray.call_id)
-        session = self.session
-        if not session.published_calls.published(stray.call_id, stray.codec_message_id):
-            session._skip(
-                {"name": "ai-input", "serial": stray.serial, "extras": {"ai": {"transport": {"run-id": self.run_id}}}},
-                f"approval of call {stray.call_id!r} the agent never made in run {self.run_id} (ignored)",
-            )
-            return
-        err = AITransportError(
-            f"unable to execute approved call {stray.call_id} of run {self.run_id}; its function_call is "
-            "not in the conversation (the agent's message was removed or rewritten); the run carries on "
-            "without it",
-            ErrorCode.TAMPERED_OUTPUT,
-            500,
-            run_id=self.run_id,
-        )
-        logger.error("%s", err.message)
-        self.tampered_approvals.append(stray)
-        self._report(err)
+        settle_stray_approvals(self, self.view.get_messages())  # ignored / reported, never raised
 
     def _note(self, serial: Any) -> None:
         if isinstance(serial, str) and serial > self._last_serial:
@@ -271,6 +245,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
     # -- lifecycle -----------------------------------------------------------------------------
 
     async def _publish(self, message: dict[str, Any], what: str) -> list[str]:
+        self.session.integrity.sign_lifecycle(message)  # bound to the channel and the run (:mod:`.signing`)
         try:
             serials = list(await self.session.channel.publish(message) or [])
             for serial in serials:

@@ -22,14 +22,18 @@ not in the run's conversation runs nothing. Why it is missing decides what the a
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
+from ..errors import AITransportError, ErrorCode
 
-__all__ = ["PublishedCalls", "StrayApproval", "declared_call_id", "stray_approvals"]
+__all__ = ["PublishedCalls", "StrayApproval", "declared_call_id", "settle_stray_approvals", "stray_approvals"]
+
+logger = logging.getLogger("ai_transport.sessions.agent")
 
 _FN_ARGS: Final = "function_call_arguments"
 _APPROVAL_REQUEST: Final = "tool-approval-request"
@@ -132,3 +136,33 @@ def stray_approvals(tree: Any, run_id: str, messages: Iterable[Any]) -> list[Str
         if isinstance(part, MAPPING) and "toolCallId" in part
     )
     return [a for c, a in approved.items() if c not in present]
+
+
+def settle_stray_approvals(run: Any, messages: Iterable[Any]) -> None:
+    """Handle each approval of ``run`` (an :class:`~.agent_run.AgentRun`) whose call is not among
+    ``messages`` once: ignored and counted (``session.skipped``) when the agent never made the call,
+    reported as tampering (104090 to the run's ``on_error`` hook / the session's ``error``
+    listeners, and :attr:`~.agent_run.AgentRun.tampered_approvals`) when it did. Never raises."""
+    session = run.session
+    for stray in stray_approvals(session.tree, run.run_id, messages):
+        if stray.call_id in run.strays_seen:
+            continue
+        run.strays_seen.add(stray.call_id)
+        if not session.published_calls.published(stray.call_id, stray.codec_message_id):
+            transport = {"run-id": run.run_id}
+            session._skip(
+                {"name": "ai-input", "serial": stray.serial, "extras": {"ai": {"transport": transport}}},
+                f"approval of call {stray.call_id!r} the agent never made in run {run.run_id} (ignored)",
+            )
+            continue
+        err = AITransportError(
+            f"unable to execute approved call {stray.call_id} of run {run.run_id}; its function_call is "
+            "not in the conversation (the agent's message was removed or rewritten); the run carries on "
+            "without it",
+            ErrorCode.TAMPERED_OUTPUT,
+            500,
+            run_id=run.run_id,
+        )
+        logger.error("%s", err.message)
+        run.tampered_approvals.append(stray)
+        run._report(err)

@@ -8,12 +8,14 @@ also checks every live ``ai-output`` wire (after the identity rules of :mod:`.ad
 :class:`LiveVerifier`, which tracks, per message serial, the text it *accepted* (a running SHA-256)
 and the version serial it last accepted:
 
+* a lifecycle wire (``ai-run-start`` ... ``ai-step-end``) is discrete: it must verify as it stands
+  (``v3.``, bound to the channel and its run), else it is refused.
 * a create, an update or a delete carries the message's whole content: it must verify as an
-  aggregate would (``v2.`` over the hash of its text, or ``v1.`` over its data). A verified one
+  aggregate would (``v4.`` over the hash of its text, or ``v3.`` over its data). A verified one
   sets the message's running hash (a first-sight aggregate delivered as ``message.update`` to an
   attachment that joined mid-stream included). An update never shortens a stream's accepted text
   (a replay of an earlier state is refused).
-* an append must carry a ``v2.`` tag of the accepted text plus its fragment, with its own tiers;
+* an append must carry a ``v4.`` tag of the accepted text plus its fragment, with its own tiers;
   only then is the fragment added. One that does not is *pending* (held, not folded): the agent's
   next append settles it. When that one verifies (it is tagged over the accepted text *without* the
   pending fragments), every pending append of the message is refused: someone else wrote it. When a
@@ -57,7 +59,7 @@ from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from .held import HeldWires
-from .signing import SIGNATURE_HEADER, StreamTagger, verify_output
+from .signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, StreamTagger, verify_output
 
 __all__ = ["DROP", "FOLD", "HELD_PER_MESSAGE", "HELD_TOTAL", "HOLD", "SPLIT", "SPLIT_LIMIT", "LiveVerifier"]
 
@@ -94,21 +96,23 @@ class _Message:
 
     __slots__ = ("digest", "length", "refused", "sha", "tagger", "version")
 
-    def __init__(self, version: str, base: hmac.HMAC) -> None:
+    def __init__(self, version: str, base: hmac.HMAC, channel: str) -> None:
         self.version = version
         self.sha: Any = None
         self.digest: str | None = None
         self.length = 0
         self.refused = False
-        self.tagger = StreamTagger(base)
+        self.tagger = StreamTagger(base, channel)
 
 
 class LiveVerifier:
-    """Checks live ``ai-output`` wires of trusted agent identities against ``key`` (see the module
-    docstring); ``on_dropped(message, why)`` is told of a held append dropped for room."""
+    """Checks live agent wires (``ai-output`` and lifecycle) of trusted agent identities on
+    ``channel`` against ``key`` (see the module docstring); ``on_dropped(message, why)`` is told of a
+    held append dropped for room."""
 
-    def __init__(self, key: bytes, on_dropped: Callable[[Mapping[str, Any], str], None]) -> None:
+    def __init__(self, key: bytes, on_dropped: Callable[[Mapping[str, Any], str], None], channel: str = "") -> None:
         self._key = key
+        self._channel = channel
         self._hmac = hmac.new(key, digestmod="sha256")
         self._on_dropped = on_dropped
         self._messages: dict[str, _Message] = {}
@@ -126,7 +130,7 @@ class LiveVerifier:
 
     def twin(self) -> LiveVerifier:
         """An empty verifier with the same key (what a refold fills from history)."""
-        return LiveVerifier(self._key, self._on_dropped)
+        return LiveVerifier(self._key, self._on_dropped, self._channel)
 
     def clear(self) -> None:
         """Forget every message (continuity unknown: appends wait for an aggregate again)."""
@@ -170,10 +174,14 @@ class LiveVerifier:
         serial = message.get("serial")
         action = action_name(message.get("action"))
         name = message.get("name")
+        if name in LIFECYCLE_NAMES:  # discrete and whole: it verifies as it stands, or not at all
+            if action in _WHOLE and verify_output(self._key, message, channel=self._channel):
+                return FOLD
+            return f"live agent lifecycle wire {_FAILS}"
         if name != NAME_OUTPUT and (action not in _MUTATIONS or (name and serial not in self._messages)):
             return FOLD
         if not isinstance(serial, str):
-            return FOLD if action in _WHOLE and verify_output(self._key, message) else f"agent output {_FAILS}"
+            return FOLD if action in _WHOLE and verify_output(self._key, message, channel=self._channel) else f"agent output {_FAILS}"
         version_info = message.get("version")
         version = version_info.get("serial") if isinstance(version_info, MAPPING) else None
         version = version if isinstance(version, str) and version else serial
@@ -189,9 +197,9 @@ class LiveVerifier:
             return FOLD
         named = message if name or action is None or action == "message.create" else {
             **message, "name": NAME_OUTPUT}
-        if not verify_output(self._key, named):
+        if not verify_output(self._key, named, channel=self._channel):
             if known is None and action in (None, "message.create"):
-                refused = self._messages[serial] = _Message(version, self._hmac)
+                refused = self._messages[serial] = _Message(version, self._hmac, self._channel)
                 refused.refused = True
             return f"live agent output {_FAILS}"
         data = message.get("data")
@@ -217,7 +225,7 @@ class LiveVerifier:
         self._establish(serial, version, message, "" if data is None else data)
 
     def _establish(self, serial: str, version: str, message: Mapping[str, Any], text: Any) -> None:
-        state = self._messages[serial] = _Message(version, self._hmac)
+        state = self._messages[serial] = _Message(version, self._hmac, self._channel)
         transport = transport_headers(message.get("extras"))
         if isinstance(text, str):
             state.length = len(text)

@@ -146,7 +146,9 @@ async def close_dangling_streams(run: AgentRun, before: str | None = None) -> li
         if key:
             sha = verifier.accepted_sha256(stream.serial) if verifier is not None else None
             if sha is not None:  # the text is the dead agent's own: vouch for it as closed
-                transport[SIGNATURE_HEADER] = stream_digest(key, NAME_OUTPUT, sha, {"ai": ai})
+                transport[SIGNATURE_HEADER] = stream_digest(
+                    key, run.session.integrity.channel, NAME_OUTPUT, sha, {"ai": ai}
+                )
             else:
                 logger.warning(
                     "stream %s of run %s closed unsigned: its text is not vouched for by a tag (it stays reported)",
