@@ -7,7 +7,8 @@
   the agent; with ``signing_key`` the resuming agent detects them (104090) and ends the run with
   that error instead of running the rewritten call.
 * Wildcard token, live: the rogue appends as the agent to the stream the agent is writing; the
-  signed agent refuses it live (its view and the run's model input never hold it; 104090).
+  signed agent refuses it live (its view and the run's model input never hold it; 104090) and
+  restores the stream when it ends (history's aggregate is the agent's own, signed).
 * A JS client (``@ably/ai-transport@0.8.0``) sees a signed run exactly as the Python client does.
 """
 
@@ -240,8 +241,14 @@ async def test_under_a_wildcard_token_a_live_signed_agent_refuses_a_rogue_append
         with pytest.raises(AITransportError) as info:
             run.input_items()
         assert info.value.code == 104090 and serial in info.value.message
-        aggregate = next(m for m in await history(alice_ch) if m.get("serial") == serial)
-        assert EVIL_TEXT in aggregate["data"] and not verify_output(KEY, aggregate, channel=name)  # history reports it too
+        # the agent restores its stream once it ends: history's aggregate is the agent's own again
+        for _ in range(200):
+            aggregate = next(m for m in await history(alice_ch) if m.get("serial") == serial)
+            if EVIL_TEXT not in aggregate["data"]:
+                break
+            await asyncio.sleep(0.02)
+        assert aggregate["data"] == "Half a sentence, then the rest of it."
+        assert verify_output(KEY, aggregate, channel=name) and aggregate["version"]["clientId"] == "agent"
         await run.end("error", info.value)
         await wait_status(alice.view, run.run_id, "error")
     finally:

@@ -67,6 +67,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from .._shapes import MAPPING
+from ..channels.channel import action_name
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
@@ -77,6 +78,7 @@ from .hooks import validate_hooks
 from .invocation import Invocation
 from .lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
 from .live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
+from .own_streams import OwnStreams
 from .presence import AgentPresence
 from .recovery import OpenStreams
 from .refold import adopt_state
@@ -189,6 +191,9 @@ class AgentSession(SessionCore):
         self._cancelling: set[asyncio.Task[None]] = set()
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
+        #: What this agent's live runs wrote to their streams (:mod:`.own_streams`).
+        self.own_streams = OwnStreams()
+        self._restoring: set[asyncio.Task[None]] = set()
         #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
         self.open_streams = OpenStreams()  # with a key, the live verifier knows each stream's text
         #: With a key: checks every live agent output wire's tag (:mod:`.live_integrity`).
@@ -288,11 +293,36 @@ class AgentSession(SessionCore):
         return self.admission.input_accepted(client_id, run)
 
     def _reject(self, message: Mapping[str, Any], why: str) -> None:
+        self._foreign_mutation(message)
         if self._first_skip(message):  # once per wire for the session's life (a refold re-reads it)
             self.rejected.append(message)
             self._count_skip(message, why)
 
+    def _foreign_mutation(self, message: Mapping[str, Any]) -> None:
+        """Someone else's refused append / update to a stream of a live run: the run restores the
+        stream's text when it ends (:mod:`.own_streams`)."""
+        serial = message.get("serial")
+        if serial not in self.own_streams or action_name(message.get("action")) not in ("message.append", "message.update"):
+            return
+        restore = self.own_streams.foreign(serial)
+        if restore is not None:
+            task = asyncio.ensure_future(self.restore_stream(restore))
+            self._restoring.add(task)
+            task.add_done_callback(self._restoring.discard)
+
+    async def restore_stream(self, message: dict[str, Any]) -> None:
+        """Publish the update restoring one of this agent's streams to the text it wrote (signed
+        with a key); a failure is logged, never raised (:mod:`.own_streams`)."""
+        self.integrity.sign_update(message)
+        try:
+            await self.channel.update_message(message)
+        except Exception:
+            logger.exception("could not restore stream %s to the agent's own text", message.get("serial"))
+            return
+        logger.warning("restored stream %s to the agent's own text (someone else appended to it)", message.get("serial"))
+
     def _refuse_tampered(self, message: Mapping[str, Any], problem: str) -> None:
+        self._foreign_mutation(message)
         if self._first_skip(message):
             self.integrity.record(message, problem)
             self.published_calls.note_tampered(message)

@@ -46,6 +46,7 @@ from .lifecycle import (
 from .pipe_loop import pipe_events
 from .run import TERMINAL_STATUSES, PipeResult
 from .run_durable import DurableRun
+from .run_writer import RunWriter
 from .steer import RunSteering
 from .step import RunStep
 from .tree import RunNode, Tree
@@ -57,33 +58,6 @@ if TYPE_CHECKING:
 __all__ = ["AgentRun"]
 
 logger = logging.getLogger("ai_transport.sessions.agent")
-
-
-class _RecordingWriter:
-    """Writer proxy handed to the encoder: records the serials the run's writes produced."""
-
-    def __init__(self, run: AgentRun) -> None:
-        self._run = run
-        self._channel = run.session.channel
-        #: The channel's publish budget, so the encoder coalesces under it (None: no budget).
-        self.publish_budget = getattr(self._channel, "publish_budget", None)
-
-    async def publish(self, message: Any) -> Any:
-        serials = await self._channel.publish(message)
-        for serial in serials or ():
-            self._run._note(serial)
-        return serials
-
-    async def append_message(self, message: Any) -> Any:
-        version = await self._channel.append_message(message)
-        self._run._note(version)
-        return version
-
-    async def update_message(self, message: Any) -> Any:  # the encoder's recovery of a failed stream
-        self._run.session.integrity.sign_update(message)  # the encoder hook is not called for it (0.8.0)
-        version = await self._channel.update_message(message)
-        self._run._note(version)
-        return version
 
 
 class AgentRun(DurableRun, BaseRun, AgentConversation):
@@ -140,7 +114,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self._steering = RunSteering(self, hooks.get("on_steer"))
         #: Approved calls whose agent-made ``function_call`` was removed or rewritten (reported, 104090).
         self.tampered_approvals: list[StrayApproval] = []
-        self.strays_seen: set[str] = set()
+        self.strays_seen: set[str] = set()  # each stray approval handled once
         self._branch.is_unresponded_steer = lambda _run_id, cmid: self._steering.is_unresponded(cmid)
 
     def _check_integrity(self) -> None:
@@ -425,6 +399,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self._steering.close()
         self._unlink_signal()
         s = self.session
+        s.own_streams.forget(self)
         if s._runs.get(self.run_id) is self:
             del s._runs[self.run_id]
         if self.input_codec_message_id is not None:
@@ -498,7 +473,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
                 signer.on_message(message)
 
         encoder = self.session.codec.create_encoder(
-            _RecordingWriter(self), {"headers": headers}, on_ably_message=stamp, message_id=cmid
+            RunWriter(self), {"headers": headers}, on_ably_message=stamp, message_id=cmid
         )
         return encoder, cmid
 
