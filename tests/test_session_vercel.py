@@ -141,3 +141,43 @@ async def test_a_denied_call_is_never_owed() -> None:
     assert part["state"] == "output-denied"
     await agent.close()
     await client.close()
+
+
+async def test_a_stale_tab_approving_a_call_id_the_run_never_made_is_counted_not_fatal() -> None:
+    # issue 21 #7 with the Vercel codec: the stray approval (toolCallId) is ignored and counted, the
+    # real approved call runs; one naming a call the agent declared is not counted as a stray
+    hub = InProcessHub()
+    client = ClientSession(hub.client("alice").channel("chat"), codec=UIMessageCodec)
+    await client.connect()
+    sent = await client.view.send(
+        UIMessageCodec.create_user_message({"id": "u-1", "role": "user", "parts": [{"type": "text", "text": "hi"}]})
+    )
+    first = await agent_session(hub, "agent")
+    run = await first.create_run(sent.invocation.to_json())
+    await run.start()
+    await run.pipe(first_pass())
+    await run.suspend()
+    await wait_status(client.view, run.run_id, "suspended")
+    cmid = client.view.get_messages()[1].codec_message_id
+    answer = await client.view.send(
+        [
+            UIMessageCodec.create_tool_approval_response(cmid, {"toolCallId": "call-stale", "approved": True}),
+            UIMessageCodec.create_tool_approval_response(cmid, {"toolCallId": "call-1", "approved": True}),
+        ],
+        run_id=run.run_id,
+    )
+    await first.close()
+    second = await agent_session(hub, "agent")
+    skipped: list[str] = []
+    second.on("skipped", lambda _m, why: skipped.append(why))
+    errors: list[Any] = []
+    resumed = await second.create_run(answer.invocation.to_json(), hooks={"on_error": errors.append})
+    await resumed.start()
+    await resumed.view.load_all()
+    owed = await resumed.run_owed_calls(lambda call: {"tempC": 21})
+    assert [c["toolCallId"] for c in owed or []] == ["call-1"] and errors == []
+    assert [why for why in skipped if "never made" in why] == [
+        f"approval of call 'call-stale' the agent never made in run {run.run_id} (ignored)"
+    ]
+    await second.close()
+    await client.close()
