@@ -146,3 +146,19 @@ async def test_over_the_sdk_a_wildcard_copy_into_another_channel_runs_nothing(em
         await alice.close()
         await alice_ch.close()
         await agent_ch.close()
+
+
+async def test_a_live_signed_agent_refuses_a_copied_lifecycle_wire() -> None:
+    # the live verifier checks lifecycle wires too: a copied ai-run-start delivered live is refused
+    hub, alice, _worker, run, _answer = await signed_and_approved(await open_session(signing_key=KEY))
+    wires = upto_approval(await channel_history(hub), run.run_id)
+    watcher = AgentSession(hub.client("agent").channel("chat-copy"), signing_key=KEY)
+    await watcher.connect()
+    for m in wires:
+        await hub.client(m["clientId"]).channel("chat-copy").publish(as_create(m))
+    await watcher.wait_seen("\uffff", timeout=0.2)  # let every delivery fold
+    assert watcher.tree.get_run_node(run.run_id) is None  # the copied run never starts
+    refused = [m.get("name") for m in watcher.tampered]
+    assert "ai-run-start" in refused and "ai-step-start" in refused and "ai-run-suspend" in refused
+    await watcher.close()
+    await alice.close()
