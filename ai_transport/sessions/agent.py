@@ -35,6 +35,12 @@ folds is filtered by publisher identity (Ably ``clientId``, set by the server fr
 * The agent runs only ``function_call`` items of its own (trusted) outputs: an approval carries no
   arguments, and the arguments executed are those of the model's item (``approved_unexecuted_calls``
   returns the folded item itself).
+  An approval for a call the agent never made is ignored and counted, never fatal; one for a call
+  it did publish that is gone from the conversation is reported (104090 to ``on_error``) and the
+  run carries on (:mod:`.approvals`).
+* Someone else's append to one of the agent's live streams is undone when the stream ends: one
+  update restores the text the agent wrote, so history's aggregate is the agent's own
+  (:mod:`.own_streams`).
 * Identities come from the Ably token. With anonymous clients (no ``clientId``) publishers cannot
   be told apart: give the agent and the users identities, or pass ``accept_input``. The mutation
   rule relies on Ably stamping ``version.clientId`` with the identity that updated/appended (as
