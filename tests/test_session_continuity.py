@@ -319,7 +319,7 @@ async def test_agent_keeps_its_state_during_the_refold_and_every_reference_sees_
     await wait_status(client.view, run.run_id, "complete")
     # references taken before the loss (as views, branches, steer tracking, runs hold them)
     tree, claims, streams, nav = agent.tree, agent.claims, agent.open_streams, client.view.branch
-    claimed, streamed = dict(claims._by_run), dict(streams._by_run)
+    claimed, streamed = {r: claims.wires(r) for r in claims.run_ids()}, dict(streams._by_run)
     view_before = as_dicts(run.view.get_messages())
     assert claimed and streamed and len(view_before) == 4
     gate = HistoryGate(agent.channel)
@@ -331,7 +331,7 @@ async def test_agent_keeps_its_state_during_the_refold_and_every_reference_sees_
     await lose_continuity(agent, gate, ask)
     # mid-refold: the agent's readers see the pre-loss state, not an empty one
     assert as_dicts(run.view.get_messages()) == view_before
-    assert agent.claims._by_run == claimed and agent.open_streams._by_run == streamed
+    assert {r: agent.claims.wires(r) for r in agent.claims.run_ids()} == claimed and agent.open_streams._by_run == streamed
     located = asyncio.ensure_future(agent.create_run(gap[0].invocation.to_json()))
     second = await located
     starting = asyncio.ensure_future(second.start())  # locates its trigger once the refold is in
@@ -343,7 +343,7 @@ async def test_agent_keeps_its_state_during_the_refold_and_every_reference_sees_
     await starting
     assert agent.tree is tree and agent.claims is claims and agent.open_streams is streams
     assert tree.find_message_by_event_id(gap[0].invocation.input_event_id) is not None
-    assert claims._by_run.keys() == claimed.keys() and streams._by_run.keys() >= streamed.keys()
+    assert set(claims.run_ids()) >= claimed.keys() and streams._by_run.keys() >= streamed.keys()
     assert as_dicts(run.view.get_messages()) == view_before
     await second.pipe(build_response_events([ScriptedText("Lyon: cloudy.")], seed=5))
     await second.end("complete")

@@ -75,6 +75,7 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from ..lease import DEFAULT_LEASE, LeasePolicy
 from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
 from .approvals import PublishedCalls
@@ -131,8 +132,11 @@ class AgentSession(SessionCore):
         enter_presence: enter the channel's presence set while connected (default True), with
             data ``{"role": "agent", **presence_data}`` (:mod:`~.presence`; Python-only).
         presence_data: extra presence data of the agent's member.
-        claim_ttl: seconds a claim on a call holds it against later claims (exactly-once
-            execution, see :mod:`.claims`; default 60).
+        lease: seconds a claim (a call, the input that woke a run, a run) holds after its holder's
+            latest renewal (exactly-once execution and crash recovery, :mod:`.claims`; default 10):
+            a worker that stopped renewing is taken over after it, however long a live one works.
+        lease_renew_every: seconds between the holder's renewals (default ``lease / 3``).
+        claim_ttl: the former name of ``lease`` (used when ``lease`` is not given).
         signing_key: with a key (bytes or str), every output wire this agent publishes carries a
             keyed digest of its content so far (:mod:`.signing`), and agent messages folded from
             history and every live agent output wire (:mod:`.live_integrity`) must verify; ones
@@ -156,19 +160,29 @@ class AgentSession(SessionCore):
         history_backoff: float = 0.1,
         enter_presence: bool = True,
         presence_data: Mapping[str, Any] | None = None,
-        claim_ttl: float = 60.0,
+        lease: float | None = None,
+        lease_renew_every: float | None = None,
+        claim_ttl: float | None = None,
         signing_key: bytes | str | None = None,
         channel_modes: Iterable[str] | None = None,
         reorder_window: float | None = None,
     ) -> None:
-        if isinstance(claim_ttl, bool) or not isinstance(claim_ttl, (int, float)) or claim_ttl <= 0:
-            raise InvalidArgumentError(f"unable to create session; claim_ttl must be a number > 0, got {claim_ttl!r}")
+        lease_name = "lease" if lease is not None or claim_ttl is None else "claim_ttl"
+        lease_value = lease if lease is not None else claim_ttl if claim_ttl is not None else DEFAULT_LEASE
+        policy = LeasePolicy(lease_value, lease_renew_every)
+        try:
+            policy.check()
+        except ValueError as exc:
+            field = str(exc).replace("lease must", f"{lease_name} must", 1).replace("renew_every", "lease_renew_every")
+            raise InvalidArgumentError(f"unable to create session; {field}") from None
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
         self._set_options(channel_modes, reorder_window)
         #: The agent's own presence member (entered on connect, left on close).
         self.agent_presence = AgentPresence(channel, presence_data, enter_presence)
-        #: Seconds a claim holds its calls against later claims (see :mod:`.claims`).
-        self.claim_ttl = float(claim_ttl)
+        #: The timing of this session's leases (see :mod:`.claims`).
+        self.lease_policy = policy
+        #: Seconds a lease holds after its holder's latest renewal (``lease``).
+        self.claim_ttl = float(policy.lease)
         #: Every trusted claim folded, by run (see :mod:`.claims`).
         self.claims = ClaimLedger()
         self.admission = Admission(
@@ -372,7 +386,9 @@ class AgentSession(SessionCore):
         if not checked and not self._well_formed(message):
             return
         if message.get("name") == CLAIM_NAME:
-            self._claims_sink.note(message, self.trusted_agent_ids)
+            refused = self._claims_sink.note(message, self.trusted_agent_ids)
+            if refused is not None:
+                self._reject(message, refused)
             return
         tree = self._applier.tree  # the shadow tree while a refold runs
         verdict = self.admission.admit(message, tree)
@@ -524,6 +540,7 @@ class AgentSession(SessionCore):
         self._closed = True
         self._unsubscribe_quietly()
         for run in self._runs.values():
+            run.lease.cancel()  # a detached worker stops renewing: its leases lapse for the next one
             run.abort_signal.set()
         self._runs.clear()
         await self.agent_presence.leave()

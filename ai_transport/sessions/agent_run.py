@@ -18,6 +18,7 @@ from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .approvals import StrayApproval, settle_stray_approvals
 from .base_run import AgentConversation, BaseRun
+from .claims import CLAIM_NAME, RunLease, run_key
 from .hooks import CancelRequest, link_signal
 from .invocation import Invocation
 from .lifecycle import (
@@ -108,6 +109,8 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self.claimant = str(uuid.uuid4())
         #: True once another worker holds calls this run claimed: it then publishes nothing more.
         self.yielded = False
+        #: The leases this run holds: claims, renewals, the fence before each publish (:mod:`.claims`).
+        self.lease = RunLease(self)
         #: Opened by ``load()`` (from ``adopt_run``), not ``start()``.
         self._adopted = False
         self._opening = False
@@ -218,8 +221,14 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    async def _publish(self, message: dict[str, Any], what: str) -> list[str]:
-        self.session.integrity.sign_lifecycle(message)  # bound to the channel and the run (:mod:`.signing`)
+    async def _publish(
+        self, message: dict[str, Any] | list[dict[str, Any]], what: str, *, fenced: bool = False
+    ) -> list[str]:
+        for wire in message if isinstance(message, list) else [message]:
+            if wire.get("name") != CLAIM_NAME:  # a lease wire goes untagged (:mod:`.claims`)
+                self.session.integrity.sign_lifecycle(wire)  # bound to the channel and the run (:mod:`.signing`)
+        if not fenced:
+            await self.lease.ensure()  # the fence (raises LeaseLost once another worker took over)
         try:
             serials = list(await self.session.channel.publish(message) or [])
             for serial in serials:
@@ -275,7 +284,17 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             input_codec_message_id=self.input_codec_message_id,
         )
         name = EVENT_RUN_RESUME if self.continuation else EVENT_RUN_START
-        await self._publish(build_lifecycle_message(name, headers), name)
+        lifecycle = build_lifecycle_message(name, headers)
+        if self.continuation:
+            await self._publish(lifecycle, name)
+        else:  # a fresh run holds run:<id>; its claim goes out in the same (atomic) publish
+            keeper = self.lease.keeper([run_key(self.run_id)])
+            sent_at = asyncio.get_running_loop().time()
+            claim = self.lease.message(keeper.wire(sent_at))
+            serials = await self._publish([lifecycle, claim], name)
+            if len(serials) > 1:
+                await self.drain()
+                self.lease.adopt(keeper, serials[1], sent_at)
         self.is_open = True
         if not self.continuation:
             self.session._apply_local_lifecycle(
@@ -373,6 +392,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
 
     async def _publish_terminal(self, name: str, **extra: Any) -> None:
         if self.yielded:
+            await self.lease.stop()
             return  # another worker holds the run's calls and carries it on
         headers = build_lifecycle_headers(
             run_id=self.run_id,
@@ -382,7 +402,14 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             input_codec_message_id=self.input_codec_message_id,
             **extra,
         )
-        await self._publish(build_lifecycle_message(name, headers), name)
+        # the release of the run's leases goes out with its lifecycle message (one atomic publish)
+        await self.lease.ensure()
+        releases = self.lease.release_messages(ending=name == EVENT_RUN_END)
+        message = build_lifecycle_message(name, headers)
+        try:
+            await self._publish([message, *releases] if releases else message, name, fenced=True)
+        finally:
+            await self.lease.stop()
         await self.drain()
 
     def _report(self, err: AITransportError) -> None:
@@ -395,6 +422,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
 
     def _deregister(self) -> None:
         # the view keeps answering get_messages()/runs() but stops listening to the session
+        self.lease.cancel()
         self.view.close()
         self._steering.close()
         self._unlink_signal()

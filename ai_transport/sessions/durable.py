@@ -118,7 +118,29 @@ async def load_run(run: AgentRun, timeout: float = 30.0) -> None:
     if node is not None and node.input_client_id is not None and run.input_client_id is None:
         run.input_client_id = node.input_client_id
     run.is_open = True
+    await _take_over(run, max(0.0, deadline - loop.time()))
     await close_dangling_streams(run)
+
+
+async def _take_over(run: AgentRun, timeout: float) -> None:
+    """Claim ``run:<run-id>`` and every key of the run a worker still holds (not released): the
+    adopter waits for a live holder's lease to lapse (a takeover) and fails with 40003 when the
+    holder is alive (it renews: the run is not abandoned)."""
+    from .claims import run_key
+
+    session = run.session
+    lease_ms = session.lease_policy.lease_ms
+    keys = [run_key(run.run_id)]
+    keys += [k for k, h in session.claims.holders(run.run_id, lease_ms).items() if not h.done and k not in keys]
+    keeper = await run.lease.claim(keys)
+    if run_key(run.run_id) not in keeper.held:
+        run.is_open = False
+        run._opening = False
+        run.lease.cancel()
+        session._forget(run)
+        raise InvalidArgumentError(
+            f"unable to load run; run {run.run_id} is held by a live worker (its lease is being renewed)"
+        )
 
 
 async def page_until_located(

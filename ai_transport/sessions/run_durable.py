@@ -3,17 +3,24 @@ recovery before a resume, and claims (a mixin; see :mod:`.durable`, :mod:`.recov
 
 from __future__ import annotations
 
+import inspect
+import logging
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import InvalidArgumentError
 from .run import TERMINAL_STATUSES, RunStatus
+from .tools import function_call_output
 
 if TYPE_CHECKING:
     from .agent import AgentSession
     from .agent_run import AgentRun
+    from .claims import RunLease
     from .invocation import Invocation
 
 __all__ = ["DurableRun"]
+
+logger = logging.getLogger("ai_transport.sessions.claims")
 
 
 class DurableRun:
@@ -29,11 +36,14 @@ class DurableRun:
         yielded: bool
         _adopted: bool
         _steering: Any
+        lease: RunLease
 
         @property
         def status(self) -> RunStatus: ...
         def _match(self) -> Any: ...
         def _assert_open(self, action: str) -> None: ...
+        def owed_calls(self) -> list[dict[str, Any]] | None: ...
+        async def send(self, output: Any) -> str: ...
 
     @property
     def located(self) -> bool:
@@ -66,6 +76,43 @@ class DurableRun:
         trigger_serial = self.trigger.get("serial") if self.trigger is not None else None
         if isinstance(trigger_serial, str) and trigger_serial:
             await close_dangling_streams(cast("AgentRun", self), before=trigger_serial)
+
+    async def run_owed_calls(
+        self, execute: Callable[[Mapping[str, Any]], Any | Awaitable[Any]]
+    ) -> list[dict[str, Any]] | None:
+        """Execute every owed call with ``execute(call)`` and send each output; None when the run
+        must stay suspended (see :meth:`owed_calls`). Returns the calls executed. The calls are
+        claimed first (:meth:`claim_calls`): however many workers run this for the same run, each
+        call's output is published once, and a worker that holds none of them yields the run. The
+        lease is checked before each call runs and before its output is sent: a worker that lost
+        it (paused past it, then taken over) stops there, publishes nothing and yields."""
+        from .claims import LeaseLost
+
+        owed = self.owed_calls()
+        if owed is None:
+            return None
+        owed = await self.claim_calls(owed)
+        done: list[dict[str, Any]] = []
+        try:
+            for call in owed:
+                await self.lease.ensure([str(call.get("call_id"))])
+                result = execute(call)
+                if inspect.isawaitable(result):
+                    result = await result
+                done.append(call)
+                await self.lease.ensure([str(call.get("call_id"))])  # still ours after the tool ran?
+                await self.send(function_call_output(call, result))
+        except LeaseLost as exc:
+            logger.warning("%s", exc.message)
+            self.yielded = True
+        return done
+
+    async def _recover_after_takeover(self) -> None:
+        """This run took a key over from a worker whose lease lapsed: close every stream and step
+        of the run still open (only the lapsed worker can have opened them, and it is fenced)."""
+        from .recovery import close_dangling_streams
+
+        await close_dangling_streams(cast("AgentRun", self))
 
     async def claim_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Claim ``calls`` on the channel and return those this worker holds: execute exactly
