@@ -18,7 +18,7 @@ from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .approvals import StrayApproval, settle_stray_approvals
 from .base_run import AgentConversation, BaseRun
-from .claims import CLAIM_NAME, RunLease, run_key
+from .claims import CLAIM_NAME, RunLease
 from .hooks import CancelRequest, link_signal
 from .invocation import Invocation
 from .lifecycle import (
@@ -285,16 +285,10 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         )
         name = EVENT_RUN_RESUME if self.continuation else EVENT_RUN_START
         lifecycle = build_lifecycle_message(name, headers)
-        if self.continuation:
+        if self.continuation:  # the input that woke it is claimed with the calls (run_owed_calls)
             await self._publish(lifecycle, name)
         else:  # a fresh run holds run:<id>; its claim goes out in the same (atomic) publish
-            keeper = self.lease.keeper([run_key(self.run_id)])
-            sent_at = asyncio.get_running_loop().time()
-            claim = self.lease.message(keeper.wire(sent_at))
-            serials = await self._publish([lifecycle, claim], name)
-            if len(serials) > 1:
-                await self.drain()
-                self.lease.adopt(keeper, serials[1], sent_at)
+            await self.lease.open_with(lifecycle, lambda messages: self._publish(messages, name))
         self.is_open = True
         if not self.continuation:
             self.session._apply_local_lifecycle(
@@ -403,13 +397,11 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             **extra,
         )
         # the release of the run's leases goes out with its lifecycle message (one atomic publish)
-        await self.lease.ensure()
-        releases = self.lease.release_messages(ending=name == EVENT_RUN_END)
-        message = build_lifecycle_message(name, headers)
-        try:
-            await self._publish([message, *releases] if releases else message, name, fenced=True)
-        finally:
-            await self.lease.stop()
+        await self.lease.close_with(
+            build_lifecycle_message(name, headers),
+            lambda messages: self._publish(messages, name, fenced=True),
+            ending=name == EVENT_RUN_END,
+        )
         await self.drain()
 
     def _report(self, err: AITransportError) -> None:

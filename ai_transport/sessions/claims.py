@@ -42,7 +42,7 @@ import asyncio
 import contextlib
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ..errors import AITransportError, ErrorCode
@@ -51,7 +51,15 @@ from ..lease import LEASE_NAME, LeaseKeeper, LeaseLedger, LeasePolicy
 if TYPE_CHECKING:
     from .agent_run import AgentRun
 
-__all__ = ["CLAIM_NAME", "ClaimLedger", "LeaseLost", "RunLease", "claim_calls", "run_key", "trigger_key"]
+__all__ = [
+    "CLAIM_NAME",
+    "ClaimLedger",
+    "LeaseLost",
+    "RunLease",
+    "claim_calls",
+    "run_key",
+    "trigger_key",
+]
 
 logger = logging.getLogger("ai_transport.sessions.claims")
 
@@ -268,6 +276,34 @@ class RunLease:
             LEASE_LOST_CODE,
             409,
         )
+
+    async def open_with(
+        self, lifecycle: dict[str, Any], publish: Callable[[list[dict[str, Any]]], Awaitable[list[str]]]
+    ) -> None:
+        """Publish a fresh run's ``lifecycle`` message with its claim on ``run:<run-id>`` (one
+        atomic publish), then hold and renew it."""
+        keeper = self.keeper([run_key(self._run.run_id)])
+        sent_at = self._now()
+        serials = await publish([lifecycle, self.message(keeper.wire(sent_at))])
+        if len(serials) > 1:
+            await self._run.drain()
+            self.adopt(keeper, serials[1], sent_at)
+
+    async def close_with(
+        self,
+        lifecycle: dict[str, Any],
+        publish: Callable[[dict[str, Any] | list[dict[str, Any]]], Awaitable[list[str]]],
+        *,
+        ending: bool,
+    ) -> None:
+        """Publish ``suspend`` / ``end``'s ``lifecycle`` message after the fence, with the release of
+        the run's keys in the same atomic publish; stop renewing."""
+        await self.ensure()
+        releases = self.release_messages(ending=ending)
+        try:
+            await publish([lifecycle, *releases] if releases else lifecycle)
+        finally:
+            await self.stop()
 
     def release_messages(self, *, ending: bool) -> list[dict[str, Any]]:
         """The last lease wire of each keeper (``done``), to publish with ``suspend`` / ``end``; a

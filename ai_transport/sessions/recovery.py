@@ -155,6 +155,7 @@ async def close_dangling_streams(run: AgentRun, before: str | None = None) -> li
                     stream.serial,
                     run.run_id,
                 )
+        await run.lease.ensure()  # the fence: a worker that lost the run closes nothing
         try:
             version = await run.session.channel.append_message(
                 {"serial": stream.serial, "data": "", "extras": {"ai": ai}}
