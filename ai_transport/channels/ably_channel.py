@@ -234,7 +234,7 @@ class AblyChannel(ListenerDelivery):
     def presence(self) -> AblyPresence:
         """This channel's presence set (the SDK's realtime presence; :mod:`~ai_transport.channels.presence`)."""
         if self._presence is None:
-            self._presence = AblyPresence(self.raw, self.name, _wrap_error)
+            self._presence = AblyPresence(self.raw, self.name, _wrap_error, self.publish_budget.pace)
         return self._presence
 
     @classmethod
@@ -400,7 +400,7 @@ class AblyChannel(ListenerDelivery):
                 ErrorCode.INVALID_ARGUMENT,
             )
         sdk_messages = [to_ably_message(m) for m in batch]
-        await self.publish_budget.pace()
+        await self.publish_budget.pace(len(sdk_messages))  # Ably counts each message of a batch
         try:
             result = await self.raw.publish(sdk_messages)
         except Exception as exc:
@@ -467,11 +467,11 @@ class AblyChannel(ListenerDelivery):
                     400,
                 )
             params["from_serial"] = serial
-        http = (self.rest if self.rest is not None else self.realtime).http
+        client = self.rest if self.rest is not None else self.realtime
         path = f"/channels/{quote_plus(self.name, safe=':')}/messages?{urlencode(params)}"
         try:
-            result = await PaginatedResult.paginated_query(
-                http, url=path, response_processor=make_message_response_handler(None)
+            result = await PaginatedResult.paginated_query_with_request(
+                client.http, _history_request(client, path), make_message_response_handler(None)
             )
         except Exception as exc:
             raise _wrap_error(exc, "get history") from exc
@@ -502,6 +502,27 @@ class AblyChannel(ListenerDelivery):
 
     def __repr__(self) -> str:
         return f"AblyChannel(name={self.name!r}, client_id={self.client_id!r}, state={self.state!r})"
+
+
+def _history_request(client: Any, path: str) -> Any:
+    """The REST request of a history page. ably-python authorizes every REST request of a realtime
+    client that uses tokens anew, and sends each new authorization to the realtime connection
+    (``AUTH``: the server answers ``CONNECTED``, and the SDK then re-attaches every channel of the
+    connection and re-enters their presence members, none of it under the publish budget). With a
+    token the client already holds and that is still valid, the request carries it itself."""
+    from ably.http.http import Request
+
+    auth: Any = getattr(client, "auth", None)
+    token = getattr(auth, "token_details", None) if auth is not None else None
+    if (
+        token is not None
+        and getattr(auth, "auth_mechanism", None) == "TOKEN"
+        and not auth.token_details_has_expired()
+        and isinstance(getattr(auth, "token_credentials", None), str)
+    ):
+        headers = {"Authorization": f"Bearer {auth.token_credentials}"}
+        return Request("GET", path, headers=headers, skip_auth=True)
+    return Request("GET", path, headers={}, skip_auth=False)
 
 
 async def _wait_connected(realtime: Any, timeout: float = 30.0) -> None:

@@ -16,8 +16,9 @@ sharing the connection and the model's speed, and the connection stays under its
 rate-limit rejection (42910 / 42911 / 42913) makes the budget back off (1/rate doubling up to
 1 s, reset by the next success) and the rejected operation is retried, merged with what followed
 (never dropped). Writes that do not come through the encoder (a session's run and step lifecycle
-messages, inputs) take a token too (:meth:`PublishBudget.pace`), so everything the connection
-publishes shares the budget.
+messages, inputs, claims and lease renewals, presence enters / updates / leaves) take a token each
+too (:meth:`PublishBudget.pace`; a batch of ``n`` messages takes its ``n`` tokens at once, as Ably
+counts each message of it), so everything the connection publishes shares the budget.
 
 :class:`~ai_transport.channels.ably_channel.AblyChannel` shares one budget per ``AblyRealtime``
 client (on by default); the in-process hub gives each client one when built with
@@ -91,11 +92,13 @@ class PublishBudget:
             return True
         return False
 
-    async def acquire(self) -> None:
-        """Wait for a token (first come, first served) and take it."""
+    async def acquire(self, n: int = 1) -> None:
+        """Wait for ``n`` tokens (first come, first served) and take them at once (a batch of ``n``
+        messages leaves in one ProtocolMessage, so it must not take its tokens one by one)."""
         bucket = self._bucket
         if bucket is None:
             return
+        need = min(float(max(1, n)), self.burst)
         if self._lock is None:
             self._lock = asyncio.Lock()
         async with self._lock:
@@ -105,10 +108,10 @@ class PublishBudget:
                 if now < self._blocked_until:
                     await asyncio.sleep(self._blocked_until - now)
                     continue
-                if bucket.take(1, now):
-                    self.granted += 1
+                if bucket.take(need, now):
+                    self.granted += max(1, n)
                     return
-                await asyncio.sleep(bucket.wait(1, now))
+                await asyncio.sleep(bucket.wait(need, now))
 
     def holding(self) -> bool:
         """Whether the calling context already took its token (the encoder's coalescer did)."""
@@ -122,10 +125,11 @@ class PublishBudget:
         """Undo :meth:`hold`."""
         self._held.reset(token)
 
-    async def pace(self) -> None:
-        """Take a token unless the calling context already holds one (a channel's own writes)."""
+    async def pace(self, n: int = 1) -> None:
+        """Take ``n`` tokens (a batch of ``n`` messages) unless the calling context already holds
+        its token (a channel's own writes)."""
         if self.enabled and not self._held.get():
-            await self.acquire()
+            await self.acquire(n)
 
     def rejected(self) -> None:
         """A rate-limit rejection: pause every user of the budget (doubling, at most 1 s)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, cast
 
 from .presence import (
@@ -70,9 +70,15 @@ class AblyPresence:
     """:class:`~ai_transport.channels.presence.Presence` of an ``AblyChannel`` (the SDK's presence)."""
 
     def __init__(
-        self, raw_channel: Any, channel_name: str, wrap_error: Callable[[BaseException, str], Exception]
+        self,
+        raw_channel: Any,
+        channel_name: str,
+        wrap_error: Callable[[BaseException, str], Exception],
+        pace: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._raw = raw_channel
+        #: Waits for the connection's publish budget (an enter / update / leave is a message too).
+        self._pace = pace
         self._wrap_error = wrap_error
         self._delivery = PresenceDelivery(channel_name)
         self._sdk_subscribed = False
@@ -92,6 +98,8 @@ class AblyPresence:
 
     async def _call(self, op: str, data: Any) -> None:
         check_presence_data(data, op)
+        if self._pace is not None:
+            await self._pace()
         try:
             await getattr(self._raw.presence, op)(_to_sdk_data(data))
         except Exception as exc:
