@@ -8,6 +8,7 @@ Subcommands:
   ``OPENAI_API_KEY`` and ``--model``).
 * ``emulator`` — start the local Ably-compatible server and print how to connect to it.
 * ``tail CHANNEL`` — follow the runs on a channel as a readable conversation (history, then live).
+* ``supervise CHANNEL…`` — end (or re-wake) the runs whose worker died (:mod:`.supervise`).
 """
 
 from __future__ import annotations
@@ -173,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument("--no-reasoning", action="store_true", help="hide reasoning summaries")
     tail.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the connection (default 10)")
     _add_color(tail)
+    from .supervise import add_parser as add_supervise
+
+    add_supervise(sub)
     return parser
 
 
@@ -227,6 +231,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from .emulator_cmd import run_emulator_command
 
             return _run(run_emulator_command(args))
+        if args.command == "supervise":
+            from .supervise import run_supervise_command
+
+            return _run(run_supervise_command(args))
         if args.command == "tail":
             from .tail import run_tail_command
 

@@ -47,14 +47,17 @@ class LeasePolicy:
 
     @property
     def lease_ms(self) -> float:
+        """The lease in milliseconds (Ably's timestamps are)."""
         return self.lease * 1000.0
 
     @property
     def renew_interval(self) -> float:
+        """Seconds between renewals."""
         return self.renew_every if self.renew_every is not None else self.lease / 3
 
     @property
     def margin(self) -> float:
+        """Seconds before a possible lapse at which the holder stops publishing."""
         return self.safety if self.safety is not None else self.lease / 5
 
     def check(self) -> None:

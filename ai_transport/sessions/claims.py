@@ -106,6 +106,7 @@ class RunLease:
 
     @property
     def policy(self) -> LeasePolicy:
+        """The session's lease timing."""
         return self._run.session.lease_policy
 
     @property
@@ -117,6 +118,7 @@ class RunLease:
         return asyncio.get_running_loop().time()
 
     def keeper(self, keys: Iterable[str]) -> LeaseKeeper:
+        """A new keeper of ``keys`` for this run (not yet claimed)."""
         run = self._run
         connection_id = getattr(run.session.channel, "connection_id", None)
         return LeaseKeeper(
