@@ -1,11 +1,17 @@
-"""A long-lived agent worker process for the fleet tests (``test_durable_fleet.py``).
+"""A long-lived agent worker process for the fleet tests (``test_durable_fleet.py``, ``test_durable_leases.py``).
 
-``python tests/durable_worker.py EMULATOR_URL CLAIM_TTL`` keeps one realtime connection to the
+``python tests/durable_worker.py EMULATOR_URL LEASE`` keeps one realtime connection to the
 emulator as client ``agent`` and answers JSON-line commands on stdin with one JSON line each:
 
 * ``{"op": "handle", "channel", "invocation", "tool_seconds"}``: one wake-up, like an HTTP request
   (start / resume the run, run the owed calls through claims, call the scripted model, suspend or
   end) -> ``{"run_id", "executed", "yielded", "status"}``.
+  ``"tool_log"``: a file the tool appends one line to per execution (counted across processes).
+  A worker that takes a run over from a dead one re-attempts the step the dead one left ``failed``.
+* ``{"op": "resume_and_die", ...}``: as ``handle`` (a resume: the tool runs), then the final answer
+  stops mid-stream; prints ``{"streaming": true, "run_id"}`` and hangs (the test kills it).
+* ``{"op": "pause_in_tool", ...}``: as ``handle``; the tool prints ``{"in_tool": true}`` then sleeps
+  ``tool_seconds`` (the test SIGSTOPs the process there); the reply adds ``"lost"`` (its lease).
 * ``{"op": "claim_and_hang", ...}``: as ``handle`` but the tool never returns; prints
   ``{"claimed": true}`` when it is about to run (the test then kills the process).
 * ``{"op": "stream_and_hang", "channel", "invocation"}``: start the run and stream a model answer
@@ -22,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +41,7 @@ from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import ably_realtime
 from ai_transport.responses.local_server import ScriptedText, build_response_events
 from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.tools import gate_calls
 
 
 def say(obj: dict[str, Any]) -> None:
@@ -42,17 +50,54 @@ def say(obj: dict[str, Any]) -> None:
 
 
 class ToolWorker(Worker):
-    def __init__(self, seconds: float, hang: bool = False) -> None:
+    def __init__(self, seconds: float, hang: bool = False, log: str | None = None, announce: bool = False) -> None:
         super().__init__()
         self.seconds = seconds
         self.hang = hang
+        self.log = log
+        self.announce = announce
 
     async def execute(self, call: Any) -> str:  # type: ignore[override]
         if self.hang:
             say({"claimed": True})
             await asyncio.Event().wait()
+        if self.log is not None:
+            with open(self.log, "a") as f:
+                f.write(f"{os.getpid()} {call.get('call_id')}\n")
+        if self.announce:
+            say({"in_tool": True})
         await asyncio.sleep(self.seconds)
         return super().execute(call)
+
+    async def handle(self, session: AgentSession, body: Any, dying: bool = False) -> Any:  # type: ignore[override]
+        """One wake-up (see :meth:`Worker.handle`), re-attempting a step a dead worker left failed."""
+        run = await session.create_run(body)
+        await run.start()
+        await run.view.load_all()
+        while True:
+            owed = await run.run_owed_calls(self.execute)
+            if owed is None:
+                await run.suspend()
+                return run
+            if run.yielded:  # another worker holds the run: publish nothing more
+                await run.end("cancelled")
+                return run
+            items = run.input_items()
+            retry = run._last_step_reason == "failed"  # the previous worker died mid-step
+            while retry and items and (items[-1].get("role") == "assistant" or items[-1].get("type") == "reasoning"):
+                items.pop()  # its partial answer is replaced by this attempt
+            last = items[-1] if items else {}
+            if not retry and last.get("type") == "message" and last.get("role") == "assistant":
+                await run.end("complete")
+                return run
+            step = run.create_step()
+            await step.start()
+            events = dying_model(items, run) if dying else self.model(items)
+            result = await step.pipe(gate_calls(events, lambda item: item.get("name") in self.gated))
+            await step.end()
+            if result.reason != "complete":
+                await run.end(result.reason, result.error)
+                return run
 
 
 async def dying_model(items: list[dict[str, Any]], run: Any) -> Any:
@@ -69,7 +114,7 @@ async def dying_model(items: list[dict[str, Any]], run: Any) -> Any:
             await asyncio.Event().wait()
 
 
-async def serve(url: str, claim_ttl: float) -> None:
+async def serve(url: str, lease: float) -> None:
     realtime = ably_realtime(url, client_id="agent")
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader()
@@ -81,14 +126,30 @@ async def serve(url: str, claim_ttl: float) -> None:
             break
         cmd = json.loads(line)
         channel = AblyChannel(cmd["channel"], realtime)
-        session = AgentSession(channel, claim_ttl=claim_ttl, signing_key=cmd.get("signing_key"))
+        session = AgentSession(channel, lease=lease, signing_key=cmd.get("signing_key"))
         try:
             await session.connect()
             op = cmd["op"]
-            if op in ("handle", "claim_and_hang"):
-                worker = ToolWorker(float(cmd.get("tool_seconds", 0)), hang=op == "claim_and_hang")
+            if op in ("handle", "claim_and_hang", "pause_in_tool"):
+                worker = ToolWorker(
+                    float(cmd.get("tool_seconds", 0)),
+                    hang=op == "claim_and_hang",
+                    log=cmd.get("tool_log"),
+                    announce=op == "pause_in_tool",
+                )
                 run = await worker.handle(session, cmd["invocation"])
-                say({"run_id": run.run_id, "executed": len(worker.executed), "yielded": run.yielded})
+                say(
+                    {
+                        "run_id": run.run_id,
+                        "executed": len(worker.executed),
+                        "yielded": run.yielded,
+                        "lost": run.lease.lost,
+                    }
+                )
+            elif op == "resume_and_die":
+                worker = ToolWorker(0.0, log=cmd.get("tool_log"))
+
+                await worker.handle(session, cmd["invocation"], dying=True)
             elif op == "stream_and_hang":
                 run = await session.create_run(cmd["invocation"])
                 await run.start()

@@ -2,10 +2,10 @@
 
 * Exactly once: 2-3 long-lived worker processes are woken together with the same approval, with a
   tool of 0 ms and of 200 ms, 30 trials each: the tool runs once in every trial and the run completes.
-* A claimer killed (SIGKILL) before running the tool blocks the call for ``claim_ttl`` only: a
-  wake-up within it yields, the next wake-up after it runs the tool.
+* (A claimer killed before running the tool, a crash while resuming, long tools, pauses, the
+  supervisor: ``test_durable_leases.py``.)
 * Crash recovery: an agent process holding a ``signing_key`` is SIGKILLed mid-stream; a recovery
-  worker with the same key adopts the run: no tamper report (the dead agent's half stream verifies,
+  worker with the same key adopts the run (once the dead worker's lease lapsed): no tamper report (the dead agent's half stream verifies,
   the close is signed), every agent message in history verifies, and a JS client's
   (``@ably/ai-transport@0.8.0``) view shows no ``in_progress`` item and the run ended (the tags on
   every stream wire change nothing for it).
@@ -17,7 +17,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -34,7 +33,7 @@ from ai_transport.sessions.signing import verify_output
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(180)]
 
 WORKER = Path(__file__).resolve().parent / "durable_worker.py"
-CLAIM_TTL = 3.0
+CLAIM_TTL = 1.0  # the workers' lease (seconds)
 SIGNING_KEY = "fleet-signing-key-0123456789abcd"
 
 
@@ -133,31 +132,6 @@ async def test_workers_woken_together_run_the_tool_exactly_once(emulator_thread,
             await client.close()
             await channel.close()
     finally:
-        await realtime.close()
-
-
-async def test_a_killed_claimer_is_taken_over_by_the_next_wake_up(emulator_thread, fleet) -> None:
-    realtime = ably_realtime(emulator_thread.url, client_id="alice")
-    (doomed,) = spawn(emulator_thread.url, 1)
-    try:
-        client, channel, run_id, answer = await suspended(realtime, fleet)
-        wake = {"op": "handle", "channel": channel.name, "invocation": answer.invocation.to_json()}
-        doomed.send({**wake, "op": "claim_and_hang"})
-        assert await asyncio.to_thread(doomed.read) == {"claimed": True}
-        claimed_at = time.monotonic()
-        doomed.kill()  # dies holding the claim, before running the tool
-        early = await fleet[1].call(wake)
-        if time.monotonic() - claimed_at < CLAIM_TTL - 0.5:
-            assert early["executed"] == 0 and early["yielded"]  # the dead claim still holds
-        await asyncio.sleep(max(0.0, CLAIM_TTL + 0.2 - (time.monotonic() - claimed_at)))
-        late = await fleet[2].call(wake)
-        assert early["executed"] + late["executed"] == 1
-        await wait_status(client.view, run_id, "complete")
-        assert tool_outputs(client) == 1
-        await client.close()
-        await channel.close()
-    finally:
-        doomed.stop()
         await realtime.close()
 
 

@@ -567,7 +567,13 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         events: AsyncIterable[Any] | Iterable[Any],
         step: Callable[[], Awaitable[tuple[str, str | None]]],
     ) -> PipeResult:
-        """The pipe loop (:func:`.pipe_loop.pipe_events`)."""
+        """The pipe loop (:func:`.pipe_loop.pipe_events`); a :attr:`yielded` run (another worker
+        holds it) reads nothing and publishes nothing (``cancelled``)."""
+        if self.yielded:
+            aclose = getattr(events, "aclose", None)
+            if aclose is not None:
+                await aclose()
+            return PipeResult("cancelled")
         return await pipe_events(self, events, step)
 
     async def pipe(self, events: AsyncIterable[Any] | Iterable[Any]) -> PipeResult:
