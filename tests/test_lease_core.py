@@ -448,3 +448,14 @@ def test_each_output_appears_at_most_once_and_exactly_once_when_a_worker_survive
         assert len(fleet.outputs) == 1 and len(fleet.accepted()) == 1
     # a worker that published executed; nobody publishes without holding at that serial
     assert fleet.accepted() == fleet.outputs
+
+
+def test_a_handed_off_key_is_taken_over_by_the_next_claim_at_once() -> None:
+    """A worker that detaches leaving the run open publishes ``handoff``: the next claim takes the key
+    at once (no lease to wait out); a key that was not handed off still waits."""
+    handed = ledger_of(wire(1, 0, ["run:r"], "a"), wire(2, 10, ["run:r"], "a", handoff=True), wire(3, 20, ["run:r"], "b"))
+    holder = handed.holder("r", "run:r", LEASE_MS)
+    assert holder is not None and holder.claimant == "b" and holder.takeover
+    kept = ledger_of(wire(1, 0, ["run:r"], "a"), wire(2, 10, ["run:r"], "a"), wire(3, 20, ["run:r"], "b"))
+    holder = kept.holder("r", "run:r", LEASE_MS)
+    assert holder is not None and holder.claimant == "a"

@@ -106,14 +106,14 @@ class LeaseKeeper:
 
     # -- wires -----------------------------------------------------------------------------------
 
-    def wire(self, now: float, *, done: bool = False, claim: bool = False) -> dict[str, Any]:
+    def wire(self, now: float, *, done: bool = False, claim: bool = False, handoff: bool = False) -> dict[str, Any]:
         """The body of the next wire: a claim of every key (the first wire, or ``claim=True`` to try
         again after a rival's lease lapsed), else a renewal of the keys held (``done``: the last one,
         a release); ``now`` is when the shell sends it."""
         self._claiming = claim or self.first_serial is None
         keys = self.keys if self._claiming else tuple(k for k in self.keys if k in self.held)
         self._last_sent = now
-        if done:
+        if done or handoff:
             self.released = True
         return lease_body(
             self.run_id,
@@ -121,6 +121,7 @@ class LeaseKeeper:
             self.claimant,
             self.invocation_id,
             done=done,
+            handoff=handoff,
             restates=self.first_serial,
             connection_id=self.connection_id,
         )

@@ -3,12 +3,13 @@
 A **lease wire** is one plain Ably message, ``name: "ai-claim"``, ``data`` a JSON string::
 
     {"runId", "callIds": [key, ...], "claimant", "invocationId",
-     "done": bool?, "restates": serial?, "connectionId": str?}
+     "done": bool?, "handoff": bool?, "restates": serial?, "connectionId": str?}
 
 A worker publishes one to claim keys (a call id, ``trigger:<event-id>``, ``run:<run-id>``), then one
 every renewal interval while it works (a **renewal**: the same claimant naming the keys it still
 holds), and a last one with ``done: true`` when the work is finished (the key can never be taken
-over again). ``restates`` names the serial of the claimant's first claim (see *Rewrites* below).
+over again), or with ``handoff: true`` when it leaves unfinished work to the next worker (a detach:
+the next claim takes the key over at once, as after a lapse). ``restates`` names the serial of the claimant's first claim (see *Rewrites* below).
 
 **The holder rule** (every worker that reads the same wires agrees; nothing but the channel is
 consulted). For a key, fold the run's lease wires naming it in **channel serial order**, keeping
@@ -18,8 +19,8 @@ consulted). For a key, fold the run's lease wires naming it in **channel serial 
 * a wire of the holder itself: a renewal (``renewed_at`` moves to its timestamp; ``done`` closes the key);
 * a wire of another claimant: a **takeover** when the holder's lease has *lapsed* at the wire's
   timestamp, i.e. ``wire.timestamp > renewed_at + lease`` (milliseconds, strictly greater: a lease
-  renewed at ``t`` holds through ``t + lease`` inclusive); otherwise the wire is refused (its
-  claimant does not hold the key);
+  renewed at ``t`` holds through ``t + lease`` inclusive), or the holder handed the key off;
+  otherwise the wire is refused (its claimant does not hold the key);
 * a key whose holder published ``done`` is closed: no later wire takes it.
 
 Time is measured only with Ably's server ``timestamp`` of each wire, compared along serial order:
@@ -80,6 +81,7 @@ class LeaseWire:
     done: bool = False
     restates: str | None = None
     connection_id: str | None = None
+    handoff: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,8 @@ class Holding:
     done: bool = False
     #: The holder took the key over from a lapsed holder.
     takeover: bool = False
+    #: The holder handed the key off (a detach): the next claim takes it at once.
+    handoff: bool = False
     #: The serial of the poisoned wire when the holder is unknown (a rewritten claim).
     poison: str | None = None
     connection_id: str | None = None
@@ -119,7 +123,7 @@ def lapsed(holding: Holding, at_ms: float, lease_ms: float) -> bool:
 
     The boundary: a lease renewed at ``t`` holds through ``t + lease`` inclusive; it has lapsed only
     strictly after."""
-    return not holding.done and at_ms - holding.renewed_at > lease_ms
+    return not holding.done and (holding.handoff or at_ms - holding.renewed_at > lease_ms)
 
 
 def lease_body(
@@ -129,6 +133,7 @@ def lease_body(
     invocation_id: str,
     *,
     done: bool = False,
+    handoff: bool = False,
     restates: str | None = None,
     connection_id: str | None = None,
 ) -> dict[str, Any]:
@@ -136,6 +141,8 @@ def lease_body(
     body: dict[str, Any] = {"runId": run_id, "callIds": list(keys), "claimant": claimant, "invocationId": invocation_id}
     if done:
         body["done"] = True
+    if handoff:
+        body["handoff"] = True
     if restates is not None:
         body["restates"] = restates
     if connection_id is not None:
@@ -179,6 +186,7 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         return "malformed lease wire"
     run_id, keys, claimant = body.get("runId"), body.get("callIds"), body.get("claimant")
     done, restates, conn = body.get("done", False), body.get("restates"), body.get("connectionId")
+    handoff = body.get("handoff", False)
     if (
         not isinstance(run_id, str)
         or not isinstance(claimant, str)
@@ -187,13 +195,14 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         or not isinstance(keys, list)
         or not all(isinstance(k, str) for k in keys)
         or not isinstance(done, bool)
+        or not isinstance(handoff, bool)
         or not (restates is None or isinstance(restates, str))
         or not (conn is None or isinstance(conn, str))
     ):
         return "malformed lease wire"
     stamped = message.get("connectionId")  # Ably's, not the body's: the connection that published it
     conn = stamped if isinstance(stamped, str) and stamped else conn
-    return LeaseWire(serial, float(timestamp), run_id, tuple(keys), claimant, done, restates, conn)
+    return LeaseWire(serial, float(timestamp), run_id, tuple(keys), claimant, done, restates, conn, handoff)
 
 
 @dataclass
@@ -277,7 +286,9 @@ class LeaseLedger:
             if key not in w.keys:
                 continue
             if holding is None:
-                holding = Holding(w.claimant, w.serial, w.timestamp, w.serial, w.done, connection_id=w.connection_id)
+                holding = Holding(
+                    w.claimant, w.serial, w.timestamp, w.serial, w.done, handoff=w.handoff, connection_id=w.connection_id
+                )
             elif holding.done:
                 continue
             elif holding.claimant == w.claimant or (holding.poison is not None and w.restates == holding.poison):
@@ -287,12 +298,20 @@ class LeaseLedger:
                     renewed_at=max(holding.renewed_at, w.timestamp),
                     renewed_serial=w.serial,
                     done=w.done,
+                    handoff=w.handoff,
                     poison=None,
                     connection_id=w.connection_id or holding.connection_id,
                 )
             elif lapsed(holding, w.timestamp, lease_ms):
                 holding = Holding(
-                    w.claimant, w.serial, w.timestamp, w.serial, w.done, takeover=True, connection_id=w.connection_id
+                    w.claimant,
+                    w.serial,
+                    w.timestamp,
+                    w.serial,
+                    w.done,
+                    takeover=True,
+                    handoff=w.handoff,
+                    connection_id=w.connection_id,
                 )
         return holding
 

@@ -4,7 +4,8 @@ Agent side: :class:`AgentSession` → :class:`AgentRun` (→ :class:`RunStep`). 
 :class:`ClientSession` → :class:`ClientView` / :class:`ClientRun`. Both read the conversation
 through a :class:`View` over the session's tree (:mod:`.tree`, :mod:`.nodes`); lifecycle headers
 live in :mod:`.lifecycle`. Steering: :mod:`.steer` (agent), :mod:`.steer_client` (client); branch
-selection: :mod:`.branch`; run hooks: :mod:`.hooks`. Parity with 0.8.0: ``docs/PARITY.md``.
+selection: :mod:`.branch`; run hooks: :mod:`.hooks`; leases and fencing: :mod:`.claims`; runs whose
+worker died: :class:`Supervisor`. Parity with 0.8.0: ``docs/PARITY.md``.
 """
 
 from .agent import AgentSession
@@ -18,6 +19,7 @@ from .lifecycle import CancelTarget
 from .run import PipeResult, RunInfo, StepInfo
 from .steer_client import SteerOutcome, SteerResult
 from .step import RunStep
+from .supervisor import StalledRun, Supervisor
 from .tools import function_call_output, gate_calls
 from .view import View
 
@@ -34,9 +36,11 @@ __all__ = [
     "PipeResult",
     "RunInfo",
     "RunStep",
+    "StalledRun",
     "SteerOutcome",
     "SteerResult",
     "StepInfo",
+    "Supervisor",
     "View",
     "function_call_output",
     "gate_calls",

@@ -56,8 +56,9 @@ has echoed what they published, so :attr:`AgentRun.view` already shows it. Steps
 ``create_step(step_id=...)`` with an explicit id, else a step created after a ``failed`` one
 re-attempts its id; only a step's latest attempt is shown. Durable turns (:mod:`.durable`):
 ``adopt_run`` + ``load``, ``page_until_located``, ``with_agent_session``; streams a dead worker left
-open are closed by the next worker (:mod:`.recovery`); approved calls are executed exactly once
-however many workers are woken (:mod:`.claims`, automatic in ``run_owed_calls``); a loss of channel
+open are closed by the next worker (:mod:`.recovery`); each approved call's output is published once
+however many workers are woken, with leases its holder renews and a fence before every publish
+(:mod:`.claims`, automatic in ``run_owed_calls``; runs whose worker died: :mod:`.supervisor`); a loss of channel
 continuity aborts the open runs, emits 104006 and refolds the tree from history
 (:class:`~.session.SessionCore`). Steering as 0.8.0 (:mod:`.steer`): ``run.has_input()`` drives the
 loop, the ``on_steer`` hook, ``steer-codec-message-ids`` on the pass that answers a steer. Parity
@@ -538,9 +539,10 @@ class AgentSession(SessionCore):
         if self._closed:
             return
         self._closed = True
+        for run in self._runs.values():
+            await run.lease.hand_off()  # a detached worker hands its open runs to the next one
         self._unsubscribe_quietly()
         for run in self._runs.values():
-            run.lease.cancel()  # a detached worker stops renewing: its leases lapse for the next one
             run.abort_signal.set()
         self._runs.clear()
         await self.agent_presence.leave()

@@ -322,6 +322,24 @@ class RunLease:
                 out.append(self.message(body))
         return out
 
+    async def hand_off(self) -> None:
+        """The worker leaves the run open for another (a detach): publish a ``handoff`` wire for the
+        keys still held, so the next worker takes them over at once instead of after a lease;
+        best effort (a failure leaves the lease to lapse). Then stop renewing."""
+        messages = []
+        now = self._now()
+        for keeper in self.keepers:
+            if keeper.released or not keeper.held or keeper.expired(now):
+                continue
+            messages.append(self.message(keeper.wire(now, handoff=True)))
+        self.cancel()
+        if messages:
+            try:
+                await self._run.session.channel.publish(messages)
+                self.published += len(messages)
+            except Exception as exc:
+                logger.info("run %s: hand-off not published (%s); its lease lapses instead", self._run.run_id, exc)
+
     def cancel(self) -> None:
         """Stop renewing now (synchronous; the task is cancelled, not awaited)."""
         for keeper in self.keepers:

@@ -7,7 +7,10 @@
   (resume it with ``create_run(...).start()``) or an ended one (read-only) with 40003, and 104010
   (504) when the run-start is not seen within ``timeout`` (40033 if the run was cancelled). The
   identity given is authoritative: the trigger's ``run-id`` header never re-keys an adopted run.
-  Before returning it closes every stream the previous worker left open (see :mod:`.recovery`).
+  Before returning it takes the run's leases over (``run:<run-id>`` and every key a worker still
+  holds: it waits for a live-looking holder's lease to lapse, and refuses with 40003 a run whose
+  holder keeps renewing, see :mod:`.claims`), then closes every stream the previous worker left
+  open (see :mod:`.recovery`).
   Then ``pipe`` / ``send`` / ``create_step`` / ``suspend`` / ``end`` work as on a started run. Unlike
   0.8.0, once history is exhausted ``load`` keeps waiting live for the rest of ``timeout``.
 * :func:`page_until_located` (``pageUntilLocated``): page history until a freshly created run's

@@ -136,7 +136,10 @@ async def page_history_for_trigger(
 async def adopt_and_load(session: AgentSession, invocation: Invocation, ids: Mapping[str, Any]) -> AgentRun:
     """Adopt the open run ``ids`` (``{runId, invocationId}``) on ``session`` and load it.
 
-    ``load()`` status-gates: it raises when the run is suspended or already terminal.
+    ``load()`` status-gates: it raises when the run is suspended or already terminal. The run's
+    claims are the workflow's (claimant = its invocation id, the same in every activity and retry of
+    it): Temporal decides which attempt runs, so a retry carries the dead attempt's leases on at
+    once instead of waiting one lease for them to lapse (:mod:`ai_transport.sessions.claims`).
     """
     if not isinstance(ids, Mapping):
         raise InvalidTypeError(f"unable to adopt run; ids must be an object {{runId, invocationId}}, got {type_name(ids)}")
@@ -145,6 +148,7 @@ async def adopt_and_load(session: AgentSession, invocation: Invocation, ids: Map
         if not isinstance(value, str) or not value:
             raise InvalidArgumentError(f"unable to adopt run; {label} must be a non-empty string")
     run = session.adopt_run(invocation, str(run_id), str(invocation_id))
+    run.claimant = str(invocation_id)
     await run.load()
     return run
 
@@ -229,6 +233,7 @@ class FramingActivities:
 
         async def body(session: AgentSession, inv: Invocation) -> RunIdentity:
             run = await session.create_run(inv, run_id=invocation_id, invocation_id=invocation_id)
+            run.claimant = invocation_id  # the workflow's leases, the same in every retry of it
             # The trigger was published before this process attached: page history until it
             # surfaces, no further. start() then publishes nothing if it cannot be found.
             await page_history_for_trigger(
