@@ -56,6 +56,7 @@ __all__ = [
     "ClaimLedger",
     "LeaseLost",
     "RunLease",
+    "call_id_of",
     "claim_calls",
     "run_key",
     "trigger_key",
@@ -83,6 +84,14 @@ def trigger_key(run: AgentRun) -> str | None:
     same input agree on which one carries the run on, even when no call is owed."""
     event_id = run.invocation.input_event_id
     return f"trigger:{event_id}" if run.continuation and event_id else None
+
+
+def call_id_of(call: Mapping[str, Any]) -> str:
+    """The claim key of a call: its ``call_id`` (Responses) or ``toolCallId`` (UI message codecs)."""
+    value = call.get("call_id")
+    if value is None:
+        value = call.get("toolCallId")
+    return str(value)
 
 
 def run_key(run_id: str) -> str:
@@ -367,7 +376,7 @@ async def claim_calls(run: AgentRun, calls: Sequence[Mapping[str, Any]]) -> list
     claim cannot be published, 104010 when its echo is not seen in time.
     """
     wanted = [dict(c) for c in calls]
-    call_ids = [str(c.get("call_id")) for c in wanted]
+    call_ids = [call_id_of(c) for c in wanted]
     trigger = trigger_key(run)
     keys = call_ids + ([trigger] if trigger is not None else [])
     if not keys:
@@ -375,14 +384,14 @@ async def claim_calls(run: AgentRun, calls: Sequence[Mapping[str, Any]]) -> list
     lease = run.lease
     if set(keys) <= lease.held and lease.holds(keys):
         # already held by an earlier claim of this run object (a later turn of the same wake-up)
-        still = {str(c.get("call_id")) for c in run.approved_unexecuted_calls()}
+        still = {call_id_of(c) for c in run.approved_unexecuted_calls()}
         return [c for c, cid in zip(wanted, call_ids) if cid in still]
     keeper = await lease.claim(keys)
     await asyncio.sleep(0)
     if any(h.takeover for k in keeper.held if (h := run.session.claims.holder(run.run_id, k, lease.policy.lease_ms))):
         await run._recover_after_takeover()
     # everything up to the claim is folded now: a call another worker already answered is not owed
-    still_owed = {str(c.get("call_id")) for c in run.approved_unexecuted_calls()}
+    still_owed = {call_id_of(c) for c in run.approved_unexecuted_calls()}
     won = [call for call, call_id in zip(wanted, call_ids) if call_id in keeper.held and call_id in still_owed]
     if len(won) < len(wanted) or (trigger is not None and trigger not in keeper.held):
         run.yielded = True

@@ -43,6 +43,7 @@ class DurableRun:
         def _match(self) -> Any: ...
         def _assert_open(self, action: str) -> None: ...
         def owed_calls(self) -> list[dict[str, Any]] | None: ...
+        def _codec_reader(self, name: str) -> Callable[..., Any] | None: ...
         async def send(self, output: Any) -> str: ...
 
     @property
@@ -86,7 +87,7 @@ class DurableRun:
         call's output is published once, and a worker that holds none of them yields the run. The
         lease is checked before each call runs and before its output is sent: a worker that lost
         it (paused past it, then taken over) stops there, publishes nothing and yields."""
-        from .claims import LeaseLost
+        from .claims import LeaseLost, call_id_of
 
         owed = self.owed_calls()
         if owed is None:
@@ -95,13 +96,13 @@ class DurableRun:
         done: list[dict[str, Any]] = []
         try:
             for call in owed:
-                await self.lease.ensure([str(call.get("call_id"))])
+                await self.lease.ensure([call_id_of(call)])
                 result = execute(call)
                 if inspect.isawaitable(result):
                     result = await result
                 done.append(call)
-                await self.lease.ensure([str(call.get("call_id"))])  # still ours after the tool ran?
-                await self.send(function_call_output(call, result))
+                await self.lease.ensure([call_id_of(call)])  # still ours after the tool ran?
+                await self.send((self._codec_reader("tool_output") or function_call_output)(call, result))
         except LeaseLost as exc:
             logger.warning("%s", exc.message)
             self.yielded = True
