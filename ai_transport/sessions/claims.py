@@ -71,6 +71,8 @@ ClaimLedger = LeaseLedger
 #: Error code of a publish refused because the run's lease was lost (taken over by another worker).
 LEASE_LOST_CODE: Final = 104020
 _WATCH = 0.05
+#: Seconds a detaching worker waits for its hand-off to be published (then its lease just lapses).
+_HANDOFF_WAIT = 2.0
 _ATTEMPTS = 4
 
 
@@ -344,7 +346,7 @@ class RunLease:
         self.cancel()
         if messages:
             try:
-                await self._run.session.channel.publish(messages)
+                await asyncio.wait_for(self._run.session.channel.publish(messages), _HANDOFF_WAIT)
                 self.published += len(messages)
             except Exception as exc:
                 logger.info("run %s: hand-off not published (%s); its lease lapses instead", self._run.run_id, exc)
