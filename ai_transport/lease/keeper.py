@@ -14,8 +14,10 @@ sleeps or publishes itself. Its life:
    holder's latest renewal, and that renewal was stamped after it was sent, so a publish that leaves
    within ``lease - safety`` of the send lands before any takeover whenever a publish takes less than
    ``safety`` to reach Ably. A worker paused past its lease (SIGSTOP, a GC pause, a partition) finds
-   its lease expired when it runs again and publishes nothing more (readers also refuse a wire that
-   lands after a takeover: :meth:`~.ledger.LeaseLedger.holder` at the wire's serial);
+   its lease expired when it runs again and publishes nothing more. The fence holds at the source
+   (JS 0.8.0 clients fold whatever arrives); the ledger can tell whether a wire's publisher held
+   its key at the wire's serial, but the session views do not yet use that to refuse a wire that
+   slipped out between the check and the send;
 4. :meth:`LeaseKeeper.renew_due` — every ``renew_every`` seconds the shell publishes a renewal and
    confirms it; a renewal that shows another holder means the lease was lost (:attr:`lost`);
 5. :meth:`LeaseKeeper.wait_for` — a claimant that lost to another live holder: how long to watch
