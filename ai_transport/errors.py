@@ -36,6 +36,12 @@ class ErrorCode(IntEnum):
     HISTORY_FETCH_FAILED = 104011
     #: ai_transport's own (not in 0.8.0): an agent message folded from history failed its integrity
     #: check (untrusted last mutator, or a missing / wrong ``signing_key`` tag).
+    #: ai_transport's own: a worker's lease on a claim lapsed and another worker took over; the worker
+    #: publishes nothing more for that call or run (fencing).
+    LEASE_LOST = 104020
+    #: ai_transport's own: the supervisor ended an active run whose worker's lease lapsed or whose
+    #: connection left presence.
+    WORKER_LOST = 104021
     TAMPERED_OUTPUT = 104090
 
 

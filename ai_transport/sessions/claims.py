@@ -69,7 +69,7 @@ CLAIM_NAME: Final = LEASE_NAME
 #: The ledger of every trusted lease wire a session folded (see :mod:`ai_transport.lease.ledger`).
 ClaimLedger = LeaseLedger
 #: Error code of a publish refused because the run's lease was lost (taken over by another worker).
-LEASE_LOST_CODE: Final = 104020
+LEASE_LOST_CODE: Final = int(ErrorCode.LEASE_LOST)
 _WATCH = 0.05
 #: Seconds a detaching worker waits for its hand-off to be published (then its lease just lapses).
 _HANDOFF_WAIT = 2.0

@@ -40,7 +40,7 @@ from typing import Any
 
 from .._shapes import MAPPING
 from ..codec.headers import transport_headers
-from ..errors import AITransportError, InvalidArgumentError
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..lease import DEFAULT_LEASE, ChannelClock, Holding, stalled_runs
 from .invocation import Invocation
 from .lifecycle import H_RUN_ID
@@ -50,7 +50,7 @@ __all__ = ["StalledRun", "Supervisor"]
 logger = logging.getLogger("ai_transport.sessions.supervisor")
 
 #: Error code of a run the supervisor ended because its worker was lost.
-WORKER_LOST_CODE = 104021
+WORKER_LOST_CODE = int(ErrorCode.WORKER_LOST)
 
 
 @dataclass(frozen=True)
