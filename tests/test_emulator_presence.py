@@ -26,6 +26,7 @@ pytestmark = pytest.mark.timeout(60)
 
 PRESENCE, SYNC, ATTACH, ATTACHED, ACK, NACK, DETACH = 14, 16, 10, 11, 1, 2, 12
 HAS_PRESENCE = 1
+RESUMED = 1 << 2
 
 
 def _ids(members: list[Any]) -> list[str]:
@@ -237,6 +238,22 @@ async def test_raw_frames_ids_sync_and_enter_as_update(emulator: Emulator) -> No
             sync = await other.recv_action(SYNC)
             assert [m["id"] for m in sync["presence"]] == [f"{conn_id}:1:0"]
         await c.send({"action": DETACH, "channel": name})
+
+
+async def test_a_reattach_over_a_live_transport_still_says_has_presence(emulator: Emulator) -> None:
+    # RTP1: an ATTACHED without HAS_PRESENCE says the set is empty (an SDK passing through
+    # ATTACHING clears its members, RTP19a), so a RESUMED re-attach carries it and a SYNC too.
+    name = unique_channel("presence")
+    async with RawClient.connect(emulator.port, query="accessToken=raw&v=6&clientId=me") as c:
+        await c.send({"action": ATTACH, "channel": name})
+        first = await c.recv_action(ATTACHED)
+        await c.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": [{"action": 2}]})
+        await c.recv_action(ACK)
+        await c.send({"action": ATTACH, "channel": name, "channelSerial": first["channelSerial"]})
+        again = await c.recv_action(ATTACHED)
+        assert again["flags"] & RESUMED and again["flags"] & HAS_PRESENCE
+        sync = await c.recv_action(SYNC)
+        assert [m["clientId"] for m in sync["presence"]] == ["me"]
 
 
 _member_ids = st.tuples(st.integers(0, 5), st.integers(0, 3))

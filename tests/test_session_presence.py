@@ -245,3 +245,36 @@ async def test_js_package_sessions_and_python_sessions_share_presence(
         await client.close()
         await _js(node, "close", handle=js_client["handle"])
         await _js(node, "close", handle=js_agent["handle"])
+
+
+async def test_presence_after_history_lists_the_agent_over_the_emulator(emulator_thread: EmulatorThread) -> None:
+    """``view.load_all()`` then ``presence.get()`` lists the agent (issue 23). Each REST request of an
+    ably-python realtime client sends an in-band AUTH first, and the CONNECTED answering it makes the
+    SDK re-attach every channel: that ATTACHED must carry HAS_PRESENCE (and a SYNC), or the SDK
+    clears its member map."""
+    name = unique_name("presence-history")
+    agent = AgentSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="agent"), owns_client=True))
+    client = ClientSession(AblyChannel(name, ably_realtime(emulator_thread, client_id="user"), owns_client=True))
+    try:
+        await agent.connect()
+        await agent.channel.publish({"name": "note", "data": "something in history"})
+        await client.connect()
+        assert [m["clientId"] for m in await present_agents(client.presence, {"agent"})] == ["agent"]
+        await client.view.load_all()
+        assert [m["clientId"] for m in await present_agents(client.presence, {"agent"})] == ["agent"]
+        await client.view.load_all()  # and again: every history request re-attaches
+        assert [m["clientId"] for m in await client.presence.get()] == ["agent"]
+        assert [m["clientId"] for m in await present_agents(agent.presence, {"agent"})] == ["agent"]
+    finally:
+        await client.close()
+        await agent.close()
+
+
+async def test_presence_after_history_lists_the_agent_in_process() -> None:
+    hub, client, agent = await open_session()
+    await agent.channel.publish({"name": "note", "data": "something in history"})
+    await client.view.load_all()
+    assert [m["clientId"] for m in await present_agents(client.presence, {"agent"})] == ["agent"]
+    await client.close()
+    await agent.close()
+    assert hub.channel_names() == ["chat"]

@@ -9,9 +9,10 @@ Realtime (Ably protocol, features spec RTP*):
   attachment holding the PRESENCE_SUBSCRIBE mode (the publisher included), then the ACK. Each message gets
   ``id`` ``<connectionId>:<msgSerial>:<index>`` (a client-supplied ``id`` is kept: RTP17g
   re-entry), ``connectionId`` and ``timestamp``. Member-set rules: :mod:`.presence_store`;
-* ATTACHED carries HAS_PRESENCE when the channel has members, the attachment may see them and it
-  is not a re-attach over a live transport (after a drop the set is re-synced, RESUMED or not);
-  SYNC frames follow (``channelSerial`` ``<syncId>:<cursor>``, the last with an empty cursor),
+* ATTACHED carries HAS_PRESENCE whenever the channel has members and the attachment may see them,
+  RESUMED or not, a re-attach over a live transport included (RTP1: an ATTACHED without it says
+  the set is empty, and ably-python, which re-attaches every channel after each in-band AUTH,
+  clears its members on it, RTP19a); SYNC frames follow (``channelSerial`` ``<syncId>:<cursor>``, the last with an empty cursor),
   each member as PRESENT; a client's own ``SYNC`` request is answered with the whole set;
 * a DETACH leaves the connection's members of that channel, a CLOSE all its members, at once; a
   transport that drops leaves them after ``remain_present_for`` ms (default 15000, per connection
@@ -217,9 +218,12 @@ class PresenceHandlers(EmulatorCore):
                 payload = cache[conn.fmt] = encode_frame(body, conn.fmt)
             conn.session.send_raw(payload)
 
-    def _presence_attached(self, conn: Connection, channel: str, modes: int, resumed: bool) -> bool:
+    def _presence_attached(self, conn: Connection, channel: str, modes: int) -> bool:
         """Whether the ATTACHED about to be sent carries HAS_PRESENCE (then call :meth:`_presence_sync`)."""
-        return bool(not resumed and modes & Flag.PRESENCE_SUBSCRIBE and self.presence.members(channel))
+        # RTP1: without HAS_PRESENCE an ATTACHED says the set is empty, and an SDK that moved
+        # through ATTACHING (ably-python re-attaches every channel after each in-band AUTH, which
+        # it sends before each REST request) clears its members (RTP19a): say it on every attach.
+        return bool(modes & Flag.PRESENCE_SUBSCRIBE and self.presence.members(channel))
 
     def _presence_sync(self, conn: Connection, session: WsSession, channel: str) -> None:
         """Send the member set as SYNC frames (``<syncId>:<cursor>``; an empty cursor ends it)."""

@@ -247,7 +247,7 @@ class RealtimeHandlers(RealtimeConnections):
             for agg in self._rewind(channel, rewind):
                 att.seen.add(agg["serial"])
                 backlog.append((None, agg))
-        has_presence = self._presence_attached(conn, channel, modes, continuing)
+        has_presence = self._presence_attached(conn, channel, modes)
         reply: dict[str, Any] = {
             "action": int(Action.ATTACHED),
             "channel": channel,
