@@ -60,7 +60,7 @@ async def attach(c: RawClient, channel: str, **extra: Any) -> dict[str, Any]:
 # -- 1. channel names ----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name", ["", ":hell", "[unclosed"])
+@pytest.mark.parametrize("name", ["", ":hell", "[unclosed", "[meta]", "two\nlines"])
 async def test_invalid_channel_name_fails_only_that_channel(emulator: Emulator, name: str) -> None:
     async with RawClient.connect(emulator.port) as c:
         reply = await attach(c, name)

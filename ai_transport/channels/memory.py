@@ -43,6 +43,7 @@ from __future__ import annotations
 import itertools
 import uuid
 
+from .._channel_names import INVALID_CHANNEL_NAME, channel_name_problem
 from ..errors import ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .budget import PublishBudget
 from .memory_channel import InProcessChannel
@@ -128,10 +129,9 @@ class InProcessClient:
 
     def channel(self, name: str) -> InProcessChannel:
         """The channel object for ``name`` on this connection (one per name, like Ably)."""
-        if not isinstance(name, str) or not name:
-            raise InvalidArgumentError(
-                "unable to get channel; name must be a non-empty string", ErrorCode.INVALID_ARGUMENT
-            )
+        problem = channel_name_problem(name)
+        if problem is not None:  # as Ably refuses it (the emulator shares the rule)
+            raise InvalidArgumentError(f"unable to get channel; {problem}", INVALID_CHANNEL_NAME)
         ch = self._channels.get(name)
         if ch is None:
             ch = self._channels[name] = InProcessChannel(self, self.hub._state(name))

@@ -2,8 +2,9 @@
 
 Pure functions (no I/O, no state):
 
-* :func:`check_channel_name`: 40010 for an empty name, a name starting with ``:`` (empty
-  namespace) or an unclosed ``[qualifier]``; Ably fails that channel only, not the connection.
+* :func:`check_channel_name`: 40010 for an empty name, a newline, a name starting with ``:``
+  (empty namespace) or a ``[qualifier]`` unclosed or with no name after it; Ably fails that
+  channel only, not the connection.
 * :func:`requested_modes`: the mode bits asked for, from ``params.modes`` (comma-separated
   names, which win, as in Ably) or the ATTACH ``flags``; :data:`~.protocol.DEFAULT_MODES` when
   neither asks.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from .._channel_names import INVALID_CHANNEL_NAME, channel_name_problem
 from .auth import Principal
 from .protocol import DEFAULT_MODES, MODE_MASK, EmulatorError, Flag
 
@@ -44,14 +46,12 @@ ECHOED_PARAMS = ("modes", "delta", "rewind", "occupancy")
 
 
 def check_channel_name(name: Any) -> str:
-    """Return ``name`` if Ably accepts it as a channel name; raise 40010 otherwise."""
-    if not isinstance(name, str) or not name:
-        raise EmulatorError("Invalid channel name: a channel name must be a non-empty string", 40010, 400)
-    if name.startswith(":"):
-        raise EmulatorError(f"Invalid channel name {name!r}: the namespace is empty", 40010, 400)
-    if name.startswith("[") and "]" not in name:
-        raise EmulatorError(f"Invalid channel name {name!r}: unclosed channel qualifier", 40010, 400)
-    return name
+    """Return ``name`` if Ably accepts it as a channel name; raise 40010 otherwise (the rule is
+    :func:`ai_transport._channel_names.channel_name_problem`, shared with the in-process channel)."""
+    problem = channel_name_problem(name)
+    if problem is not None:
+        raise EmulatorError(problem, INVALID_CHANNEL_NAME, 400)
+    return str(name)
 
 
 def requested_modes(flags: Any, params: dict[str, Any]) -> int:
