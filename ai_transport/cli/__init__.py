@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..errors import AITransportError
+from .args import OneLineParser, channel_name, non_empty, non_negative_seconds, positive_seconds
 
 __all__ = ["build_parser", "main"]
 
@@ -47,7 +48,7 @@ examples:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of the ``ai-transport`` command."""
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="ai-transport",
         description=(
             "Carry OpenAI Responses agent runs over Ably realtime channels "
@@ -91,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
             "--emulator); without ADDRESS a local Temporal dev server is started"
         ),
     )
-    demo.add_argument(
+    answer = demo.add_mutually_exclusive_group()
+    answer.add_argument(
         "--deny",
         nargs="?",
         const="",
@@ -99,18 +101,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="REASON",
         help="deny the gated tool call (optionally with a reason) instead of approving it",
     )
-    demo.add_argument(
+    answer.add_argument(
         "--ask",
         action="store_true",
         help="ask on the terminal whether to approve the gated call (default: approve, or --deny)",
     )
     demo.add_argument(
         "--question",
+        type=non_empty,
         default="What's the weather in Paris right now? Should I take an umbrella?",
         help="what the user asks (default: %(default)r)",
     )
     demo.add_argument(
         "--model",
+        type=non_empty,
         default=None,
         help=(
             "with OPENAI_API_KEY set: talk to the real OpenAI Responses API with this model; "
@@ -133,9 +137,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="speak Vercel AI SDK UI message chunks (UIMessageCodec, what useChat reads) instead of Responses",
     )
-    demo.add_argument("--channel", default=None, help="channel name (default: a fresh demo-<id>)")
+    demo.add_argument(
+        "--channel", type=channel_name, default=None, help="channel name (default: a fresh demo-<id>)"
+    )
     demo.add_argument("--no-reasoning", action="store_true", help="hide the model's reasoning summary")
-    demo.add_argument("--delay", type=float, default=0.01, help="seconds between scripted deltas (default 0.01)")
+    demo.add_argument(
+        "--delay", type=non_negative_seconds, default=0.01, help="seconds between scripted deltas (default 0.01)"
+    )
     _add_color(demo)
 
     from ..emulator.options import DESCRIPTION as EMULATOR_DESCRIPTION
@@ -158,7 +166,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=_EPILOG_TAIL,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    tail.add_argument("channel", metavar="CHANNEL", help="the channel name")
+    tail.add_argument("channel", metavar="CHANNEL", type=channel_name, help="the channel name")
     tail.add_argument(
         "--emulator",
         metavar="URL",
@@ -172,7 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     tail.add_argument("--no-follow", action="store_true", help="print the history and exit")
     tail.add_argument("--no-reasoning", action="store_true", help="hide reasoning summaries")
-    tail.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the connection (default 10)")
+    tail.add_argument("--timeout", type=positive_seconds, default=10.0, help="seconds to wait for the connection (default 10)")
     _add_color(tail)
     from .supervise import add_parser as add_supervise
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import os
 import socket
 import sys
@@ -64,17 +65,21 @@ class DemoStats:
 def check_reachable(url: str, timeout: float = 2.0) -> tuple[str, int]:
     """``(host, port)`` of ``url`` if a TCP connection succeeds, else a :class:`CliError` saying so."""
     parts = urlsplit(url if "://" in url else "http://" + url)
-    if parts.hostname is None or parts.port is None:
-        raise CliError(f"emulator URL {url!r} must look like http://127.0.0.1:8090")
     try:
-        with socket.create_connection((parts.hostname, parts.port), timeout=timeout):
+        port = parts.port
+    except ValueError:  # not a number, or out of 0-65535
+        port = None
+    if parts.hostname is None or port is None or port == 0:
+        raise CliError(f"emulator URL {url!r} must look like http://127.0.0.1:8090 (a host and a port 1-65535)")
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
             pass
     except OSError as e:
         raise CliError(
             f"cannot reach the emulator at {url} ({e.strerror or e}); start one with "
             "`ai-transport emulator --port N`, or run `ai-transport demo --emulator` to start one for the demo"
         ) from e
-    return parts.hostname, parts.port
+    return parts.hostname, port
 
 
 REASONING_MODEL_PREFIXES = ("gpt-5", "o1", "o3", "o4", SCRIPTED_MODEL)
@@ -189,6 +194,28 @@ async def _transport(args: argparse.Namespace, channel_name: str, printer: LiveP
             await emulator.stop()
 
 
+def _check_extras(args: argparse.Namespace) -> None:
+    """A :class:`CliError` naming the extra to install when ``--agents-sdk`` or ``--temporal`` cannot
+    import what it needs (checked before anything starts)."""
+    temporal = getattr(args, "temporal", None)
+    if getattr(args, "agents_sdk", False) and temporal:
+        raise CliError("--agents-sdk and --temporal cannot be combined (the Temporal agent is the demo's own)")
+    if getattr(args, "agents_sdk", False):
+        try:
+            from . import agents_sdk  # noqa: F401
+        except ImportError as e:
+            raise CliError(
+                f"--agents-sdk needs the OpenAI Agents SDK ({e}); pip install 'ai-transport[agents]'"
+            ) from e
+    if temporal:
+        try:
+            from . import temporal_demo  # noqa: F401
+        except ImportError as e:
+            raise CliError(
+                f"--temporal needs the Temporal SDK ({e}); pip install 'ai-transport[temporal]'"
+            ) from e
+
+
 @contextlib.asynccontextmanager
 async def _agent(
     args: argparse.Namespace, channel_for: ChannelFactory, responses: Any, model: str,
@@ -197,15 +224,9 @@ async def _agent(
     """The agent woken per input: :class:`ToolAgent` in this process, or with ``--temporal`` a
     Temporal workflow per wake-up (:mod:`.temporal_demo`)."""
     temporal = getattr(args, "temporal", None)
-    if getattr(args, "agents_sdk", False) and temporal:
-        raise CliError("--agents-sdk and --temporal cannot be combined (the Temporal agent is the demo's own)")
+    _check_extras(args)
     if getattr(args, "agents_sdk", False):
-        try:
-            from .agents_sdk import AgentsSdkAgent
-        except ImportError as e:
-            raise CliError(
-                f"--agents-sdk needs the OpenAI Agents SDK ({e}); pip install 'ai-transport[agents]'"
-            ) from e
+        from .agents_sdk import AgentsSdkAgent
 
         printer.note("agent: written with the OpenAI Agents SDK (ai_transport.integrations.openai_agents)")
         yield AgentsSdkAgent(lambda: channel_for("agent"), responses, model, reasoning=reasoning)
@@ -258,7 +279,13 @@ async def _decide(args: argparse.Namespace, printer: LivePrinter, call_id: str, 
     approve = args.deny is None
     if getattr(args, "ask", False):
         printer.close()
-        reply = await asyncio.to_thread(input, f"approve {what}? [y/N] ")
+        try:
+            reply = await asyncio.to_thread(input, f"approve {what}? [y/N] ")
+        except EOFError:
+            raise CliError(
+                "--ask reads the answer from the terminal, but stdin is closed; "
+                "leave --ask out to approve, or pass --deny [REASON]"
+            ) from None
         approve = reply.strip().lower() in ("y", "yes")
     if approve:
         printer.note(f"client: approving {what}")
@@ -287,6 +314,7 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
     channel_name = args.channel or f"demo-{uuid.uuid4().hex[:8]}"
     stats = DemoStats()
     wakes = 0
+    _check_extras(args)  # before any server starts
     if getattr(args, "temporal", None) and not args.emulator:
         args.emulator = "start"  # Temporal workers reach the channel over Ably: the emulator
     async with _model(args, printer) as (responses, model, reasoning), _transport(
@@ -331,11 +359,7 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
         run_id = await asyncio.wait_for(asyncio.shield(run.started), 15)
         if left in ("error", "cancelled"):
             printer.close()
-            with contextlib.suppress(asyncio.TimeoutError):
-                await view.wait_for(lambda: _run_status(view, run_id) == left, 5)
-            info = view.run(run_id)
-            why = f": {info.error.message} (code {info.error.code})" if info is not None and info.error else ""
-            raise CliError(f"the run ended {left!r} instead of waiting for approval{why}")
+            raise CliError(f"the run ended {left!r} instead of waiting for approval{await _why(view, run_id, left)}")
         if left == "complete":  # a real model may answer without calling the tool
             printer.note("-- the model answered without calling a gated tool: nothing to approve")
 
@@ -355,6 +379,9 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
                 answers.append(create_tool_approval_response(cmid, await _decide(args, printer, call_id, state)))
             answer_run = await view.send(answers, run_id=run_id)
             left = await wake(answer_run.to_invocation().to_json())
+            if left in ("error", "cancelled"):
+                printer.close()
+                raise CliError(f"the resumed run ended {left!r}{await _why(view, run_id, left)}")
         await view.wait_for(lambda: _run_status(view, run_id) in ("complete", "cancelled", "error"), 20)
         status = _run_status(view, run_id)
         printer.close()
@@ -375,9 +402,39 @@ async def demo(args: argparse.Namespace, out: TextIO | None = None) -> DemoResul
     return DemoResult(0 if ok else 1, final_messages, final_runs, stats)
 
 
+async def _why(view: Any, run_id: str, left: str) -> str:
+    """``": <message> (code N)"`` of the run's error once the client's view has it, else ``""``."""
+    with contextlib.suppress(asyncio.TimeoutError):
+        await view.wait_for(lambda: _run_status(view, run_id) == left, 5)
+    info = view.run(run_id)
+    return f": {info.error.message} (code {info.error.code})" if info is not None and info.error else ""
+
+
+#: Session log records that repeat a run's error: the demo prints that error itself, once.
+_REPORTED_BY_THE_DEMO = frozenset({
+    ("ai_transport.sessions.agent", "pipe for run %s failed: %s"),
+    ("ai_transport.sessions.client", "run %s ended with an agent error: %s"),
+})
+
+
+class _RunErrorOnce(logging.Filter):
+    """Drops the session records of :data:`_REPORTED_BY_THE_DEMO` (the demo's own error line says it)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """False for a record the demo reports itself."""
+        return (record.name, record.msg) not in _REPORTED_BY_THE_DEMO
+
+
 async def run_demo_command(args: argparse.Namespace) -> int:
     """``ai-transport demo`` entry point."""
+    once = _RunErrorOnce()
+    loggers = [logging.getLogger(name) for name in sorted({name for name, _ in _REPORTED_BY_THE_DEMO})]
+    for logger in loggers:
+        logger.addFilter(once)
     try:
         return await run_demo(args)
     except asyncio.TimeoutError as e:
         raise CliError("the demo timed out waiting for the run (see the transcript above)") from e
+    finally:
+        for logger in loggers:
+            logger.removeFilter(once)

@@ -50,6 +50,28 @@ class TemporalAgent:
         return str(result)
 
 
+async def _connect(client_class: Any, address: str, *, started: bool) -> Any:
+    """``Client.connect(address)``, its failure one :class:`CliError` line (the SDK raises a
+    ``RuntimeError`` carrying the whole transport error chain)."""
+    try:
+        return await asyncio.wait_for(client_class.connect(address), 20)
+    except (RuntimeError, OSError, ValueError, asyncio.TimeoutError) as e:
+        text = str(e) or type(e).__name__
+        if "Connection refused" in text:
+            why = "connection refused"
+        elif "dns error" in text or "Name or service not known" in text:
+            why = "unknown host"
+        elif isinstance(e, asyncio.TimeoutError):
+            why = "no answer within 20 s"
+        else:
+            why = text.splitlines()[0][:200]
+        hint = "" if started else (
+            "; give --temporal HOST:PORT of a running server (e.g. `temporal server start-dev`), "
+            "or --temporal alone to start a local dev server"
+        )
+        raise CliError(f"cannot reach Temporal at {address}: {why}{hint}") from e
+
+
 @contextlib.asynccontextmanager
 async def temporal_agent(
     address: str | None,
@@ -78,7 +100,7 @@ async def temporal_agent(
     else:
         note(f"temporal: {address}")
     try:
-        client = await Client.connect(address)
+        client = await _connect(Client, address, started=server is not None)
         queue = f"ai-transport-demo-{uuid.uuid4().hex[:8]}"
 
         activities = WeatherActivities(create_channel, responses, model, reasoning=reasoning)

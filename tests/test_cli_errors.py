@@ -1,0 +1,139 @@
+"""Every user error of the ``ai-transport`` command is one line on stderr and a non-zero exit, never
+a traceback (issue 23): each bad input a newcomer may type, run as a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ENV = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AIT_EMULATOR_URL", "ABLY_KEY")}
+ENV["PYTHONUNBUFFERED"] = "1"
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run(argv: list[str], *, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        argv, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=timeout, cwd=ROOT,
+        env=env or ENV, check=False,
+    )
+
+
+def cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return run([sys.executable, "-m", "ai_transport", *args], env=env)
+
+
+def without(module: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """The command in a process where ``module`` cannot be imported (its extra is not installed)."""
+    code = (
+        f"import sys; sys.modules[{module!r}] = None; from ai_transport.cli import main; "
+        f"sys.exit(main({list(args)!r}))"
+    )
+    return run([sys.executable, "-c", code])
+
+
+def one_line_error(r: subprocess.CompletedProcess[str], *expected: str, code: int | None = None) -> str:
+    assert r.returncode != 0, (r.stdout, r.stderr)
+    if code is not None:
+        assert r.returncode == code, r.stderr
+    assert "Traceback" not in r.stderr and "Traceback" not in r.stdout, r.stderr
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1, r.stderr
+    (line,) = lines
+    assert line.startswith("ai-transport"), line
+    assert ": error: " in line, line
+    for text in expected:
+        assert text in line, line
+    return line
+
+
+# -- usage errors: refused by the parser, exit 2 ----------------------------------------------------
+
+USAGE = [
+    (["demo", "--channel", ""], ["--channel", "non-empty", "40010"]),
+    (["demo", "--channel", ":bad"], ["--channel", "namespace is empty", "40010"]),
+    (["demo", "--channel", "[meta"], ["--channel", "unclosed"]),
+    (["demo", "--delay", "-1"], ["--delay", "0 or more"]),
+    (["demo", "--delay", "nan"], ["--delay", "finite"]),
+    (["demo", "--delay", "soon"], ["--delay", "number of seconds"]),
+    (["demo", "--question", "  "], ["--question", "must not be empty"]),
+    (["demo", "--model", ""], ["--model", "must not be empty"]),
+    (["demo", "--reasoning", "max"], ["--reasoning", "invalid choice"]),
+    (["demo", "--ask", "--deny", "no"], ["--deny", "--ask"]),
+    (["demo", "--color", "--no-color"], ["--no-color"]),
+    (["demo", "--bogus"], ["unrecognized arguments: --bogus"]),
+    (["tail"], ["CHANNEL"]),
+    (["tail", ":bad"], ["CHANNEL", "namespace is empty"]),
+    (["tail", "x", "--timeout", "0"], ["--timeout", "more than 0"]),
+    (["tail", "x", "--timeout", "-5"], ["--timeout"]),
+    (["frobnicate"], ["invalid choice"]),
+]
+
+
+@pytest.mark.parametrize(("args", "expected"), USAGE, ids=[" ".join(a) or "-" for a, _ in USAGE])
+def test_usage_errors_are_one_line(args: list[str], expected: list[str]) -> None:
+    line = one_line_error(cli(*args), *expected, code=2)
+    assert line.endswith("--help')"), line  # says where to look
+
+
+# -- errors found while running: exit 1 ---------------------------------------------------------------
+
+
+def test_demo_temporal_without_its_extra_names_the_extra() -> None:
+    one_line_error(without("temporalio", "demo", "--temporal"), "--temporal", "pip install 'ai-transport[temporal]'")
+
+
+def test_demo_agents_sdk_without_its_extra_names_the_extra() -> None:
+    one_line_error(without("agents", "demo", "--agents-sdk"), "--agents-sdk", "pip install 'ai-transport[agents]'")
+
+
+def test_demo_temporal_without_its_extra_fails_before_starting_anything() -> None:
+    r = without("temporalio", "demo", "--temporal")
+    assert "emulator: started" not in r.stdout and "model:" not in r.stdout, r.stdout
+
+
+def test_a_bad_temporal_address_is_one_line() -> None:
+    port = free_port()
+    one_line_error(cli("demo", "--temporal", f"127.0.0.1:{port}", "--delay", "0"),
+                   f"cannot reach Temporal at 127.0.0.1:{port}", "connection refused", code=1)
+
+
+def test_ask_with_stdin_closed_is_one_line() -> None:
+    one_line_error(cli("demo", "--ask", "--delay", "0"), "--ask", "stdin is closed", code=1)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://127.0.0.1", "http://127.0.0.1:0", "nohost"])
+def test_a_malformed_emulator_url_is_one_line(url: str) -> None:
+    one_line_error(cli("demo", "--emulator", url), "emulator URL", code=1)
+    one_line_error(cli("tail", "x", "--emulator", url, "--no-follow"), "emulator URL", code=1)
+
+
+def test_an_unreachable_emulator_is_one_line() -> None:
+    port = free_port()
+    one_line_error(cli("tail", "x", "--emulator", f"http://127.0.0.1:{port}"), "cannot reach the emulator", code=1)
+
+
+def test_tail_needs_somewhere_to_look() -> None:
+    one_line_error(cli("tail", "x"), "--emulator URL", "--key KEY", code=1)
+    one_line_error(cli("tail", "x", "--key", "not-a-key"), "--key must be an Ably API key", code=1)
+
+
+def test_model_without_a_key_is_one_line() -> None:
+    one_line_error(cli("demo", "--model", "gpt-5-mini"), "OPENAI_API_KEY", code=1)
+
+
+def test_an_unreachable_responses_api_is_reported_once() -> None:
+    env = dict(ENV, OPENAI_API_KEY="sk-x", OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1")
+    r = cli("demo", "--model", "m", env=env)
+    one_line_error(r, "could not reach the Responses API", "(code 104008)", code=1)
+    assert (r.stdout + r.stderr).count("could not reach the Responses API") == 1, r.stdout + r.stderr
