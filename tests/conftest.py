@@ -1,4 +1,14 @@
-"""Shared fixtures: the node bridge to the reference implementation, and fixture paths."""
+"""Shared fixtures (the node bridge to the reference implementation, fixture paths) and the suite's
+parallel run (pytest-xdist: ``scripts/test.sh`` runs ``-n auto --dist loadgroup``).
+
+Every test must be safe to run beside any other in another process: ports from the OS (port 0),
+files under ``tmp_path``, servers per test or per session (a session is per xdist worker), no
+module-level state shared across tests. What cannot be, because it writes a shared place outside
+the test's own (the browser example's npm install and bundle, beside the example), is listed in
+:data:`XDIST_GROUPS` and runs on one worker; a module may also mark itself
+``pytest.mark.xdist_group(name)``. Slow tests are scheduled first, so the last worker to finish is
+not the one that drew the slowest test late.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +22,25 @@ from hypothesis import HealthCheck, settings
 from jsbridge import NodeBridge, node_available
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+#: Test modules that write a shared place outside their own temp dirs (group name -> modules): each
+#: group runs on one xdist worker under ``--dist loadgroup``.
+XDIST_GROUPS: dict[str, tuple[str, ...]] = {
+    # the module fixture installs examples/browser/node_modules and builds examples/browser/dist
+    "browser-bundle": ("test_browser_example.py",),
+}
+_GROUP_OF = {module: group for group, modules in XDIST_GROUPS.items() for module in modules}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the xdist_group marks
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the :data:`XDIST_GROUPS` modules' tests, and move ``slow`` tests first (stable)."""
+    for item in items:
+        group = _GROUP_OF.get(item.path.name)
+        if group is not None and item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(group))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 def _fixtures_dir() -> Path:

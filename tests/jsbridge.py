@@ -7,6 +7,7 @@ it; handler modules live in ``tests/js/handlers/<name>.mjs``. ``ensure_node_modu
 
 from __future__ import annotations
 
+import fcntl
 import itertools
 import json
 import os
@@ -35,11 +36,15 @@ def node_available() -> bool:
 
 
 def ensure_node_modules() -> None:
-    """Install the reference package beside the tests (idempotent)."""
-    with _install_lock:
-        modules = JS_DIR / "node_modules"
-        markers = (modules / "@ably" / "ai-transport" / "package.json", modules / "ai" / "package.json")
-        if all(marker.exists() for marker in markers):
+    """Install the reference packages beside the tests (idempotent; one install at a time across
+    threads and processes, e.g. pytest-xdist workers: an exclusive lock on ``tests/js/.npm-lock``)."""
+    modules = JS_DIR / "node_modules"
+    markers = (modules / "@ably" / "ai-transport" / "package.json", modules / "ai" / "package.json")
+    if all(marker.exists() for marker in markers):
+        return
+    with _install_lock, open(JS_DIR / ".npm-lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if all(marker.exists() for marker in markers):  # another worker installed them meanwhile
             return
         cmd = ["npm", "ci"] if (JS_DIR / "package-lock.json").exists() else ["npm", "install"]
         subprocess.run(

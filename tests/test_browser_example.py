@@ -14,7 +14,7 @@ What a user does, and what the page must show:
 * emulator down: a clear error on screen, no console errors, and the page connects once an
   emulator comes up.
 
-Chromium is Debian's ``chromium`` (installed here with apt-get when missing), driven by
+Chromium is Debian's ``chromium`` (``scripts/test.sh`` installs it; skipped without it), driven by
 ``playwright-core`` from npm with ``executablePath`` (no browser download), one command at a time
 through ``tests/js/handlers/browser_e2e.mjs``.
 """
@@ -45,27 +45,16 @@ DRIVER = ROOT / "tests" / "js" / "handlers" / "browser_e2e.mjs"
 CHROMIUM = Path("/usr/bin/chromium")
 QUESTION = "What's the weather in Paris right now? Should I take an umbrella?"
 
-# Installing Chromium on a fresh machine (apt-get) can take minutes: allow it in the fixture.
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def _install_chromium() -> str | None:
-    """Install Debian's chromium if missing; the reason it cannot be had, or None when available."""
+def _chromium_missing() -> str | None:
+    """Why Chromium cannot be used here, or None. ``scripts/test.sh`` installs Debian's ``chromium``
+    up front (an announced apt-get step) where it can; this test never installs anything itself."""
     if CHROMIUM.exists():
         return None
-    if shutil.which("apt-get") is None:
-        return "Chromium is not installed and apt-get is not available to install it"
-    if hasattr(os, "geteuid") and os.geteuid() != 0:
-        return "Chromium is not installed and installing it with apt-get needs root"
-    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-    try:
-        subprocess.run(["apt-get", "update", "-qq"], env=env, check=True, capture_output=True, timeout=300)
-        subprocess.run(["apt-get", "install", "-y", "-qq", "chromium"], env=env, check=True, capture_output=True,
-                       timeout=600)
-    except (subprocess.CalledProcessError, subprocess.TimeoutExpired) as e:
-        out = getattr(e, "stderr", b"") or b""
-        return f"apt-get could not install chromium: {out.decode(errors='replace')[-400:]}"
-    return None if CHROMIUM.exists() else "apt-get ran but /usr/bin/chromium is still missing"
+    return (f"Chromium is not installed ({CHROMIUM}); scripts/test.sh installs it with "
+            "`apt-get install chromium` where apt-get is available")
 
 
 def _load_server_module() -> Any:
@@ -79,7 +68,7 @@ def _load_server_module() -> Any:
 @pytest.fixture(scope="module")
 def browser_ready() -> Path:
     """Chromium installed, the page's npm dependencies installed, the bundle built."""
-    reason = _install_chromium()
+    reason = _chromium_missing()
     if reason:
         pytest.skip(reason)
     if shutil.which("node") is None or shutil.which("npm") is None:
