@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The test command; CI runs exactly this. Each step says what it installs or runs:
 #   1. python: .venv (created if missing) with the package and its dev extra (pip install -e '.[dev]');
-#   2. node: the reference packages of the conformance tests (npm ci in tests/js) and the browser
-#      example's packages (npm ci in examples/browser);
+#   2. node: npm ci in tests/js (the reference packages of the conformance tests) and in each
+#      example with a package-lock.json (its page's packages, esbuild, playwright-core);
 #   3. chromium: Debian's package for the browser example's test, when it is missing and apt-get can
 #      install it (root); otherwise that test skips, saying why;
 #   4. ruff check and mypy: a finding fails the run before any test starts;
@@ -18,9 +18,11 @@ step "python: .venv with the package and its dev extra (pip install -e '.[dev]')
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 
-step "node: npm ci in tests/js (@ably/ai-transport 0.8.0, ably) and examples/browser (the page's packages, esbuild, playwright-core)"
-(cd tests/js && npm ci --no-audit --no-fund --loglevel=error)
-(cd examples/browser && npm ci --no-audit --no-fund --loglevel=error)
+for dir in tests/js examples/*/; do
+  [ -f "$dir/package-lock.json" ] || continue
+  step "node: npm ci in ${dir%/} ($(cd "$dir" && node -e 'const p=require("./package.json");console.log(Object.keys({...p.dependencies,...p.devDependencies}).join(", "))'))"
+  (cd "$dir" && npm ci --no-audit --no-fund --loglevel=error)
+done
 
 if [ ! -x /usr/bin/chromium ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support_chromium import CHROMIUM, chromium_missing
 from support_emulator import emulator_thread  # noqa: F401  (fixture)
 
 from ai_transport.cli.scenario import get_weather
@@ -42,19 +43,9 @@ from ai_transport.emulator import EmulatorThread
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "browser"
 DRIVER = ROOT / "tests" / "js" / "handlers" / "browser_e2e.mjs"
-CHROMIUM = Path("/usr/bin/chromium")
 QUESTION = "What's the weather in Paris right now? Should I take an umbrella?"
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-def _chromium_missing() -> str | None:
-    """Why Chromium cannot be used here, or None. ``scripts/test.sh`` installs Debian's ``chromium``
-    up front (an announced apt-get step) where it can; this test never installs anything itself."""
-    if CHROMIUM.exists():
-        return None
-    return (f"Chromium is not installed ({CHROMIUM}); scripts/test.sh installs it with "
-            "`apt-get install chromium` where apt-get is available")
 
 
 def _load_server_module() -> Any:
@@ -68,7 +59,7 @@ def _load_server_module() -> Any:
 @pytest.fixture(scope="module")
 def browser_ready() -> Path:
     """Chromium installed, the page's npm dependencies installed, the bundle built."""
-    reason = _chromium_missing()
+    reason = chromium_missing()
     if reason:
         pytest.skip(reason)
     if shutil.which("node") is None or shutil.which("npm") is None:

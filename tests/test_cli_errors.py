@@ -3,10 +3,13 @@ a traceback (issue 23): each bad input a newcomer may type, run as a subprocess.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -16,10 +19,13 @@ ENV = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENA
 ENV["PYTHONUNBUFFERED"] = "1"
 
 
-def free_port() -> int:
+@contextlib.contextmanager
+def refusing_port() -> Iterator[int]:
+    """A loopback port bound but not listening while the block runs: a connection to it is refused
+    (no other test's server can take it meanwhile)."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+        yield int(s.getsockname()[1])
 
 
 def run(argv: list[str], *, env: dict[str, str] | None = None, timeout: float = 90) -> subprocess.CompletedProcess[str]:
@@ -103,9 +109,12 @@ def test_demo_temporal_without_its_extra_fails_before_starting_anything() -> Non
 
 
 def test_a_bad_temporal_address_is_one_line() -> None:
-    port = free_port()
-    one_line_error(cli("demo", "--temporal", f"127.0.0.1:{port}", "--delay", "0"),
-                   f"cannot reach Temporal at 127.0.0.1:{port}", "connection refused", code=1)
+    # Four at once: before the CLI ended with os._exit, the Temporal bridge's threads aborted
+    # CPython's finalization in about one run of three (a crash dump after the error line, exit -6).
+    with refusing_port() as port, ThreadPoolExecutor(4) as pool:
+        runs = list(pool.map(lambda _: cli("demo", "--temporal", f"127.0.0.1:{port}", "--delay", "0"), range(4)))
+    for r in runs:
+        one_line_error(r, f"cannot reach Temporal at 127.0.0.1:{port}", "connection refused", code=1)
 
 
 def test_ask_with_stdin_closed_is_one_line() -> None:
@@ -119,8 +128,9 @@ def test_a_malformed_emulator_url_is_one_line(url: str) -> None:
 
 
 def test_an_unreachable_emulator_is_one_line() -> None:
-    port = free_port()
-    one_line_error(cli("tail", "x", "--emulator", f"http://127.0.0.1:{port}"), "cannot reach the emulator", code=1)
+    with refusing_port() as port:
+        r = cli("tail", "x", "--emulator", f"http://127.0.0.1:{port}")
+    one_line_error(r, "cannot reach the emulator", code=1)
 
 
 def test_tail_needs_somewhere_to_look() -> None:
@@ -133,7 +143,8 @@ def test_model_without_a_key_is_one_line() -> None:
 
 
 def test_an_unreachable_responses_api_is_reported_once() -> None:
-    env = dict(ENV, OPENAI_API_KEY="sk-x", OPENAI_BASE_URL=f"http://127.0.0.1:{free_port()}/v1")
-    r = cli("demo", "--model", "m", env=env)
+    with refusing_port() as port:
+        env = dict(ENV, OPENAI_API_KEY="sk-x", OPENAI_BASE_URL=f"http://127.0.0.1:{port}/v1")
+        r = cli("demo", "--model", "m", env=env)
     one_line_error(r, "could not reach the Responses API", "(code 104008)", code=1)
     assert (r.stdout + r.stderr).count("could not reach the Responses API") == 1, r.stdout + r.stderr

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_chromium import CHROMIUM, install_chromium
+from support_chromium import CHROMIUM, chromium_missing
 from support_emulator import emulator_thread  # noqa: F401  (fixture)
 
 from ai_transport.cli.scenario import get_weather
@@ -50,7 +50,7 @@ def _server_module() -> Any:
 def page_built() -> Path:
     """Chromium installed, the page's npm packages installed (``npm ci``, once per checkout), the bundle
     built (again only when ``app.jsx`` or the lockfile is newer)."""
-    reason = install_chromium()
+    reason = chromium_missing()
     if reason:
         pytest.skip(reason)
     if shutil.which("node") is None or shutil.which("npm") is None:

@@ -215,7 +215,24 @@ def _error(msg: str) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``ai-transport`` console script; returns the process exit code."""
+    """Entry point of the ``ai-transport`` console script; returns the process exit code.
+
+    Run as the program (``argv`` None) after the Temporal SDK's native bridge was loaded
+    (``demo --temporal``), the process ends here with :func:`os._exit` once its output is flushed:
+    the bridge's runtime threads can abort CPython's finalization ("Fatal Python error:
+    PyGILState_Release", temporalio/sdk-python#300), which would turn a clean exit, or a one-line
+    error, into a crash dump.
+    """
+    code = _main(argv)
+    if argv is None and "temporalio.bridge.temporal_sdk_bridge" in sys.modules:
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
