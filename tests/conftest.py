@@ -5,7 +5,8 @@ Every test must be safe to run beside any other in another process: ports from t
 files under ``tmp_path``, servers per test or per session (a session is per xdist worker), no
 module-level state shared across tests. What cannot be, because it writes a shared place outside
 the test's own (the browser example's npm install and bundle, beside the example), is listed in
-:data:`XDIST_GROUPS` and runs on one worker; a module may also mark itself
+:data:`XDIST_GROUPS` and runs on one worker (so does a module whose module fixture is costly);
+a module may also mark itself
 ``pytest.mark.xdist_group(name)``. Slow tests are scheduled first, so the last worker to finish is
 not the one that drew the slowest test late.
 """
@@ -24,11 +25,15 @@ from jsbridge import NodeBridge, node_available
 ROOT = Path(__file__).resolve().parent.parent
 
 
-#: Test modules that write a shared place outside their own temp dirs (group name -> modules): each
-#: group runs on one xdist worker under ``--dist loadgroup``.
+#: Test modules kept on one xdist worker under ``--dist loadgroup`` (group name -> modules): those
+#: that write a shared place outside their own temp dirs, and those whose module fixture is costly
+#: enough that computing it once beats spreading the module's tests.
 XDIST_GROUPS: dict[str, tuple[str, ...]] = {
     # the module fixture installs examples/browser/node_modules and builds examples/browser/dist
     "browser-bundle": ("test_browser_example.py",),
+    # the module fixture imports every doc fragment's imports (temporalio, the Agents SDK) in one
+    # subprocess: ~3 s of CPU, once rather than once per worker
+    "docs-imports": ("test_docs.py",),
 }
 _GROUP_OF = {module: group for group, modules in XDIST_GROUPS.items() for module in modules}
 
