@@ -3,8 +3,8 @@
 #   1. python: .venv (created if missing) with the package and its dev extra (pip install -e '.[dev]');
 #   2. node: npm ci in tests/js (the reference packages of the conformance tests) and in each
 #      example with a package-lock.json (its page's packages, esbuild, playwright-core);
-#   3. chromium: Debian's package for the browser example's test, when it is missing and apt-get can
-#      install it (root); otherwise that test skips, saying why;
+#   3. chromium: Debian's package for the page tests (examples/browser, examples/usechat) when it is
+#      missing and apt-get can install it (root); otherwise those tests skip, saying why;
 #   4. ruff check and mypy: a finding fails the run before any test starts;
 #   5. the suite in parallel (pytest-xdist, one worker per core, --dist loadgroup), with progress.
 # Arguments go to pytest: `bash scripts/test.sh tests/test_docs.py`. AIT_TEST_WORKERS=N sets the
@@ -26,13 +26,13 @@ done
 
 if [ ! -x /usr/bin/chromium ]; then
   if command -v apt-get >/dev/null 2>&1 && [ "$(id -u)" = 0 ]; then
-    step "chromium: apt-get install chromium (Debian's package, for the browser example's test; a few minutes)"
+    step "chromium: apt-get install chromium (Debian's package, for the page tests of examples/browser and examples/usechat; a few minutes)"
     if ! { DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
            DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }; then
-      echo "apt-get could not install chromium: the browser example's test will skip"
+      echo "apt-get could not install chromium: the page tests will skip"
     fi
   else
-    step "chromium: not installed and apt-get cannot install it here: the browser example's test will skip"
+    step "chromium: not installed and apt-get cannot install it here: the page tests will skip"
   fi
 fi
 
