@@ -1,7 +1,16 @@
-"""The package layout states the architecture: channels below sessions, never the reverse.
+"""The package layout states the architecture: layers import only downward, with no cycle anywhere.
 
-Walks every module's imports (static, through the AST: lazy imports inside functions count too)
-and checks the direction of the dependencies between the layers.
+Walks every module's imports statically, through the AST. **Every** import counts, wherever it is
+written: at module level, inside a function (a lazy import still ties the two modules together;
+it only moves the failure to call time) and under ``if TYPE_CHECKING:`` (a type-only import back
+up still says the lower module knows the upper one). So there is no exemption to hide a cycle
+behind: a lower module that needs something of an upper one names it through a protocol of its own.
+
+A dependency is the module an import names: ``from pkg.sub import x`` depends on ``pkg.sub`` (and
+on ``pkg.sub.x`` when that is a module), ``from . import sub`` on ``sub``. Importing ``pkg.sub``
+also runs ``pkg/__init__``, so the package is a dependency too, unless it is an ancestor of the
+importing module (a package's own modules run while it initialises). The root ``ai_transport``
+package is everyone's ancestor; a module that imports it by name depends on it.
 """
 
 from __future__ import annotations
@@ -14,6 +23,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 PKG = ROOT / "ai_transport"
+
+#: The sans-I/O conversation core: pure state, no event loop (like the codec's reducer).
+CORE = "ai_transport.conversation"
 
 
 def _module_name(path: Path) -> str:
@@ -30,6 +42,15 @@ def imports_of(path: Path) -> set[str]:
     return imports_in(path.read_text(), package)
 
 
+def _from_target(node: ast.ImportFrom, package: str) -> str:
+    """The absolute module of ``from X import ...`` in a module of ``package``."""
+    if not node.level:
+        return node.module or ""
+    base = package.split(".")
+    prefix = ".".join(base[: len(base) - node.level + 1])
+    return f"{prefix}.{node.module}" if node.module else prefix
+
+
 def imports_in(source: str, package: str) -> set[str]:
     """Absolute names imported anywhere in ``source`` (a module of ``package``)."""
     found: set[str] = set()
@@ -37,13 +58,7 @@ def imports_in(source: str, package: str) -> set[str]:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                prefix = ".".join(base)
-                target = f"{prefix}.{node.module}" if node.module else prefix
-            else:
-                target = node.module or ""
+            target = _from_target(node, package)
             found.add(target)
             found.update(f"{target}.{alias.name}" for alias in node.names)
     return found
@@ -51,6 +66,104 @@ def imports_in(source: str, package: str) -> set[str]:
 
 def _package_modules(name: str) -> list[Path]:
     return sorted((PKG / name).rglob("*.py"))
+
+
+MODULES: dict[str, Path] = {_module_name(p): p for p in sorted(PKG.rglob("*.py"))}
+
+
+def _resolve(name: str) -> str | None:
+    """The module of ours ``name`` is (or is an attribute of): its longest known prefix."""
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def named_modules(source: str, package: str) -> set[str]:
+    """The modules of ours that the imports of ``source`` (a module of ``package``) name."""
+    named: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = _from_target(node, package)
+            # `from pkg import sub` names the module `pkg.sub`; `from pkg import attr` names `pkg`
+            targets = [f"{base}.{a.name}" if f"{base}.{a.name}" in MODULES else base for a in node.names]
+        else:
+            continue
+        named.update(m for t in targets if (m := _resolve(t)) is not None)
+    return named
+
+
+def dependencies(module: str, named: set[str]) -> set[str]:
+    """What ``module`` depends on: the modules it names and their packages (rules above)."""
+    deps = set(named)
+    for m in named:
+        parts = m.split(".")
+        deps.update(".".join(parts[:i]) for i in range(2, len(parts)))
+    ancestors = {".".join(module.split(".")[:i]) for i in range(2, module.count(".") + 1)}
+    deps -= ancestors - named  # a package's own modules run while it initialises
+    deps.discard(module)
+    return deps
+
+
+def _deps_of(module: str, source: str) -> set[str]:
+    package = module if _is_package(module) else module.rpartition(".")[0]
+    return dependencies(module, named_modules(source, package))
+
+
+def _is_package(name: str) -> bool:
+    return name not in MODULES or MODULES[name].name == "__init__.py"
+
+
+def import_graph() -> dict[str, set[str]]:
+    return {m: _deps_of(m, p.read_text()) for m, p in MODULES.items()}
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = 0
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work: list[tuple[str, list[str]]] = [(root, sorted(graph[root]))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, todo = work[-1]
+            if todo:
+                nxt = todo.pop()
+                if nxt not in graph:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter
+                    counter += 1
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, sorted(graph[nxt])))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
 
 
 def test_both_packages_exist_and_transport_is_gone() -> None:
@@ -90,17 +203,43 @@ def test_the_walker_sees_relative_and_lazy_imports() -> None:
     lazy = "def f():\n    from ..sessions.agent import AgentSession\n"
     assert "ai_transport.sessions.agent" in imports_in(lazy, "ai_transport.channels")
     assert "ai_transport.sessions" in imports_in("import ai_transport.sessions\n", "ai_transport.channels")
+    type_only = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .agent import AgentSession\n"
+    assert "ai_transport.sessions.agent" in imports_in(type_only, "ai_transport.sessions")
 
 
-def test_modules_stay_small() -> None:
-    # One concept per module: no module of the package grows past ~600 lines (add a module instead).
-    paths = sorted(PKG.rglob("*.py"))
-    assert {p.relative_to(PKG).parts[0] for p in paths if p.parent != PKG} >= {
+def test_dependencies_follow_the_documented_rules() -> None:
+    # `from . import sub` inside a package depends on the submodule, not on the package itself
+    assert _deps_of("ai_transport.codec.codec", "from . import reducer\n") == {"ai_transport.codec.reducer"}
+    # a submodule of another package depends on that package's __init__ as well
+    assert _deps_of("ai_transport.sessions.tree", "from ..codec.headers import x\n") == {
+        "ai_transport.codec.headers",
+        "ai_transport.codec",
+    }
+    # an attribute re-exported by a package is a dependency on the package; lazy imports count
+    assert _deps_of("ai_transport.sessions.tree", "def f():\n    from ..channels import Channel\n") == {
+        "ai_transport.channels"
+    }
+    # importing the root package by name counts (its __init__ imports every layer)
+    assert _deps_of("ai_transport.cli", "from .. import __version__\n") == {"ai_transport"}
+    assert _deps_of("ai_transport.cli.demo", "import ai_transport.sessions.agent\n") == {
+        "ai_transport.sessions.agent",
+        "ai_transport.sessions",
+    }
+
+
+def test_the_cycle_finder_can_fail() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": set()}
+    assert cycles(graph) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycle_anywhere() -> None:
+    graph = import_graph()
+    assert {m.split(".")[1] for m in graph if m.count(".") >= 1} >= {
         "sessions", "codec", "readers", "channels", "emulator", "responses", "cli"
     }  # every layer is walked, not only sessions/
-    too_long = {
-        str(path.relative_to(ROOT)): lines
-        for path in paths
-        if (lines := len(path.read_text().splitlines())) > 650
-    }
-    assert too_long == {}
+    found = cycles(graph)
+    detail = [
+        {m: sorted(d for d in graph[m] if d in set(c)) for m in c} for c in found
+    ]
+    assert found == [], f"import cycles: {detail}"

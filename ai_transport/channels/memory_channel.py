@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from .budget import PublishBudget
@@ -34,10 +34,30 @@ from .memory_store import (
 from .presence_memory import InProcessPresence
 from .state import ChannelStateChange
 
-if TYPE_CHECKING:
-    from .memory import InProcessClient
-
 __all__ = ["InProcessChannel"]
+
+
+class _HubSettings(Protocol):
+    @property
+    def append_rollup_window(self) -> float: ...
+
+
+class Connection(Protocol):
+    """What a channel object uses of its connection (an ``InProcessClient``, one layer up)."""
+
+    @property
+    def hub(self) -> _HubSettings: ...
+
+    @property
+    def client_id(self) -> str | None: ...
+
+    @property
+    def connection_id(self) -> str: ...
+
+    @property
+    def publish_budget(self) -> PublishBudget | None: ...
+
+    def next_msg_serial(self) -> int: ...
 
 logger = logging.getLogger("ai_transport.channels.memory")
 
@@ -76,7 +96,7 @@ class InProcessChannel(ListenerDelivery):
 
     _log = logger
 
-    def __init__(self, client: InProcessClient, state: _ChannelState) -> None:
+    def __init__(self, client: Connection, state: _ChannelState) -> None:
         self.name = state.name
         self._client = client
         self._state = state

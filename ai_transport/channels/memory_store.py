@@ -13,14 +13,11 @@ import itertools
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .channel import InboundMessage
 
-if TYPE_CHECKING:
-    from .memory_channel import InProcessChannel
-
-__all__ = ["SERIAL_WIDTH", "InProcessHistoryPage"]
+__all__ = ["SERIAL_WIDTH", "Attachment", "InProcessHistoryPage"]
 
 #: Digits in a serial (zero-padded decimal counter, so string order == numeric order).
 SERIAL_WIDTH = 20
@@ -39,6 +36,22 @@ def _format_serial(n: int) -> str:
 # --------------------------------------------------------------------------------------------
 
 
+class Attachment(Protocol):
+    """What the channel state knows of one attached channel object (an ``InProcessChannel``).
+
+    The state sits below the channel objects: it holds them through this protocol, never by class.
+    """
+
+    #: The channel object's presence (``InProcessPresence``), once used; else None.
+    _presence: Any
+    #: True while the connection's transport is down (nothing is delivered).
+    _interrupted: bool
+
+    def _deliver_full(self, msg: dict[str, Any]) -> None: ...
+
+    def _deliver_append(self, aggregate: dict[str, Any], fragment: dict[str, Any]) -> None: ...
+
+
 @dataclass
 class _Stored:
     """A stored message: its aggregate (the latest version)."""
@@ -54,7 +67,7 @@ class _ChannelState:
         self.counter = 0
         self.messages: list[_Stored] = []  # in serial order
         self.by_serial: dict[str, _Stored] = {}
-        self.attachments: list[InProcessChannel] = []
+        self.attachments: list[Attachment] = []
         self.presence: Any = None  # the member set (presence_memory._PresenceSet), on first use
 
     def next_serial(self) -> str:

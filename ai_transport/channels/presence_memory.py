@@ -12,13 +12,11 @@ from __future__ import annotations
 
 import copy
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import AITransportError
+from .memory_store import _ChannelState
 from .presence import PresenceDelivery, PresenceListener, PresenceMember, check_presence_data
-
-if TYPE_CHECKING:
-    from .memory import InProcessChannel
 
 __all__ = ["InProcessPresence"]
 
@@ -33,7 +31,37 @@ class _PresenceSet:
         self.members: dict[tuple[str, str], PresenceMember] = {}
 
 
-def _set_of(channel: InProcessChannel) -> _PresenceSet:
+class _MsgSerials(Protocol):
+    def next_msg_serial(self) -> int: ...
+
+
+class PresenceHost(Protocol):
+    """What presence uses of its channel object (an ``InProcessChannel``, one layer up)."""
+
+    @property
+    def _state(self) -> _ChannelState: ...
+
+    @property
+    def _client(self) -> _MsgSerials: ...
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def client_id(self) -> str | None: ...
+
+    @property
+    def connection_id(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    async def attach(self) -> None: ...
+
+    def _check_open(self, op: str) -> None: ...
+
+
+def _set_of(channel: PresenceHost) -> _PresenceSet:
     state = channel._state
     if state.presence is None:
         state.presence = _PresenceSet()
@@ -50,7 +78,7 @@ def _present(member: PresenceMember) -> PresenceMember:
 class InProcessPresence:
     """:class:`~ai_transport.channels.presence.Presence` of an :class:`~.memory.InProcessChannel`."""
 
-    def __init__(self, channel: InProcessChannel) -> None:
+    def __init__(self, channel: PresenceHost) -> None:
         self._channel = channel
         self._delivery = PresenceDelivery(channel.name)
 

@@ -23,8 +23,9 @@ from typing import Any
 
 from ..errors import AITransportError
 from .args import OneLineParser, channel_name, non_empty, non_negative_seconds, positive_seconds
+from .errors import CliError
 
-__all__ = ["build_parser", "main"]
+__all__ = ["CliError", "build_parser", "main"]
 
 _EPILOG_DEMO = """\
 examples:
@@ -275,11 +276,3 @@ def _main(argv: Sequence[str] | None) -> int:
         return 1
     parser.error(f"unknown command {args.command!r}")
     return 2  # pragma: no cover
-
-
-class CliError(Exception):
-    """A user-facing failure: printed as ``ai-transport: error: <message>``, exit code ``exit_code``."""
-
-    def __init__(self, message: str, exit_code: int = 1) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code

@@ -19,19 +19,17 @@ import asyncio
 import contextlib
 import logging
 import os
-import socket
 import sys
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
 from typing import Any, TextIO
-from urllib.parse import urlsplit
 
 from ..codec.inputs import create_tool_approval_response, create_user_message
 from ..sessions.client import ClientSession
-from . import CliError
 from .agent import ToolAgent
+from .demo_transport import DemoResult, DemoStats, _transport
+from .errors import CliError
 from .render import LivePrinter
 from .scenario import scripted_turn
 
@@ -41,45 +39,6 @@ SCRIPTED_MODEL = "scripted-weather-model"
 
 #: Suspensions the demo answers before giving up (a real model may ask for a tool more than once).
 MAX_ROUNDS = 4
-
-
-@dataclass
-class DemoStats:
-    """Counters for the summary line (every message seen on the client's channel)."""
-
-    published: int = 0
-    appends: int = 0
-    updates: int = 0
-
-    def on_message(self, message: Any) -> None:
-        """Count one channel delivery (publishes, appends) for the closing summary line."""
-        action = message.get("action")
-        if action == "message.create":
-            self.published += 1
-        elif action == "message.append":
-            self.appends += 1
-        elif action == "message.update":
-            self.updates += 1
-
-
-def check_reachable(url: str, timeout: float = 2.0) -> tuple[str, int]:
-    """``(host, port)`` of ``url`` if a TCP connection succeeds, else a :class:`CliError` saying so."""
-    parts = urlsplit(url if "://" in url else "http://" + url)
-    try:
-        port = parts.port
-    except ValueError:  # not a number, or out of 0-65535
-        port = None
-    if parts.hostname is None or port is None or port == 0:
-        raise CliError(f"emulator URL {url!r} must look like http://127.0.0.1:8090 (a host and a port 1-65535)")
-    try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
-            pass
-    except OSError as e:
-        raise CliError(
-            f"cannot reach the emulator at {url} ({e.strerror or e}); start one with "
-            "`ai-transport emulator --port N`, or run `ai-transport demo --emulator` to start one for the demo"
-        ) from e
-    return parts.hostname, port
 
 
 REASONING_MODEL_PREFIXES = ("gpt-5", "o1", "o3", "o4", SCRIPTED_MODEL)
@@ -127,71 +86,6 @@ async def _model(args: argparse.Namespace, printer: LivePrinter) -> Any:
     finally:
         await client.aclose()
         await server.close()
-
-
-@contextlib.asynccontextmanager
-async def _transport(args: argparse.Namespace, channel_name: str, printer: LivePrinter) -> Any:
-    """A factory ``client_id -> Channel`` on the in-process hub or on the emulator."""
-    if not args.emulator:
-        from ..channels.memory import InProcessHub
-
-        hub = InProcessHub()
-
-        async def in_process(client_id: str) -> Any:
-            return hub.channel(channel_name, client_id=client_id)
-
-        printer.note(f"channel: {channel_name} (in-process)")
-        yield in_process
-        return
-
-    from ..auth import agent_token_params, browser_token_params, token_request_callback
-    from ..channels.ably_channel import AblyChannel
-    from ..emulator.auth import DEFAULT_KEY
-    from ..emulator.client import client_options
-
-    emulator: Any = None
-    if args.emulator == "start":
-        from ..emulator.server import Emulator
-
-        emulator = Emulator(port=0)
-        await emulator.start()
-        url = emulator.url
-        printer.note(f"emulator: started at {url}")
-    else:
-        url = args.emulator
-        check_reachable(url)
-    opened: list[Any] = []
-
-    async def over_ably(client_id: str) -> Any:
-        # least-privilege tokens (ai_transport.auth): the agent may update its own messages only,
-        # the user none; both identified, so the emulator stamps who did what
-        params = (
-            agent_token_params(client_id, channel_name)
-            if client_id == "agent"
-            else browser_token_params(client_id, channel_name)
-        )
-        callback = token_request_callback(DEFAULT_KEY, params)
-        try:
-            ch = await asyncio.wait_for(
-                AblyChannel.connect(
-                    channel_name, **client_options(url, client_id=client_id, auth_callback=callback)
-                ),
-                15,
-            )
-        except asyncio.TimeoutError as e:
-            raise CliError(f"timed out connecting to the emulator at {url}") from e
-        opened.append(ch)
-        return ch
-
-    printer.note(f"channel: {channel_name} (Ably emulator at {url}, ably SDK)")
-    try:
-        yield over_ably
-    finally:
-        for ch in opened:
-            with contextlib.suppress(Exception):
-                await ch.close()
-        if emulator is not None:
-            await emulator.stop()
 
 
 def _check_extras(args: argparse.Namespace) -> None:
@@ -261,16 +155,6 @@ def _pending_approvals(view: Any, run_id: str) -> list[tuple[str, str, dict[str,
 def _run_status(view: Any, run_id: str) -> str | None:
     info = view.run(run_id) if run_id else None
     return info.status if info is not None else None
-
-
-@dataclass
-class DemoResult:
-    """What a demo run left: exit code, the client's final conversation and run statuses, counters."""
-
-    exit_code: int
-    messages: list[Any]
-    runs: list[Any]
-    stats: DemoStats
 
 
 async def _decide(args: argparse.Namespace, printer: LivePrinter, call_id: str, state: Any) -> dict[str, Any]:

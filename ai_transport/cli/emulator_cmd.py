@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TextIO
 
-from . import CliError
+from .errors import CliError
 
 
 async def run_emulator_command(args: argparse.Namespace, out: TextIO | None = None) -> int:

@@ -18,7 +18,7 @@ import sys
 import urllib.request
 from typing import Any
 
-from . import CliError
+from .errors import CliError
 
 EPILOG = """\
 examples:
@@ -69,7 +69,7 @@ async def _realtime(args: argparse.Namespace) -> Any:
 
     if emulator:
         from ..emulator.client import client_options
-        from .demo import check_reachable
+        from .demo_transport import check_reachable
 
         check_reachable(emulator)
         options = client_options(emulator, client_id=args.client_id)

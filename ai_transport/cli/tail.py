@@ -10,7 +10,7 @@ import sys
 from typing import Any, TextIO
 
 from ..errors import AITransportError
-from . import CliError
+from .errors import CliError
 from .render import LivePrinter
 
 TAIL_CLIENT_ID = "ai-transport-tail"
@@ -29,7 +29,7 @@ async def open_channel(args: argparse.Namespace) -> Any:
         raise CliError("--key must be an Ably API key of the form 'appId.keyId:secret'")
     if emulator:
         from ..emulator.client import client_options
-        from .demo import check_reachable
+        from .demo_transport import check_reachable
 
         check_reachable(emulator)
         options = client_options(emulator, client_id=TAIL_CLIENT_ID)

@@ -15,7 +15,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any
 
-from . import CliError
+from .errors import CliError
 from .temporal_agent import WeatherActivities, WeatherTurn, turn_workflow_id
 
 __all__ = ["TemporalAgent", "temporal_agent"]

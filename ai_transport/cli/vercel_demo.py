@@ -28,7 +28,8 @@ from ..codec.vercel import UIMessageCodec
 from ..codec.vercel.inputs import create_tool_approval_response, create_user_message
 from ..sessions.agent import AgentSession
 from ..sessions.client import ClientSession
-from . import CliError
+from .demo_transport import DemoResult, DemoStats, _transport
+from .errors import CliError
 from .render import Block, LivePrinter, _short
 from .vercel_scenario import execute_tool, scripted_ui_turn
 
@@ -149,7 +150,6 @@ def _status(view: Any, run_id: str | None) -> str | None:
 
 async def vercel_demo(args: argparse.Namespace, out: TextIO | None = None) -> Any:
     """Run the Vercel-codec demo, printing the live transcript to ``out``; a ``DemoResult``."""
-    from .demo import DemoResult, DemoStats, _transport
 
     for flag in ("temporal", "agents_sdk", "model", "ask"):
         if getattr(args, flag, None):

@@ -81,7 +81,6 @@ from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
 from .approvals import PublishedCalls
 from .claims import CLAIM_NAME, ClaimLedger
-from .durable import page_until_located, with_agent_session
 from .hooks import validate_hooks
 from .invocation import Invocation
 from .lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
@@ -103,8 +102,6 @@ __all__ = [
     "RunStep",
     "function_call_output",
     "gate_calls",
-    "page_until_located",
-    "with_agent_session",
 ]
 
 logger = logging.getLogger("ai_transport.sessions.agent")

@@ -12,7 +12,7 @@ import json
 import logging
 import uuid
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..codec.headers import transport_headers
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
@@ -47,14 +47,12 @@ from .lifecycle import (
 from .pipe_loop import pipe_events
 from .run import TERMINAL_STATUSES, PipeResult
 from .run_durable import DurableRun
+from .run_host import AgentSessionHost
 from .run_writer import RunWriter
 from .steer import RunSteering
 from .step import RunStep
 from .tree import RunNode, Tree
 from .view import LeafBranch, View
-
-if TYPE_CHECKING:
-    from .agent import AgentSession
 
 __all__ = ["AgentRun"]
 
@@ -66,7 +64,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
 
     def __init__(
         self,
-        session: AgentSession,
+        session: AgentSessionHost,
         invocation: Invocation,
         run_id: str,
         invocation_id: str,
@@ -420,8 +418,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self._unlink_signal()
         s = self.session
         s.own_streams.forget(self)
-        if s._runs.get(self.run_id) is self:
-            del s._runs[self.run_id]
+        s._forget(self)
         if self.input_codec_message_id is not None:
             s._run_by_input_cmid.pop(self.input_codec_message_id, None)
 

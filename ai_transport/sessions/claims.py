@@ -43,17 +43,16 @@ import contextlib
 import json
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final, Protocol
 
 from ..errors import AITransportError, ErrorCode
 from ..lease import LEASE_NAME, LeaseKeeper, LeaseLedger, LeasePolicy
-
-if TYPE_CHECKING:
-    from .agent_run import AgentRun
+from .invocation import Invocation
 
 __all__ = [
     "CLAIM_NAME",
     "ClaimLedger",
+    "ClaimingRun",
     "LeaseLost",
     "RunLease",
     "call_id_of",
@@ -81,7 +80,54 @@ class LeaseLost(AITransportError):
     off past it); the run publishes nothing more (``run.yielded``)."""
 
 
-def trigger_key(run: AgentRun) -> str | None:
+class _ClaimingSession(Protocol):
+    @property
+    def channel(self) -> Any:
+        """The session's channel."""
+
+    @property
+    def claims(self) -> LeaseLedger:
+        """The session's lease ledger."""
+
+    @property
+    def lease_policy(self) -> LeasePolicy:
+        """The session's lease timing."""
+
+    async def wait_seen(self, serial: str, timeout: float = 10.0) -> bool:
+        """Whether the session has seen the channel up to ``serial``."""
+
+
+class ClaimingRun(Protocol):
+    """What claiming uses of a run (an :class:`~ai_transport.sessions.agent_run.AgentRun`, one layer up)."""
+
+    run_id: str
+    claimant: str
+    invocation_id: str
+    invocation: Invocation
+    continuation: bool
+    yielded: bool
+    abort_signal: asyncio.Event
+
+    @property
+    def session(self) -> _ClaimingSession:
+        """The run's session."""
+
+    @property
+    def lease(self) -> RunLease:
+        """The run's leases."""
+
+    def approved_unexecuted_calls(self) -> list[dict[str, Any]]:
+        """The approved calls the run has not executed yet."""
+
+    def _note(self, serial: Any) -> None: ...
+
+    async def drain(self, timeout: float = 10.0) -> bool:
+        """Wait until the run's writes are echoed."""
+
+    async def _recover_after_takeover(self) -> None: ...
+
+
+def trigger_key(run: ClaimingRun) -> str | None:
     """The claim key of the input that woke ``run`` (for a continuation), so workers woken by the
     same input agree on which one carries the run on, even when no call is owed."""
     event_id = run.invocation.input_event_id
@@ -105,7 +151,7 @@ class RunLease:
     """The leases one :class:`~ai_transport.sessions.agent_run.AgentRun` holds: claims, renewals
     (a background task), the fence before each publish, and the release (see the module docstring)."""
 
-    def __init__(self, run: AgentRun) -> None:
+    def __init__(self, run: ClaimingRun) -> None:
         self._run = run
         self.keepers: list[LeaseKeeper] = []
         self._task: asyncio.Task[None] | None = None
@@ -370,7 +416,7 @@ class RunLease:
                 await task
 
 
-async def claim_calls(run: AgentRun, calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+async def claim_calls(run: ClaimingRun, calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
     """Claim ``calls`` (and the input that woke ``run``) and return the calls this worker holds
     (execute exactly these).
 

@@ -22,128 +22,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
-from .recovery import close_dangling_streams
-from .run import TERMINAL_STATUSES
+from .agent import AgentSession
+from .run_durable import wait_live
 
 if TYPE_CHECKING:
-    from .agent import AgentSession
     from .agent_run import AgentRun
 
-__all__ = ["load_run", "page_until_located", "with_agent_session"]
+__all__ = ["page_until_located", "with_agent_session"]
 
 logger = logging.getLogger("ai_transport.sessions.durable")
-
-_POLL = 0.02
-
-
-async def _wait_live(ready: Any, run: AgentRun, seconds: float) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while not ready() and not run.abort_signal.is_set() and loop.time() < deadline:
-        await asyncio.sleep(min(_POLL, max(0.0, deadline - loop.time())))
-
-
-async def load_run(run: AgentRun, timeout: float = 30.0) -> None:
-    """``load()`` of an adopted run (see the module docstring); idempotent."""
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout < 0:
-        raise InvalidArgumentError(f"unable to load run; timeout must be a number >= 0, got {timeout!r}")
-    session = run.session
-    if not session._connected:
-        raise AITransportError(
-            "unable to load run; connect() must be called first", ErrorCode.CHANNEL_NOT_READY, 400
-        )
-    if run.abort_signal.is_set():
-        raise AITransportError(
-            f"unable to load run; run {run.run_id} was cancelled before load()",
-            ErrorCode.OPERATION_CANCELLED,
-            400,
-        )
-    if run.is_open or run._opening:
-        return
-    run._opening = True
-    run_id = run.run_id
-
-    def start_seen() -> bool:
-        return session.tree.run_start_confirmed(run_id)
-
-    def ready() -> bool:
-        return start_seen() and run.located
-
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    fetch_error: BaseException | None = None
-    if not ready():
-        try:
-            await asyncio.wait_for(session.hydrator.fold_until(ready), timeout)
-        except asyncio.TimeoutError:
-            pass
-        except AITransportError as exc:
-            fetch_error = exc
-        await _wait_live(ready, run, max(0.0, deadline - loop.time()))
-    if not ready():
-        run._opening = False
-        session._forget(run)
-        if run.abort_signal.is_set():
-            raise AITransportError(
-                f"unable to load run; run {run_id} was cancelled", ErrorCode.OPERATION_CANCELLED, 400
-            )
-        what = "run-start" if not start_seen() else f"input event '{run.invocation.input_event_id}'"
-        raise AITransportError(
-            f"unable to load run; {what} for run {run_id} not observed within {timeout}s",
-            ErrorCode.INPUT_EVENT_NOT_FOUND,
-            504,
-            cause=fetch_error,
-        )
-    found = run._match()
-    if found is not None:
-        run._resolve_trigger(found)
-    else:
-        run._branch.set_pin(None, run_id, None)
-    status = run.status
-    if status == "suspended" or status in TERMINAL_STATUSES:
-        run._opening = False
-        session._forget(run)
-        detail = (
-            "is suspended, resume via create_run().start()"
-            if status == "suspended"
-            else "is terminal (read-only)"
-        )
-        raise InvalidArgumentError(f"unable to load run; run {run_id} {detail}")
-    node = session.tree.get_run_node(run_id)
-    run.run_client_id = node.client_id if node is not None else ""
-    if node is not None and node.input_client_id is not None and run.input_client_id is None:
-        run.input_client_id = node.input_client_id
-    run.is_open = True
-    await _take_over(run, max(0.0, deadline - loop.time()))
-    await close_dangling_streams(run)
-
-
-async def _take_over(run: AgentRun, timeout: float) -> None:
-    """Claim ``run:<run-id>`` and every key of the run a worker still holds (not released): the
-    adopter waits for a live holder's lease to lapse (a takeover) and fails with 40003 when the
-    holder is alive (it renews: the run is not abandoned)."""
-    from .claims import run_key
-
-    session = run.session
-    lease_ms = session.lease_policy.lease_ms
-    keys = [run_key(run.run_id)]
-    keys += [k for k, h in session.claims.holders(run.run_id, lease_ms).items() if not h.done and k not in keys]
-    keeper = await run.lease.claim(keys)
-    if run_key(run.run_id) not in keeper.held:
-        run.is_open = False
-        run._opening = False
-        run.lease.cancel()
-        session._forget(run)
-        raise InvalidArgumentError(
-            f"unable to load run; run {run.run_id} is held by a live worker (its lease is being renewed)"
-        )
 
 
 async def page_until_located(
@@ -177,7 +70,7 @@ async def page_until_located(
     )
     pages = hydrator.pages_folded - start
     if not run.located:
-        await _wait_live(lambda: run.located, run, float(trigger_wait))
+        await wait_live(lambda: run.located, run, float(trigger_wait))
     if run.abort_signal.is_set():
         raise AITransportError(
             f"unable to open run; run {run.run_id} was cancelled", ErrorCode.OPERATION_CANCELLED, 400
@@ -200,8 +93,6 @@ async def with_agent_session(channel_or_options: Any, **options: Any) -> AsyncIt
     open for a later attempt to adopt (call ``session.end()`` in the body when ending is the intent).
     A failure to detach is logged, never raised. The caller owns the channel (close it yourself).
     """
-    from .agent import AgentSession
-
     if isinstance(channel_or_options, Mapping):
         opts = dict(channel_or_options)
         if "channel" not in opts:

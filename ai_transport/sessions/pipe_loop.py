@@ -6,16 +6,33 @@ import asyncio
 import inspect
 import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..errors import AITransportError, ErrorCode
 from .run import PipeResult
+from .steer import RunSteering
 from .tools import aiter_any
 
-if TYPE_CHECKING:
-    from .agent_run import AgentRun
+__all__ = ["PipingRun", "pipe_events"]
 
-__all__ = ["pipe_events"]
+
+class PipingRun(Protocol):
+    """What the pipe loop uses of a run (an :class:`~ai_transport.sessions.agent_run.AgentRun`, one layer up)."""
+
+    run_id: str
+    abort_signal: asyncio.Event
+    hooks: dict[str, Callable[..., Any]]
+    _steering: RunSteering
+
+    def _encoder(
+        self,
+        step_id: str,
+        step_start_serial: str | None,
+        step_client_id: str | None = None,
+        steer_ids: list[str] | None = None,
+    ) -> tuple[Any, str]: ...
+
+    def _report(self, err: AITransportError) -> None: ...
 
 #: The pipe yields to the event loop (a cancel, the agent's own echo, other runs) after this many
 #: events, or once :data:`YIELD_AFTER_SECONDS` passed since it last did, whichever is first.
@@ -39,7 +56,7 @@ class _AbortWatch:
 
 
 async def pipe_events(
-    run: AgentRun,
+    run: PipingRun,
     events: AsyncIterable[Any] | Iterable[Any],
     step: Callable[[], Awaitable[tuple[str, str | None]]],
 ) -> PipeResult:

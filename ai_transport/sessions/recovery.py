@@ -34,17 +34,17 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .._shapes import MAPPING
+from ..channels.channel import Channel
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from .lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
-from .signing import SIGNATURE_HEADER, stream_digest
+from .live_integrity import LiveVerifier
+from .signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
+from .tree import Tree
 
-if TYPE_CHECKING:
-    from .agent_run import AgentRun
-
-__all__ = ["OpenStream", "OpenStreams", "close_dangling_streams"]
+__all__ = ["OpenStream", "OpenStreams", "RecoveringRun", "close_dangling_streams"]
 
 logger = logging.getLogger("ai_transport.sessions.recovery")
 
@@ -130,7 +130,49 @@ class OpenStreams:
         self._by_run.clear()
 
 
-async def close_dangling_streams(run: AgentRun, before: str | None = None) -> list[str]:
+class _RecoveringSession(Protocol):
+    @property
+    def channel(self) -> Channel: ...
+
+    @property
+    def tree(self) -> Tree: ...
+
+    @property
+    def integrity(self) -> HistoryIntegrity: ...
+
+    @property
+    def live_verifier(self) -> LiveVerifier | None: ...
+
+    @property
+    def open_streams(self) -> OpenStreams: ...
+
+
+class _Fence(Protocol):
+    async def ensure(self, keys: Any = None) -> None: ...
+
+
+class RecoveringRun(Protocol):
+    """What recovery uses of a run (an :class:`~ai_transport.sessions.agent_run.AgentRun`, one layer up)."""
+
+    run_id: str
+
+    @property
+    def lease(self) -> _Fence:
+        """The run's leases (the fence before each publish)."""
+
+    @property
+    def session(self) -> _RecoveringSession: ...
+
+    def _note(self, serial: Any) -> None: ...
+
+    async def _close_step(
+        self, step_id: str, step_start_serial: str | None, reason: str, step_client_id: str | None = None
+    ) -> None: ...
+
+    async def drain(self, timeout: float = 10.0) -> bool: ...
+
+
+async def close_dangling_streams(run: RecoveringRun, before: str | None = None) -> list[str]:
     """Close every stream of ``run`` still open (created before ``before``) with a ``cancelled``
     closing append, and its step attempt left open with ``ai-step-end`` ``failed``; returns the
     serials of the streams closed."""

@@ -29,18 +29,16 @@ re-reads history after ``start()`` does not answer a steer twice.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ..errors import AITransportError, ErrorCode
 
-if TYPE_CHECKING:
-    from .agent_run import AgentRun
-
-__all__ = ["RunSteering", "SteerTracker", "defer_unresponded_steers", "parse_steer_stamp"]
+__all__ = ["RunSteering", "SteerTracker", "SteeredRun", "defer_unresponded_steers", "parse_steer_stamp"]
 
 logger = logging.getLogger("ai_transport.sessions.steer")
 
@@ -114,6 +112,30 @@ class SteerTracker:
         return codec_message_id in self._pending or codec_message_id in self._recent
 
 
+class _OutputEvents(Protocol):
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]: ...
+
+
+class _SteeredSession(Protocol):
+    @property
+    def tree(self) -> _OutputEvents: ...
+
+
+class SteeredRun(Protocol):
+    """What the steer machinery uses of a run (an :class:`~ai_transport.sessions.agent_run.AgentRun`)."""
+
+    run_id: str
+    abort_signal: asyncio.Event
+
+    @property
+    def session(self) -> _SteeredSession: ...
+
+    @property
+    def input_codec_message_id(self) -> str | None: ...
+
+    def _report(self, err: AITransportError) -> None: ...
+
+
 class RunSteering:
     """The steer machinery of one :class:`~ai_transport.sessions.agent_run.AgentRun`.
 
@@ -123,7 +145,7 @@ class RunSteering:
     run has not answered to the tracker.
     """
 
-    def __init__(self, run: AgentRun, on_steer: Callable[[], Any] | None) -> None:
+    def __init__(self, run: SteeredRun, on_steer: Callable[[], Any] | None) -> None:
         self._run = run
         self._on_steer = on_steer
         self.tracker = SteerTracker()

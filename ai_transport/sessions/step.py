@@ -3,16 +3,47 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, Iterable
-from typing import TYPE_CHECKING, Any
+from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
+from typing import Any, Protocol
 
 from ..errors import InvalidArgumentError
 from .run import PipeResult
 
-if TYPE_CHECKING:
-    from .agent_run import AgentRun
+__all__ = ["RunStep", "StepHost"]
 
-__all__ = ["RunStep"]
+
+class StepHost(Protocol):
+    """What a step uses of its run (an :class:`~ai_transport.sessions.agent_run.AgentRun`, one layer up)."""
+
+    _active_step: bool
+    _current_step: RunStep | None
+    abort_signal: asyncio.Event
+
+    def _assert_open(self, action: str) -> None: ...
+
+    async def _open_step(
+        self, step_client_id: str | None = None, step_id: str | None = None
+    ) -> tuple[str, str | None]: ...
+
+    async def _close_step(
+        self, step_id: str, step_start_serial: str | None, reason: str, step_client_id: str | None = None
+    ) -> None: ...
+
+    async def _pipe_events(
+        self,
+        events: AsyncIterable[Any] | Iterable[Any],
+        step: Callable[[], Awaitable[tuple[str, str | None]]],
+    ) -> PipeResult: ...
+
+    def _encoder(
+        self,
+        step_id: str,
+        step_start_serial: str | None,
+        step_client_id: str | None = None,
+        steer_ids: list[str] | None = None,
+    ) -> tuple[Any, str]: ...
+
+    async def drain(self, timeout: float = 10.0) -> bool: ...
 
 
 class RunStep:
@@ -24,7 +55,7 @@ class RunStep:
     of the step failed, else ``complete``. ``AgentRun.end`` closes a step left open.
     """
 
-    def __init__(self, run: AgentRun, step_client_id: str | None = None, step_id: str | None = None) -> None:
+    def __init__(self, run: StepHost, step_client_id: str | None = None, step_id: str | None = None) -> None:
         self.run = run
         #: The step's id (resolved when the step is created; see :meth:`AgentRun.create_step`).
         self.step_id: str | None = step_id
