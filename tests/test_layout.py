@@ -211,12 +211,12 @@ def test_dependencies_follow_the_documented_rules() -> None:
     # `from . import sub` inside a package depends on the submodule, not on the package itself
     assert _deps_of("ai_transport.codec.codec", "from . import reducer\n") == {"ai_transport.codec.reducer"}
     # a submodule of another package depends on that package's __init__ as well
-    assert _deps_of("ai_transport.sessions.tree", "from ..codec.headers import x\n") == {
+    assert _deps_of("ai_transport.conversation.tree", "from ..codec.headers import x\n") == {
         "ai_transport.codec.headers",
         "ai_transport.codec",
     }
     # an attribute re-exported by a package is a dependency on the package; lazy imports count
-    assert _deps_of("ai_transport.sessions.tree", "def f():\n    from ..channels import Channel\n") == {
+    assert _deps_of("ai_transport.conversation.tree", "def f():\n    from ..channels import Channel\n") == {
         "ai_transport.channels"
     }
     # importing the root package by name counts (its __init__ imports every layer)
@@ -243,3 +243,45 @@ def test_no_import_cycle_anywhere() -> None:
         {m: sorted(d for d in graph[m] if d in set(c)) for m in c} for c in found
     ]
     assert found == [], f"import cycles: {detail}"
+
+
+def _stdlib_and_ours(path: Path) -> tuple[set[str], set[str]]:
+    module = _module_name(path)
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    source = path.read_text()
+    return {n.split(".")[0] for n in imports_in(source, package)}, named_modules(source, package)
+
+
+def closure_of(package: str) -> dict[str, set[str]]:
+    """Every module of ours the modules of ``package`` name, transitively (with what each names
+    outside the package tree). A package ``__init__`` that runs only because a submodule of it is
+    imported is not followed (the root one would make the check vacuous); one named is followed."""
+    todo = [m for m in MODULES if m == package or m.startswith(package + ".")]
+    seen: dict[str, set[str]] = {}
+    while todo:
+        m = todo.pop()
+        if m in seen:
+            continue
+        outside, ours = _stdlib_and_ours(MODULES[m])
+        seen[m] = outside
+        todo.extend(ours - seen.keys())
+    return seen
+
+
+def test_the_core_imports_no_asyncio_nor_anything_that_does() -> None:
+    assert (PKG / "conversation" / "__init__.py").is_file()
+    closure = closure_of(CORE)
+    assert "ai_transport.conversation.tree" in closure
+    assert "ai_transport.codec.headers" in closure  # what the core names is walked too
+    offenders = {m: sorted(names & {"asyncio", "anyio", "trio"}) for m, names in closure.items()}
+    assert {m: n for m, n in offenders.items() if n} == {}
+    # and nothing of the I/O layers above it
+    above = {m for m in closure if m.split(".")[1:2] in (["sessions"], ["cli"], ["emulator"], ["temporal"])}
+    assert above == set()
+
+
+def test_the_asyncio_check_can_fail() -> None:
+    assert "asyncio" in closure_of("ai_transport.sessions")["ai_transport.sessions.agent"]
+    # a core module naming a channel facade would pull the Ably channel (and asyncio) in
+    assert named_modules("from ..channels import Channel\n", CORE) == {"ai_transport.channels"}
+    assert any("asyncio" in names for names in closure_of("ai_transport.channels").values())

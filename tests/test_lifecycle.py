@@ -8,9 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ai_transport.errors import AITransportError
-from ai_transport.sessions.invocation import Invocation
-from ai_transport.sessions.lifecycle import (
+from ai_transport.conversation.lifecycle import (
     EVENT_CANCEL,
     EVENT_RUN_END,
     EVENT_RUN_RESUME,
@@ -29,6 +27,8 @@ from ai_transport.sessions.lifecycle import (
     parse_step_lifecycle,
     read_cancel_target,
 )
+from ai_transport.errors import AITransportError
+from ai_transport.sessions.invocation import Invocation
 
 ids = st.one_of(st.none(), st.just(""), st.text(min_size=1, max_size=8))
 req = st.text(min_size=1, max_size=8)

@@ -99,8 +99,8 @@ async def test_bad_hooks_are_40003_naming_the_hook(hooks: dict, field: str) -> N
 
 
 async def test_deferred_cancels_are_bounded_oldest_first() -> None:
+    from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
     from ai_transport.sessions.agent import DEFERRED_CANCEL_LIMIT
-    from ai_transport.sessions.lifecycle import CancelTarget, build_cancel_message
 
     _hub, client, agent = await open_session()
     for i in range(DEFERRED_CANCEL_LIMIT + 5):

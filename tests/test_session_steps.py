@@ -18,10 +18,10 @@ from hypothesis import strategies as st
 from support_sessions import as_dicts, open_session, text_delta, text_opening, user_message, wait_status
 
 from ai_transport.codec.codec import ResponsesCodec
+from ai_transport.conversation.tree import Tree, WireApplier
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
 from ai_transport.sessions.client import ClientSession
-from ai_transport.sessions.tree import Tree, WireApplier
 from ai_transport.sessions.view import TreeBranch
 
 

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from support_sessions import as_dicts, record_conversation
 
 from ai_transport.codec.codec import ResponsesCodec
-from ai_transport.sessions.tree import Tree, WireApplier, WireLog
+from ai_transport.conversation.tree import Tree, WireApplier, WireLog
 from ai_transport.sessions.view import TreeBranch
 
 RECORDED = asyncio.run(record_conversation())
@@ -90,7 +90,7 @@ def test_wire_log_keeps_serial_order_and_drops_redeliveries(wires: list[tuple[in
 def test_run_less_tool_result_fork_is_rekeyed_by_the_run_start() -> None:
     """0.8.0's client tool-result fork: a run-less input with a non-user role folds into a run keyed
     by its codec-message-id until the agent's ai-run-start (input-codec-message-id) names the run."""
-    from ai_transport.sessions.lifecycle import parse_run_lifecycle
+    from ai_transport.conversation.lifecycle import parse_run_lifecycle
 
     tree = Tree(ResponsesCodec)
     result = ResponsesCodec.create_tool_result("fork-1", {"call_id": "c1", "output": "42"})

@@ -34,10 +34,10 @@ from support_sessions import (
 )
 
 from ai_transport.channels.memory import InProcessHub
+from ai_transport.conversation.lifecycle import build_transport_headers
 from ai_transport.errors import AITransportError
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
-from ai_transport.sessions.lifecycle import build_transport_headers
 from ai_transport.sessions.view import TreeBranch
 
 # async tests run under asyncio_mode = "auto"

@@ -22,6 +22,7 @@ from support_untrusted import SeededChannel, record, seeded_hub
 
 from ai_transport.channels.channel import action_name
 from ai_transport.channels.memory import InProcessHub
+from ai_transport.conversation.wire_check import wire_problem
 from ai_transport.readers import (
     approved_unexecuted_calls,
     resolved_call_ids,
@@ -31,7 +32,6 @@ from ai_transport.readers import (
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
 from ai_transport.sessions.view import TreeBranch
-from ai_transport.sessions.wire_check import wire_problem
 
 RECORDED = asyncio.run(record())
 FULL, PENDING = RECORDED["full"], RECORDED["pending"]
@@ -452,7 +452,7 @@ def test_one_untrusted_message_changes_nothing(message: dict[str, Any], position
 
 
 def test_invented_run_ids_cannot_grow_a_session_without_bound() -> None:
-    from ai_transport.sessions.admission import HELD_TOTAL_LIMIT
+    from ai_transport.conversation.admission import HELD_TOTAL_LIMIT
 
     session = AgentSession(InProcessHub().client("agent").channel("chat"))
     for i in range(HELD_TOTAL_LIMIT + 50):

@@ -159,10 +159,10 @@ class WeatherActivities:
         """The run, adopted and loaded on a fresh session; None when another worker has already
         suspended or ended it (``load()`` refuses such a run). Its claims are the workflow's: the
         claimant is the workflow's invocation id, the same in every activity and retry of it."""
+        from ..conversation.run import TERMINAL_STATUSES
         from ..errors import InvalidArgumentError
         from ..sessions.agent import AgentSession
         from ..sessions.invocation import Invocation
-        from ..sessions.run import TERMINAL_STATUSES
         from ..temporal.activities import adopt_and_load
 
         inv = Invocation.from_json(input["invocation"])

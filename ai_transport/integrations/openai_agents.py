@@ -59,9 +59,9 @@ from agents import Agent, RunConfig, Runner
 from agents.items import ToolApprovalItem
 from agents.result import RunResultStreaming
 
+from ..conversation.run import PipeResult
 from ..readers.calls import to_responses_input
 from ..readers.hygiene import sanitize_input
-from ..sessions.run import PipeResult
 from ..sessions.tools import function_call_output
 from .agents_replay import (
     REPLAY_RESPONSE_PREFIX,

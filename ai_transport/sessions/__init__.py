@@ -8,15 +8,15 @@ selection: :mod:`.branch`; run hooks: :mod:`.hooks`; leases and fencing: :mod:`.
 worker died: :class:`Supervisor`. Parity with 0.8.0: ``docs/PARITY.md``.
 """
 
+from ..conversation.branch import BranchHandle
+from ..conversation.lifecycle import CancelTarget
+from ..conversation.run import PipeResult, RunInfo, StepInfo
 from .agent import AgentSession
 from .agent_run import AgentRun
-from .branch import BranchHandle
 from .client import ClientRun, ClientSession, ClientView
 from .durable import page_until_located, with_agent_session
 from .hooks import CancelRequest
 from .invocation import Invocation
-from .lifecycle import CancelTarget
-from .run import PipeResult, RunInfo, StepInfo
 from .steer_client import SteerOutcome, SteerResult
 from .step import RunStep
 from .supervisor import StalledRun, Supervisor

@@ -75,15 +75,16 @@ from typing import Any
 
 from .._shapes import MAPPING
 from ..channels.channel import action_name
+from ..conversation.admission import AcceptInput, Admission
+from ..conversation.lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
+from ..conversation.tree import RunNode
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..lease import DEFAULT_LEASE, LeasePolicy
-from .admission import AcceptInput, Admission
 from .agent_run import AgentRun
 from .approvals import PublishedCalls
 from .claims import CLAIM_NAME, ClaimLedger
 from .hooks import validate_hooks
 from .invocation import Invocation
-from .lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
 from .live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
 from .own_streams import OwnStreams
 from .presence import AgentPresence
@@ -93,7 +94,6 @@ from .session import SessionCore
 from .signing import HistoryIntegrity
 from .step import RunStep
 from .tools import function_call_output, gate_calls
-from .tree import RunNode
 from .view import DEFAULT_HISTORY_PAGE_SIZE
 
 __all__ = [
@@ -126,7 +126,7 @@ class AgentSession(SessionCore):
         channel_modes: extra channel modes to attach with, e.g. ``OBJECT_MODES`` (``channelModes``
             of 0.8.0; the base modes are then requested too, :mod:`~ai_transport.channels.modes`).
         reorder_window: seconds a finished run's wire log is kept for late, out-of-order wires
-            (``reorderWindowMs`` of 0.8.0; default 120, :mod:`~ai_transport.sessions.retention`).
+            (``reorderWindowMs`` of 0.8.0; default 120, :mod:`~ai_transport.conversation.retention`).
         enter_presence: enter the channel's presence set while connected (default True), with
             data ``{"role": "agent", **presence_data}`` (:mod:`~.presence`; Python-only).
         presence_data: extra presence data of the agent's member.

@@ -15,13 +15,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from ..codec.headers import transport_headers
-from ..errors import AITransportError, ErrorCode, InvalidArgumentError
-from .approvals import StrayApproval, settle_stray_approvals
-from .base_run import AgentConversation, BaseRun
-from .claims import CLAIM_NAME, RunLease
-from .hooks import CancelRequest, link_signal
-from .invocation import Invocation
-from .lifecycle import (
+from ..conversation.lifecycle import (
     EVENT_RUN_END,
     EVENT_RUN_RESUME,
     EVENT_RUN_START,
@@ -44,14 +38,20 @@ from .lifecycle import (
     build_transport_headers,
     step_end_reason_for,
 )
+from ..conversation.run import TERMINAL_STATUSES, PipeResult
+from ..conversation.tree import RunNode, Tree
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .approvals import StrayApproval, settle_stray_approvals
+from .base_run import AgentConversation, BaseRun
+from .claims import CLAIM_NAME, RunLease
+from .hooks import CancelRequest, link_signal
+from .invocation import Invocation
 from .pipe_loop import pipe_events
-from .run import TERMINAL_STATUSES, PipeResult
 from .run_durable import DurableRun
 from .run_host import AgentSessionHost
 from .run_writer import RunWriter
 from .steer import RunSteering
 from .step import RunStep
-from .tree import RunNode, Tree
 from .view import LeafBranch, View
 
 __all__ = ["AgentRun"]

@@ -14,13 +14,13 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..conversation.nodes import InputNode
+from ..conversation.run import RunInfo, RunStatus
 from ..readers.calls import approved_unexecuted_calls, to_responses_input, unanswered_calls
-from .nodes import InputNode
-from .run import RunInfo, RunStatus
 from .tools import function_call_output
 
 if TYPE_CHECKING:
-    from .tree import Tree
+    from ..conversation.tree import Tree
     from .view import View
 
 __all__ = ["AgentConversation", "BaseRun"]

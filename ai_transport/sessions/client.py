@@ -29,12 +29,9 @@ from typing import Any
 
 from .._shapes import MAPPING
 from ..codec.headers import transport_headers
-from ..errors import AITransportError, ErrorCode, InvalidArgumentError
-from .admission import Admission
-from .base_run import BaseRun
-from .branch import BranchHandle, NavigableBranch
-from .invocation import Invocation
-from .lifecycle import (
+from ..conversation.admission import Admission
+from ..conversation.branch import BranchHandle, NavigableBranch
+from ..conversation.lifecycle import (
     EVENT_RUN_END,
     H_INPUT_CODEC_MESSAGE_ID,
     H_RUN_ID,
@@ -45,9 +42,12 @@ from .lifecycle import (
     build_run_end_error,
     build_transport_headers,
 )
+from ..conversation.tree import RunNode, Tree
+from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from .base_run import BaseRun
+from .invocation import Invocation
 from .session import SessionCore
 from .steer_client import SteerCoordinator, SteerResult
-from .tree import RunNode, Tree
 from .view import DEFAULT_HISTORY_PAGE_SIZE, View
 
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
@@ -242,7 +242,7 @@ class ClientView(View):
     def branch_selection(self, codec_message_id: str) -> BranchHandle:
         """The branch point at message ``codec_message_id`` (``branchSelection`` of 0.8.0): its
         alternative messages, the one shown, and ``select(index)`` (see
-        :class:`~ai_transport.sessions.branch.BranchHandle`)."""
+        :class:`~ai_transport.conversation.branch.BranchHandle`)."""
 
         def select(index: int) -> None:
             if self._nav.record_selection(codec_message_id, index):
@@ -281,7 +281,7 @@ class ClientSession(SessionCore):
         channel_modes: extra channel modes to attach with, e.g. ``OBJECT_MODES`` (``channelModes``
             of 0.8.0; the base modes are then requested too, :mod:`~ai_transport.channels.modes`).
         reorder_window: seconds a finished run's wire log is kept for late, out-of-order wires
-            (``reorderWindowMs`` of 0.8.0; default 120, :mod:`~ai_transport.sessions.retention`).
+            (``reorderWindowMs`` of 0.8.0; default 120, :mod:`~ai_transport.conversation.retention`).
     """
 
     _log = logger

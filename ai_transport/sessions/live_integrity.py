@@ -58,7 +58,7 @@ from typing import Any, Final
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
-from .held import HeldWires
+from ..conversation.held import HeldWires
 from .signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, StreamTagger, verify_output
 
 __all__ = ["DROP", "FOLD", "HELD_PER_MESSAGE", "HELD_TOTAL", "HOLD", "SPLIT", "SPLIT_LIMIT", "LiveVerifier"]

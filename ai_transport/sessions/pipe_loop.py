@@ -8,8 +8,8 @@ import logging
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
+from ..conversation.run import PipeResult
 from ..errors import AITransportError, ErrorCode
-from .run import PipeResult
 from .steer import RunSteering
 from .tools import aiter_any
 

@@ -39,10 +39,10 @@ from typing import Any, Protocol
 from .._shapes import MAPPING
 from ..channels.channel import Channel
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
-from .lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
+from ..conversation.lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
+from ..conversation.tree import Tree
 from .live_integrity import LiveVerifier
 from .signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
-from .tree import Tree
 
 __all__ = ["OpenStream", "OpenStreams", "RecoveringRun", "close_dangling_streams"]
 

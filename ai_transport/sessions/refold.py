@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .tree import Tree, WireApplier
+from ..conversation.tree import Tree, WireApplier
 from .view import HistoryHydrator
 
 __all__ = ["Shadow", "adopt_state"]

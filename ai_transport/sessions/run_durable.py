@@ -9,11 +9,11 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ..conversation.run import TERMINAL_STATUSES, RunStatus
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from .claims import LeaseLost, RunLease, call_id_of, claim_calls, run_key
 from .invocation import Invocation
 from .recovery import close_dangling_streams
-from .run import TERMINAL_STATUSES, RunStatus
 from .run_host import AgentSessionHost
 from .tools import function_call_output
 

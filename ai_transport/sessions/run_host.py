@@ -10,15 +10,15 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..conversation.lifecycle import RunLifecycleEvent
+from ..conversation.nodes import Emitter, RunNode
+from ..conversation.tree import Tree
 from ..lease import LeasePolicy
 from .claims import ClaimLedger
-from .lifecycle import RunLifecycleEvent
 from .live_integrity import LiveVerifier
-from .nodes import Emitter, RunNode
 from .own_streams import OwnStreams
 from .recovery import OpenStreams
 from .signing import HistoryIntegrity
-from .tree import Tree
 from .view import HistoryHydrator
 
 __all__ = ["AgentSessionHost"]

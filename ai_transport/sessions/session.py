@@ -14,15 +14,15 @@ from .._shapes import MAPPING
 from ..channels.modes import channel_agent, resolve_channel_modes, validate_channel_modes
 from ..channels.presence import Presence
 from ..channels.state import ChannelStateChange, is_continuity_lost
+from ..conversation.admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
+from ..conversation.lifecycle import RunLifecycleEvent
+from ..conversation.retention import set_reorder_window
+from ..conversation.tree import Emitter, Tree, WireApplier
+from ..conversation.wire_check import wire_problem
 from ..errors import AITransportError, ErrorCode
-from .admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
-from .lifecycle import RunLifecycleEvent
 from .presence import presence_of
 from .refold import Shadow
-from .retention import set_reorder_window
-from .tree import Emitter, Tree, WireApplier
 from .view import HistoryHydrator
-from .wire_check import wire_problem
 
 __all__ = ["AGENT_NAMES", "MUTATIONS", "SKIP_MEMORY", "SessionCore", "is_untrusted_agent_mutation", "mutator_of"]
 

@@ -66,8 +66,7 @@ from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
-from ..errors import AITransportError, ErrorCode
-from .lifecycle import (
+from ..conversation.lifecycle import (
     EVENT_RUN_END,
     EVENT_RUN_RESUME,
     EVENT_RUN_START,
@@ -75,6 +74,7 @@ from .lifecycle import (
     EVENT_STEP_END,
     EVENT_STEP_START,
 )
+from ..errors import AITransportError, ErrorCode
 
 __all__ = [
     "LIFECYCLE_NAMES",

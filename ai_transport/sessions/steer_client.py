@@ -27,8 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..codec.headers import transport_headers
-from ..errors import AITransportError, ErrorCode
-from .lifecycle import (
+from ..conversation.lifecycle import (
     EVENT_RUN_END,
     EVENT_RUN_SUSPEND,
     H_CODEC_MESSAGE_ID,
@@ -37,6 +36,7 @@ from .lifecycle import (
     H_STEER_CODEC_MESSAGE_IDS,
     build_transport_headers,
 )
+from ..errors import AITransportError, ErrorCode
 from .steer import parse_steer_stamp
 
 __all__ = ["SteerCoordinator", "SteerOutcome", "SteerResult"]

@@ -6,8 +6,8 @@ import asyncio
 from collections.abc import AsyncIterable, Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
+from ..conversation.run import PipeResult
 from ..errors import InvalidArgumentError
-from .run import PipeResult
 
 __all__ = ["RunStep", "StepHost"]
 

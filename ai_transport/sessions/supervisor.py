@@ -40,10 +40,10 @@ from typing import Any
 
 from .._shapes import MAPPING
 from ..codec.headers import transport_headers
+from ..conversation.lifecycle import H_RUN_ID
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..lease import DEFAULT_LEASE, ChannelClock, Holding, stalled_runs
 from .invocation import Invocation
-from .lifecycle import H_RUN_ID
 
 __all__ = ["StalledRun", "Supervisor"]
 

@@ -22,12 +22,12 @@ from typing import Any, TypeVar
 from temporalio import activity
 from temporalio.exceptions import ApplicationError
 
+from ..conversation.run import TERMINAL_STATUSES
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
 from ..sessions.agent import AgentSession
 from ..sessions.agent_run import AgentRun
 from ..sessions.durable import with_agent_session
 from ..sessions.invocation import Invocation
-from ..sessions.run import TERMINAL_STATUSES
 from ..sessions.view import DEFAULT_HISTORY_PAGE_SIZE
 from .heartbeat import heartbeat_now, heartbeating
 from .types import (

@@ -11,7 +11,7 @@ from .run import RunInfo, RunStatus, StepInfo
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "Node", "RunNode", "WireLog"]
 
-logger = logging.getLogger("ai_transport.sessions.tree")
+logger = logging.getLogger("ai_transport.conversation.tree")
 
 #: ``(direction, event)`` with direction ``"input"`` or ``"output"``.
 CodecEvent = tuple[str, dict[str, Any]]

@@ -14,7 +14,7 @@ __all__ = ["LifecycleFold"]
 
 
 class LifecycleFold:
-    """The lifecycle half of :class:`~ai_transport.sessions.tree.Tree` (a mixin of it)."""
+    """The lifecycle half of :class:`~ai_transport.conversation.tree.Tree` (a mixin of it)."""
 
     if TYPE_CHECKING:
         _codec: Any

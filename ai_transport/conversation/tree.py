@@ -66,17 +66,15 @@ from .lifecycle import (
     parse_run_lifecycle,
     parse_step_lifecycle,
 )
-
-__all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
 from .retention import LogRetention
-from .steer import parse_steer_stamp
+from .steers import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
 from .tree_owners import TreeOwnership
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 
-logger = logging.getLogger("ai_transport.sessions.tree")
+logger = logging.getLogger("ai_transport.conversation.tree")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ __all__ = ["TreeOwnership"]
 
 
 class TreeOwnership:
-    """The ownership half of :class:`~ai_transport.sessions.tree.Tree` (a mixin of it)."""
+    """The ownership half of :class:`~ai_transport.conversation.tree.Tree` (a mixin of it)."""
 
     if TYPE_CHECKING:
         _nodes: dict[str, _Internal]

@@ -1,0 +1,38 @@
+"""ai_transport.conversation: the sans-I/O conversation core under both sides' sessions.
+
+Pure state, no event loop and no channel (like the codec's reducer): it takes wires — live, or from
+history pages in any order — and folds them; the asyncio sessions in :mod:`ai_transport.sessions`
+are shells that feed it what the channel delivers and publish what it asks for.
+
+* :mod:`.lifecycle` — the wire vocabulary: header names, run / step lifecycle events, cancels.
+* :mod:`.wire_check` — the shape checks every wire passes before it is folded.
+* :mod:`.admission` — who may say what: the authority rule (trusted agent identities come from the
+  session's configuration; a wire's author is the publisher Ably verified) and answers held until
+  their run is known (:mod:`.held`).
+* :mod:`.tree` (with :mod:`.nodes`, :mod:`.tree_owners`, :mod:`.tree_lifecycle`, :mod:`.retention`)
+  — the conversation tree and its ownership ledger (which publisher each identifier belongs to).
+* :mod:`.branch` (client views: forks, selections) and :mod:`.leaf_branch` (an agent run's view:
+  what the model reads); :mod:`.steers` — steer stamps and the per-run steer tracker.
+* :mod:`.run` — the read models (``RunInfo``, ``StepInfo``, ``PipeResult``).
+
+Nothing here imports asyncio, nor any module that does (``tests/test_layout.py`` checks it).
+"""
+
+from .branch import BranchHandle, NavigableBranch
+from .leaf_branch import LeafBranch
+from .lifecycle import CancelTarget, RunLifecycleEvent
+from .run import PipeResult, RunInfo, StepInfo
+from .tree import Tree, WireApplier
+
+__all__ = [
+    "BranchHandle",
+    "CancelTarget",
+    "LeafBranch",
+    "NavigableBranch",
+    "PipeResult",
+    "RunInfo",
+    "RunLifecycleEvent",
+    "StepInfo",
+    "Tree",
+    "WireApplier",
+]

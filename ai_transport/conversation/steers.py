@@ -1,0 +1,85 @@
+"""Steers as the conversation reads them: the ``steer-codec-message-ids`` stamp, the per-run tracker
+(``RunSteerTracker`` of 0.8.0) and the view rule that moves an unanswered steer to its run's tail.
+
+Pure: the agent run's steer machinery (:mod:`ai_transport.sessions.steer`) drives these.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+__all__ = ["SteerTracker", "defer_unresponded_steers", "parse_steer_stamp"]
+
+logger = logging.getLogger("ai_transport.sessions.steer")
+
+M = TypeVar("M")
+
+
+def parse_steer_stamp(value: Any) -> list[str] | None:
+    """The codec-message-ids of a ``steer-codec-message-ids`` header (a JSON array of strings).
+
+    None when absent or malformed (wire input: a bad stamp is logged and degrades to "no stamp");
+    non-string members are dropped.
+    """
+    if value is None:
+        return None
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, list):
+        logger.warning("ignored malformed steer-codec-message-ids header %r", value)
+        return None
+    ids = [i for i in parsed if isinstance(i, str)]
+    return ids or None
+
+
+def defer_unresponded_steers(messages: Sequence[M], is_unresponded: Callable[[str], bool]) -> list[M]:
+    """Move every message whose ``codec_message_id`` is an unanswered steer to the tail, keeping the
+    relative order of everything else (``deferUnrespondedSteers`` of 0.8.0)."""
+    kept: list[M] = []
+    deferred: list[M] = []
+    for message in messages:
+        cmid = getattr(message, "codec_message_id", None)
+        (deferred if isinstance(cmid, str) and is_unresponded(cmid) else kept).append(message)
+    return [*kept, *deferred] if deferred else list(messages)
+
+
+class SteerTracker:
+    """Per-run steer state (``RunSteerTracker`` of 0.8.0): steers folded but not yet drained by
+    ``has_input()`` (*pending*), and those drained since the previous pass (*recently processed*,
+    stamped by the next pass)."""
+
+    def __init__(self) -> None:
+        self._pending: dict[str, None] = {}
+        self._recent: dict[str, None] = {}
+
+    def add_pending(self, codec_message_id: str) -> None:
+        """Record a folded steer (idempotent)."""
+        self._pending[codec_message_id] = None
+
+    def discard(self, codec_message_id: str) -> None:
+        """Forget a steer an earlier pass answered (its stamp was folded)."""
+        self._pending.pop(codec_message_id, None)
+
+    def has_pending(self) -> bool:
+        """True while a folded steer waits to be drained."""
+        return bool(self._pending)
+
+    def drain_pending(self) -> None:
+        """Move every pending steer to the recently-processed set."""
+        self._recent.update(self._pending)
+        self._pending.clear()
+
+    def consume_recently_processed(self) -> list[str]:
+        """The steers drained since the previous pass, in fold order; clears them."""
+        ids = list(self._recent)
+        self._recent.clear()
+        return ids
+
+    def is_unresponded(self, codec_message_id: str) -> bool:
+        """True for a steer still pending or drained but not yet stamped on an output."""
+        return codec_message_id in self._pending or codec_message_id in self._recent
