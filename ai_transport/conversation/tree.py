@@ -110,7 +110,7 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Bumped on every run status change.
         self.status_version = 0
         self._visible_cache: tuple[Any, list[Node]] | None = None
-        self._children_cache: tuple[int, dict[str | None, list[Node]]] | None = None
+        self._children_cache: tuple[int, dict[str | None, list[Node]], dict[str, list[Node]]] | None = None
         #: Event-log retention (the reorder window, :mod:`.retention`).
         self.retention = LogRetention()
 
@@ -235,37 +235,50 @@ class Tree(LifecycleFold, TreeOwnership):
             seen.add(current.key)
         return current
 
-    def _is_sibling(self, node: Node, original: Node) -> bool:
-        if node.kind != original.kind or node.parent != original.parent:
-            return False
-        if isinstance(node, RunNode):
-            return True
-        if node.key == original.key:
-            return True
+    def _groups(self) -> tuple[dict[str | None, list[Node]], dict[str, list[Node]]]:
+        """The sibling groups of this version of the tree, built in one pass over the nodes.
+
+        ``(runs, inputs)``: ``runs[parent]`` — the runs answering ``parent`` (a reply and its
+        regenerates); ``inputs[key]`` — the prompts that edit the prompt ``key`` (``fork-of`` chains
+        reaching it, same parent), ``key`` itself included. Both in serial order, superseded nodes
+        left out. Each node costs the length of its ``fork-of`` chain, so a view update is linear in
+        the tree, never quadratic.
+        """
+        cached = self._children_cache
+        if cached is not None and cached[0] == self.version:
+            return cached[1], cached[2]
+        runs: dict[str | None, list[Node]] = {}
+        inputs: dict[str, list[Node]] = {}
+        for e in self._sorted:
+            node = e.node
+            if node.key in self._superseded:
+                continue
+            if isinstance(node, RunNode):
+                runs.setdefault(node.parent, []).append(node)
+                continue
+            inputs.setdefault(node.key, []).append(node)
+            for reached in self._fork_chain(node):
+                target = self._nodes.get(reached)
+                if target is not None and target.node.kind == node.kind and target.node.parent == node.parent:
+                    inputs.setdefault(reached, []).append(node)
+        self._children_cache = (self.version, runs, inputs)
+        return runs, inputs
+
+    def _fork_chain(self, node: Node) -> list[str]:
+        """The keys an input's ``fork-of`` chain reaches (what :meth:`sibling_group` walks)."""
+        reached: list[str] = []
         current: Node = node
         seen = {current.key}
         while isinstance(current, InputNode) and (fork_of := self._fork_of(current)) is not None:
-            if fork_of == original.key:
-                return True
             if fork_of in seen:
                 break
+            reached.append(fork_of)
+            seen.add(fork_of)
             target = self._nodes.get(fork_of)
             if target is None:
                 break
             current = target.node
-            seen.add(current.key)
-        return False
-
-    def _children(self) -> dict[str | None, list[Node]]:
-        cached = self._children_cache
-        if cached is not None and cached[0] == self.version:
-            return cached[1]
-        children: dict[str | None, list[Node]] = {}
-        for e in self._sorted:
-            if e.node.key not in self._superseded:
-                children.setdefault(e.node.parent, []).append(e.node)
-        self._children_cache = (self.version, children)
-        return children
+        return reached
 
     def sibling_group(self, key: str) -> list[Node]:
         """Alternatives of the node ``key`` (edits of a prompt, regenerates of a reply), in order."""
@@ -273,9 +286,11 @@ class Tree(LifecycleFold, TreeOwnership):
         if entry is None:
             return []
         original = entry.node
-        if isinstance(original, InputNode):
-            original = self._input_group_root(original)
-        return [n for n in self._children().get(original.parent, ()) if self._is_sibling(n, original)]
+        runs, inputs = self._groups()
+        if isinstance(original, RunNode):
+            return list(runs.get(original.parent, ()))
+        original = self._input_group_root(original)
+        return list(inputs.get(original.key, ()))
 
     def group_root(self, key: str) -> str:
         """The key identifying the sibling group of ``key`` (its first member)."""

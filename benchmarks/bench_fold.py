@@ -1,0 +1,134 @@
+"""Fold cost: live, per new message, against 100 / 1k / 10k messages on the channel; wake-up from
+1k / 10k messages of history; the in-process agent's CPU per model delta.
+
+* **live fold per new message** (target: flat): a connected :class:`ClientSession` whose view has
+  an ``update`` listener (a UI) already holds ``N`` prompts of another member (folded from
+  history); then more prompts arrive live, and the time the session spends on each (its channel
+  listener: admission, tree fold, view update) is measured. Before the sans-I/O core this grew
+  with ``N`` (``Tree.sibling_group`` scanned every child per visible node: 18 / 96 / 319 ms at
+  N = 100 / 200 / 400).
+* **wake-up per history message** (target: <= 20 us): ``bench_wakeup.py``'s path (a fresh worker:
+  connect, locate the trigger, fold the whole conversation, decide what it owes, build the model
+  input) for conversations of 1k and 10k messages, divided by the messages in history.
+* **agent CPU per model delta** (target: no regression, ~40 us before): ``bench_fleet.py
+  --in-process-only``'s measure.
+
+Run: ``python benchmarks/bench_fold.py [--sizes 100,1000,10000] [--wake-sizes 1000,10000]
+[--live 50] [--repeat 3]``. Not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import copy
+import gc
+import statistics
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "benchmarks"))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
+
+from ai_transport.channels.memory import InProcessHub
+from ai_transport.sessions.client import ClientSession
+
+
+def prompt_wire(text: str) -> dict[str, Any]:
+    """A user prompt as a client publishes it (fresh codec-message-id and event-id)."""
+    return {
+        "name": "ai-input",
+        "data": text,
+        "extras": {
+            "ai": {
+                "transport": {
+                    "role": "user",
+                    "codec-message-id": str(uuid.uuid4()),
+                    "run-client-id": "mallory",
+                    "event-id": str(uuid.uuid4()),
+                    "stream": "false",
+                    "discrete": "true",
+                },
+                "codec": {"kind": "user-message", "partType": "input_text"},
+            }
+        },
+    }
+
+
+async def live_fold_per_message(n: int, live: int) -> float:
+    """Median seconds a client session spends folding one new live prompt, ``n`` already held."""
+    hub = InProcessHub()
+    mallory = hub.client("mallory").channel("chat")
+    for i in range(n):
+        await mallory.publish(copy.deepcopy(prompt_wire(f"junk {i}")))
+    session = ClientSession(hub.client("alice").channel("chat"))
+    session.view.on("update", lambda *_: None)
+    spent: list[float] = []
+    on_live = session._on_live
+
+    def timed(message: Any) -> None:
+        t0 = time.perf_counter()
+        on_live(message)
+        spent.append(time.perf_counter() - t0)
+
+    session._on_live = timed  # type: ignore[method-assign]
+    await session.connect()
+    await session.view.load_all()
+    assert len(session.tree.nodes()) >= n
+    spent.clear()
+    gc.collect()
+    for i in range(live):
+        await mallory.publish(prompt_wire(f"live {i}"))
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert len(spent) == live, (len(spent), live)
+    await session.close()
+    return statistics.median(spent)
+
+
+async def wake_per_message(size: int, repeat: int) -> tuple[int, float]:
+    from bench_wakeup import conversation, history_size, wake
+
+    hub, invocation = await conversation(size)
+    total = await history_size(hub)
+    times = []
+    for _ in range(repeat):
+        gc.collect()
+        times.append(await wake(hub, invocation))
+    return total, min(times) / total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--sizes", default="100,1000,10000")
+    ap.add_argument("--wake-sizes", default="1000,10000")
+    ap.add_argument("--live", type=int, default=50)
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--deltas", type=int, default=20_000)
+    args = ap.parse_args()
+
+    print(f"{'messages on channel':>20} {'live fold per new message':>27}")
+    for n in (int(s) for s in args.sizes.split(",") if s):
+        best = min(asyncio.run(live_fold_per_message(n, args.live)) for _ in range(args.repeat))
+        print(f"{n:>20} {best * 1e6:>24.0f} us")
+
+    print(f"{'history messages':>20} {'wake-up per history message':>29}")
+    for size in (int(s) for s in args.wake_sizes.split(",") if s):
+        total, per = asyncio.run(wake_per_message(size, args.repeat))
+        print(f"{total:>20} {per * 1e6:>26.1f} us")
+
+    if args.deltas:
+        from bench_fleet import in_process_cpu_per_delta
+
+        us = [asyncio.run(in_process_cpu_per_delta(args.deltas)) for _ in range(args.repeat)]
+        print(f"agent CPU per model delta: min {min(us):.1f} us, median {statistics.median(us):.1f} us"
+              f" ({args.deltas} deltas)")
+
+
+if __name__ == "__main__":
+    main()
