@@ -490,7 +490,8 @@ async def test_a_run_woken_during_the_refold_finds_its_trigger_in_it() -> None:
         gap.append(await client.view.send(user_message("And in Brest?")))
 
     await lose_continuity(worker, gate, ask)
-    run = await worker.create_run(gap[0].invocation.to_json())
+    # bound to its publisher (an endpoint that authenticated alice): the first match by alice settles
+    run = await worker.create_run({**gap[0].invocation.to_json(), "inputClientId": "alice"})
     starting = asyncio.ensure_future(run.start())
     for _ in range(5):
         await asyncio.sleep(0)

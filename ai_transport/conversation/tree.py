@@ -103,6 +103,9 @@ class Tree(LifecycleFold, TreeOwnership):
         self._run_message_ids: set[str] = set()
         self._client: str | None = None
         self._event_ids: dict[str, dict[str, Any]] = {}
+        #: Earlier claims of an event-id by its current holder (refused if an older wire of another
+        #: publisher takes the id): the serial and clientId of each.
+        self._event_claims: dict[str, list[dict[str, Any]]] = {}
         self._seq = itertools.count()
         self.emitter = Emitter()
         #: Bumped on every structural change (nodes, order, parents, supersedes).
@@ -154,7 +157,9 @@ class Tree(LifecycleFold, TreeOwnership):
         return self.get_node(key) if key is not None else None
 
     def find_message_by_event_id(self, event_id: str) -> dict[str, Any] | None:
-        """The first wire seen whose transport ``event-id`` is ``event_id``."""
+        """The wire that owns the transport ``event-id`` ``event_id``: of those folded so far, the
+        first in channel serial order (:meth:`claim_event_id`). Paging history newest first, an
+        older claim may still be unread: see ``AgentRun`` for how a worker settles its trigger."""
         return self._event_ids.get(event_id)
 
     def nodes(self) -> list[Node]:
@@ -598,11 +603,50 @@ class Tree(LifecycleFold, TreeOwnership):
         self.emitter.emit("update")
 
     def emit_ably_message(self, message: Mapping[str, Any]) -> None:
-        """Index the wire by ``event-id`` and emit ``ably-message``."""
+        """Index the wire by ``event-id`` (:meth:`claim_event_id`) and emit ``ably-message``."""
         event_id = transport_headers(message.get("extras")).get(H_EVENT_ID)
-        if isinstance(event_id, str) and event_id not in self._event_ids:
-            self._event_ids[event_id] = dict(message)
+        if isinstance(event_id, str):
+            self.claim_event_id(event_id, message)
         self.emitter.emit("ably-message", message)
+
+    def claim_event_id(self, event_id: str, message: Mapping[str, Any]) -> None:
+        """``message`` claims ``event_id``: the id belongs to its first publisher in channel serial
+        order, whatever order the wires arrive in (live, history newest page first, a refold).
+
+        The index keeps the claim with the lowest serial (a serial-less optimistic wire only until
+        a serial one arrives). Every claim by another publisher than the owner is refused (reported,
+        counted by the session) once it is known to lose — on arrival, or when an older wire of
+        another publisher turns up and takes the id from it (and from the owner's earlier claims).
+        """
+        held = self._event_ids.get(event_id)
+        if held is None:
+            self._event_ids[event_id] = dict(message)
+            return
+        serial, held_serial = message.get("serial"), held.get("serial")
+        if serial == held_serial:
+            return  # the same message again (a re-delivery, an update or append of it)
+        older = isinstance(serial, str) and (not isinstance(held_serial, str) or serial < held_serial)
+        claims = self._event_claims.setdefault(event_id, [])
+        if not older:
+            if message.get("clientId") != held.get("clientId"):
+                self._refuse(message, f"event-id {event_id!r} belongs to client {held.get('clientId')!r}")
+            else:  # a later claim of the holder's: refused with the holder if an older wire turns up
+                claims.append(_claim_of(message))
+            return
+        self._event_ids[event_id] = dict(message)
+        claims.append(_claim_of(held))
+        displaced = claims
+        owner = message.get("clientId")
+        lost = [d for d in displaced if d.get("clientId") != owner]
+        if lost:
+            self._event_claims[event_id] = [d for d in displaced if d.get("clientId") == owner]
+            for claim in lost:
+                self._refuse(claim, f"event-id {event_id!r} belongs to client {owner!r}")
+
+
+def _claim_of(message: Mapping[str, Any]) -> dict[str, Any]:
+    """What the event-id ledger keeps of a claim it may refuse later (enough to report it once)."""
+    return {k: message[k] for k in ("serial", "version", "clientId", "name") if k in message}
 
 
 class WireApplier:

@@ -143,49 +143,59 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
     # -- trigger -------------------------------------------------------------------------------
 
     def _match(self) -> Mapping[str, Any] | None:
-        return self.session.tree.find_message_by_event_id(self.invocation.input_event_id)
+        """The trigger, once it is settled: the wire that owns the invocation's ``event-id`` (the
+        first in serial order, :meth:`~ai_transport.conversation.tree.Tree.find_message_by_event_id`)
+        when no older wire can still take it from the one found — the invocation names its
+        publisher (``input_client_id``) and the match is theirs, or history has been read to its
+        start. A match a member copied the id into is never acted on while history is unread."""
+        eid = self.invocation.input_event_id
+        found = self.session.tree.find_message_by_event_id(eid)
+        if found is None:
+            return None
+        bound = self.invocation.input_client_id
+        if bound is not None:
+            return found if found.get("clientId") == bound else None
+        return None if self.session.hydrator.has_next() else found
 
     async def _locate(self, timeout: float) -> None:
         found = self._match()
         if found is None:
+            eid = self.invocation.input_event_id
             loop = asyncio.get_running_loop()
-            fut: asyncio.Future[Mapping[str, Any]] = loop.create_future()
+            deadline = loop.time() + timeout
+            claimed = asyncio.Event()
 
             def on_msg(message: Mapping[str, Any]) -> None:
-                if (
-                    not fut.done()
-                    and transport_headers(message.get("extras")).get(H_EVENT_ID)
-                    == self.invocation.input_event_id
-                ):
-                    fut.set_result(message)
+                if transport_headers(message.get("extras")).get(H_EVENT_ID) == eid:
+                    claimed.set()
 
             off = self.session.tree.on("ably-message", on_msg)
             try:
-                await self.session.hydrator.fold_until(lambda: fut.done())
+                await self.session.hydrator.fold_until(lambda: self._match() is not None)
                 found = self._match()
-                if found is None:
-                    abort: asyncio.Future[Any] = asyncio.ensure_future(self.abort_signal.wait())
-                    try:
-                        waitables: set[asyncio.Future[Any]] = {fut, abort}
-                        done, _ = await asyncio.wait(
-                            waitables, timeout=timeout, return_when=asyncio.FIRST_COMPLETED
+                while found is None:
+                    remaining = deadline - loop.time()
+                    if remaining <= 0:
+                        raise AITransportError(
+                            f"unable to locate input event '{eid}' within {timeout}s",
+                            ErrorCode.INPUT_EVENT_NOT_FOUND,
+                            504,
                         )
+                    claimed.clear()
+                    abort: asyncio.Future[Any] = asyncio.ensure_future(self.abort_signal.wait())
+                    claim: asyncio.Future[Any] = asyncio.ensure_future(claimed.wait())
+                    try:
+                        await asyncio.wait({abort, claim}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
                     finally:
                         abort.cancel()
-                    if fut in done:
-                        found = fut.result()
-                    elif self.abort_signal.is_set():
+                        claim.cancel()
+                    if self.abort_signal.is_set():
                         raise AITransportError(
                             f"unable to look up input event; run {self.run_id} was cancelled",
                             ErrorCode.OPERATION_CANCELLED,
                             400,
                         )
-                    else:
-                        raise AITransportError(
-                            f"unable to locate input event '{self.invocation.input_event_id}' within {timeout}s",
-                            ErrorCode.INPUT_EVENT_NOT_FOUND,
-                            504,
-                        )
+                    found = self._match()
             finally:
                 off()
         self._resolve_trigger(found)

@@ -1,0 +1,201 @@
+"""One ownership rule: an identifier a wire claims belongs to its first publisher in channel serial
+order, whatever order the wires arrive in (issue 21, break #1: the event-id hijack).
+
+* the tree's event-id index, for any arrival order (Hypothesis): the owner is the claim with the
+  lowest serial, every claim by another publisher is refused (once), and nothing is refused that
+  an older claim of another publisher does not beat;
+* a fresh worker woken by alice's invocation, paging history newest first past mallory's copy of
+  alice's event-id, answers alice (unbound: it reads history to its start; bound to alice with
+  ``inputClientId``: it stops at alice's wire), and counts mallory's claim;
+* the same over the emulator with the real ``ably`` SDK.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_sessions import user_message
+
+from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.channels.memory import InProcessHub
+from ai_transport.codec import ResponsesCodec
+from ai_transport.conversation.tree import Tree
+from ai_transport.emulator.client import client_options
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
+
+
+def prompt(text: str, event_id: str, client_id: str) -> dict[str, Any]:
+    """A user prompt as a client publishes it, carrying ``event_id``."""
+    return {
+        "name": "ai-input",
+        "data": text,
+        "extras": {
+            "ai": {
+                "transport": {
+                    "role": "user",
+                    "codec-message-id": str(uuid.uuid4()),
+                    "run-client-id": client_id,
+                    "event-id": event_id,
+                    "stream": "false",
+                    "discrete": "true",
+                },
+                "codec": {"kind": "user-message", "partType": "input_text"},
+            }
+        },
+    }
+
+
+# -- the tree's index, in any arrival order --------------------------------------------------------
+
+claims_strategy = st.lists(st.sampled_from(["alice", "mallory", "eve"]), min_size=1, max_size=8)
+
+
+@settings(max_examples=200, deadline=None)
+@given(publishers=claims_strategy, data=st.data())
+def test_the_event_id_owner_is_the_first_claim_in_serial_order_for_any_arrival_order(
+    publishers: list[str], data: st.DataObject
+) -> None:
+    wires = [
+        {**prompt(f"p{i}", "ev-1", who), "serial": f"{i:020d}", "clientId": who}
+        for i, who in enumerate(publishers)
+    ]
+    order = data.draw(st.permutations(wires))
+    tree = Tree(ResponsesCodec)
+    refused: list[tuple[Any, str]] = []
+    tree.on("refused", lambda message, why: refused.append((message.get("serial"), why)))
+    for wire in order:
+        tree.emit_ably_message(wire)
+    found = tree.find_message_by_event_id("ev-1")
+    assert found is not None and found["serial"] == wires[0]["serial"]
+    owner = publishers[0]
+    serials = [serial for serial, _ in refused]
+    assert len(serials) == len(set(serials))  # a claim is refused once
+    # every claim of another publisher than the owner is refused, whatever the order ...
+    assert {w["serial"] for w in wires if w["clientId"] != owner} <= set(serials)
+    # ... and only claims an older claim of another publisher beats (the owner's first one never)
+    for serial in serials:
+        claim = next(w for w in wires if w["serial"] == serial)
+        assert any(w["serial"] < serial and w["clientId"] != claim["clientId"] for w in wires)
+
+
+def test_a_redelivery_of_the_owner_is_no_claim() -> None:
+    tree = Tree(ResponsesCodec)
+    refused: list[Any] = []
+    tree.on("refused", lambda message, why: refused.append(message))
+    wire = {**prompt("p", "ev-1", "alice"), "serial": "01", "clientId": "alice"}
+    tree.emit_ably_message(wire)
+    tree.emit_ably_message(dict(wire))
+    assert refused == [] and tree.find_message_by_event_id("ev-1") == wire
+
+
+# -- a fresh worker, in process --------------------------------------------------------------------
+
+
+async def hijacked_channel(hub: InProcessHub, fillers: int, earlier: int = 0) -> Any:
+    """``earlier`` prompts of bob's, then alice's; mallory publishes ``fillers`` prompts, then one
+    carrying alice's event-id."""
+    bob = hub.client("bob").channel("chat")
+    for i in range(earlier):
+        await bob.publish(prompt(f"earlier {i}", str(uuid.uuid4()), "bob"))
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    sent = await alice.view.send(user_message("alice's question"))
+    mallory = hub.client("mallory").channel("chat")
+    for i in range(fillers):
+        await mallory.publish(prompt(f"filler {i}", str(uuid.uuid4()), "mallory"))
+    await mallory.publish(prompt("mallory's question", sent.input_event_id, "mallory"))
+    await alice.close()
+    return sent
+
+
+@pytest.mark.parametrize("bound", [False, True], ids=["unbound", "bound"])
+async def test_a_fresh_worker_answers_the_first_publisher_of_the_event_id(bound: bool) -> None:
+    hub = InProcessHub()
+    sent = await hijacked_channel(hub, fillers=100, earlier=50)
+    worker = AgentSession(hub.client("agent").channel("chat"), history_page_size=10)
+    await worker.connect()
+    invocation = sent.invocation.to_json()
+    if bound:
+        invocation["inputClientId"] = "alice"
+    run = await worker.create_run(invocation)
+    await run.start(timeout=5)
+    assert run.input_client_id == "alice"
+    assert run.input_codec_message_id == sent.input_codec_message_id
+    assert worker.skipped >= 1  # mallory's claim of alice's event-id is refused and counted
+    # bound, it stops at alice's wire (page 11 of 10 messages); unbound, it reads history to its start
+    assert worker.hydrator.pages_folded == (11 if bound else 16)
+    await run.end("complete")
+    await worker.close()
+    await worker.channel.close()
+
+
+async def test_an_invocation_bound_to_another_publisher_never_takes_the_owners_wire() -> None:
+    # an endpoint that authenticated mallory binds her invocation to her: it can only ever answer a
+    # wire of hers (her own prompt), never alice's
+    hub = InProcessHub()
+    sent = await hijacked_channel(hub, fillers=5)
+    worker = AgentSession(hub.client("agent").channel("chat"), history_page_size=3)
+    await worker.connect()
+    run = await worker.create_run({**sent.invocation.to_json(), "inputClientId": "mallory"})
+    await run.start(timeout=5)
+    assert run.input_client_id == "mallory" and run.input_codec_message_id != sent.input_codec_message_id
+    await run.end("complete")
+    await worker.close()
+    await worker.channel.close()
+
+
+async def test_a_live_worker_keeps_the_first_claim() -> None:
+    hub = InProcessHub()
+    worker = AgentSession(hub.client("agent").channel("chat"))
+    await worker.connect()
+    await worker.hydrator.fold_until(lambda: False)  # history read: later claims arrive live
+    sent = await hijacked_channel(hub, fillers=3)
+    run = await worker.create_run(sent.invocation.to_json())
+    await run.start(timeout=5)
+    assert run.input_client_id == "alice" and run.input_codec_message_id == sent.input_codec_message_id
+    await run.end("complete")
+    await worker.close()
+    await worker.channel.close()
+
+
+# -- over the emulator, real SDK ------------------------------------------------------------------
+
+
+@pytest.mark.timeout(90)
+async def test_the_event_id_hijack_fails_over_the_ably_sdk(emulator_thread: Any) -> None:
+    name = unique_channel("own")
+
+    async def open_channel(client_id: str) -> AblyChannel:
+        return await asyncio.wait_for(
+            AblyChannel.connect(name, **client_options(emulator_thread, client_id=client_id)), 15
+        )
+
+    alice_ch, mallory_ch = await open_channel("alice"), await open_channel("mallory")
+    alice = ClientSession(alice_ch)
+    await alice.connect()
+    sent = await alice.view.send(user_message("alice's question"))
+    for i in range(12):
+        await mallory_ch.publish(prompt(f"filler {i}", str(uuid.uuid4()), "mallory"))
+    await mallory_ch.publish(prompt("mallory's question", sent.input_event_id, "mallory"))
+    agent_ch = await open_channel("agent")
+    worker = AgentSession(agent_ch, history_page_size=4)
+    try:
+        await worker.connect()
+        run = await worker.create_run(sent.invocation.to_json())
+        await run.start(timeout=20)
+        assert run.input_client_id == "alice"
+        assert run.input_codec_message_id == sent.input_codec_message_id
+        assert worker.skipped >= 1
+        await run.end("complete")
+    finally:
+        await worker.close()
+        await alice.close()
+        for ch in (agent_ch, alice_ch, mallory_ch):
+            await ch.close()
