@@ -24,9 +24,9 @@ import itertools
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Final
 
-from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import codec_headers, transport_headers
+from .authority import MUTATIONS, author_of, mutator_of
 from .held import HeldWires
 from .lifecycle import (
     EVENT_AI_INPUT,
@@ -65,24 +65,16 @@ AGENT_NAMES: Final = frozenset(
     }
 )
 
-#: The actions that change a message already on the channel.
-MUTATIONS: Final = ("message.update", "message.append", "message.delete")
-
 #: Input kinds that answer a call of a run.
 ANSWER_KINDS: Final = frozenset({"tool-result", "tool-result-error", "tool-approval-response"})
 
-#: Answers held per unknown run (history folds newest first); older ones are dropped beyond this.
+#: Answers one publisher has held per unknown run (history folds newest first); its older ones are
+#: dropped beyond this (another publisher's never are).
 HELD_LIMIT: Final = 1000
-#: Answers held in all (a publisher inventing run ids must not grow a session without bound).
+#: Answers one publisher has held in all (one inventing run ids evicts only its own).
 HELD_TOTAL_LIMIT: Final = 10_000
 
 AcceptInput = Callable[[Any, RunNode | None], bool]
-
-
-def mutator_of(message: Mapping[str, Any]) -> Any:
-    """``version.clientId`` of ``message`` (the identity that updated / appended / deleted it), or None."""
-    version = message.get("version")
-    return version.get("clientId") if isinstance(version, MAPPING) else None
 
 
 def is_untrusted_agent_mutation(message: Mapping[str, Any], trusted_agent_ids: set[Any]) -> bool:
@@ -181,7 +173,7 @@ class Admission:
                     cmid = h.get(H_CODEC_MESSAGE_ID)
                     node = tree.get_node_by_codec_message_id(cmid) if isinstance(cmid, str) else None
                     run = node if isinstance(node, RunNode) else None
-                if self.input_accepted(client_id, run):
+                if self.input_accepted(author_of(message), run):  # the author, never a claimed name
                     return True
                 if (
                     (run is None or run.input_client_id is None)

@@ -68,6 +68,7 @@ with 0.8.0, row by row: ``docs/PARITY.md``.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
@@ -76,6 +77,7 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..conversation.admission import AcceptInput, Admission
+from ..conversation.held import HeldWires
 from ..conversation.lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
 from ..conversation.tree import RunNode
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
@@ -106,8 +108,14 @@ __all__ = [
 
 logger = logging.getLogger("ai_transport.sessions.agent")
 
-#: Cancels held for inputs whose run is not known yet (0.8.0's limit); the oldest is dropped beyond.
+#: Cancels one publisher has held for inputs whose run is not known yet (0.8.0's limit, per
+#: publisher here); its oldest is dropped beyond. One per publisher and input: a later one of the
+#: same publisher replaces its earlier one, another publisher's never does.
 DEFERRED_CANCEL_LIMIT = 200
+
+
+def _dropped_cancel(message: Mapping[str, Any], why: str) -> None:
+    logger.warning("deferred cancel from %r dropped: %s", message.get("clientId"), why)
 
 
 class AgentSession(SessionCore):
@@ -202,7 +210,14 @@ class AgentSession(SessionCore):
         self.published_calls = PublishedCalls()
         self._runs: dict[str, AgentRun] = {}
         self._run_by_input_cmid: dict[str, str] = {}
-        self._deferred_cancels: dict[str, Mapping[str, Any]] = {}
+        self._deferred_cancels = HeldWires(
+            1,
+            DEFERRED_CANCEL_LIMIT,
+            _dropped_cancel,
+            "a later cancel of the same input by the same publisher",
+            f"more than {DEFERRED_CANCEL_LIMIT} cancels held for inputs not yet run",
+        )
+        self._cancel_arrivals = itertools.count()
         self._high_water = ""
         self._seen_waiters: list[tuple[str, asyncio.Future[None]]] = []
         #: Cancellations in flight (kept referenced until done).
@@ -429,12 +444,8 @@ class AgentSession(SessionCore):
         run = self._runs.get(run_id) if run_id else None
         if run is None:
             if target.input_codec_message_id is not None:
-                key = target.input_codec_message_id
-                if key not in self._deferred_cancels and len(self._deferred_cancels) >= DEFERRED_CANCEL_LIMIT:
-                    evicted = next(iter(self._deferred_cancels))
-                    del self._deferred_cancels[evicted]
-                    logger.warning("deferred-cancel buffer full (%d); dropped the oldest", DEFERRED_CANCEL_LIMIT)
-                self._deferred_cancels[key] = message
+                # held per publisher: another member's cancels never replace or evict this one
+                self._deferred_cancels.hold(target.input_codec_message_id, next(self._cancel_arrivals), message)
             return
         task = asyncio.ensure_future(run._cancel(message))
         self._cancelling.add(task)

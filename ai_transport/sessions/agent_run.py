@@ -15,6 +15,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from ..codec.headers import transport_headers
+from ..conversation.authority import author_of
 from ..conversation.lifecycle import (
     EVENT_RUN_END,
     EVENT_RUN_RESUME,
@@ -278,9 +279,10 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         if self.continuation:
             await self._recover_before_resume()
         if self.input_codec_message_id is not None:
-            deferred = self.session._deferred_cancels.pop(self.input_codec_message_id, None)
-            if deferred is not None:
-                await self._cancel(deferred)
+            for deferred in self.session._deferred_cancels.release(self.input_codec_message_id):
+                if self.abort_signal.is_set():
+                    break
+                await self._cancel(deferred)  # each judged by its own author (one may be refused)
         headers = build_lifecycle_headers(
             run_id=self.run_id,
             run_client_id=self.run_client_id or "",
@@ -437,7 +439,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         if node is None or node.input_client_id is None:
             # not folded yet: judge against the client whose input triggered this invocation
             node = RunNode(self.run_id, None, None, None, "", "", None, input_client_id=self.input_client_id)
-        if not self.session._input_accepted(message.get("clientId"), node):
+        if not self.session._input_accepted(author_of(message), node):
             self.session._reject(message, "cancel from a client this agent does not accept")
             return
         veto = self.hooks.get("on_cancel")

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..conversation.held import HeldWires
 from ..conversation.lifecycle import RunLifecycleEvent
 from ..conversation.nodes import Emitter, RunNode
 from ..conversation.tree import Tree
@@ -68,7 +69,7 @@ class AgentSessionHost(Protocol):
     def _run_by_input_cmid(self) -> dict[str, str]: ...
 
     @property
-    def _deferred_cancels(self) -> dict[str, Mapping[str, Any]]: ...
+    def _deferred_cancels(self) -> HeldWires: ...
 
     def _require_connected(self, method: str) -> None: ...
 
