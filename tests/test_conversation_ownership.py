@@ -199,3 +199,48 @@ async def test_the_event_id_hijack_fails_over_the_ably_sdk(emulator_thread: Any)
         await alice.close()
         for ch in (agent_ch, alice_ch, mallory_ch):
             await ch.close()
+
+
+# -- the authority rule ----------------------------------------------------------------------------
+
+
+class _OneRun:
+    def __init__(self, node: Any) -> None:
+        self.node = node
+
+    def get_run_node(self, run_id: str) -> Any:
+        return self.node if run_id == self.node.run_id else None
+
+
+@pytest.mark.parametrize(("mutator", "admitted"), [("alice", True), ("mallory", False), (None, True)])
+def test_an_input_is_judged_by_who_ably_says_last_wrote_it(mutator: str | None, admitted: bool) -> None:
+    from ai_transport.conversation.admission import Admission
+    from ai_transport.conversation.nodes import RunNode
+
+    rejected: list[str] = []
+    admission = Admission({"agent"}, (), None, lambda message, why: rejected.append(why))
+    run = RunNode("run-1", None, None, None, "", "", None, input_client_id="alice")
+    version: dict[str, Any] = {"serial": "s2"}
+    if mutator is not None:
+        version["clientId"] = mutator
+    approval_update = {
+        "name": "ai-input",
+        "clientId": "alice",  # the creator: a mutation keeps it, Ably stamps the mutator in version
+        "action": "message.update",
+        "serial": "s1",
+        "version": version,
+        "extras": {"ai": {"transport": {"run-id": "run-1", "codec-message-id": "c1"},
+                          "codec": {"kind": "tool-approval-response"}}},
+    }
+    assert admission.admit(approval_update, _OneRun(run)) is admitted
+    assert bool(rejected) is not admitted
+
+
+def test_the_tree_folds_a_wire_under_its_author() -> None:
+    from ai_transport.conversation.authority import author_of
+
+    created = {"clientId": "alice", "action": "message.create", "version": {"clientId": "alice"}}
+    appended = {"clientId": "agent", "action": "message.append", "version": {"clientId": "mallory"}}
+    assert author_of(created) == "alice" and author_of(appended) == "mallory"
+    assert author_of({"clientId": "agent", "action": "message.update"}) == "agent"  # no stamp: the creator
+    assert author_of({"clientId": 5}) is None

@@ -41,6 +41,7 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
+from .authority import author_of
 from .lifecycle import (
     EVENT_AI_INPUT,
     EVENT_AI_OUTPUT,
@@ -628,25 +629,25 @@ class Tree(LifecycleFold, TreeOwnership):
         older = isinstance(serial, str) and (not isinstance(held_serial, str) or serial < held_serial)
         claims = self._event_claims.setdefault(event_id, [])
         if not older:
-            if message.get("clientId") != held.get("clientId"):
-                self._refuse(message, f"event-id {event_id!r} belongs to client {held.get('clientId')!r}")
+            if author_of(message) != author_of(held):
+                self._refuse(message, f"event-id {event_id!r} belongs to client {author_of(held)!r}")
             else:  # a later claim of the holder's: refused with the holder if an older wire turns up
                 claims.append(_claim_of(message))
             return
         self._event_ids[event_id] = dict(message)
         claims.append(_claim_of(held))
         displaced = claims
-        owner = message.get("clientId")
-        lost = [d for d in displaced if d.get("clientId") != owner]
+        owner = author_of(message)
+        lost = [d for d in displaced if author_of(d) != owner]
         if lost:
-            self._event_claims[event_id] = [d for d in displaced if d.get("clientId") == owner]
+            self._event_claims[event_id] = [d for d in displaced if author_of(d) == owner]
             for claim in lost:
                 self._refuse(claim, f"event-id {event_id!r} belongs to client {owner!r}")
 
 
 def _claim_of(message: Mapping[str, Any]) -> dict[str, Any]:
     """What the event-id ledger keeps of a claim it may refuse later (enough to report it once)."""
-    return {k: message[k] for k in ("serial", "version", "clientId", "name") if k in message}
+    return {k: message[k] for k in ("serial", "version", "clientId", "name", "action") if k in message}
 
 
 class WireApplier:
@@ -690,14 +691,13 @@ class WireApplier:
                 if isinstance(message.get("version"), MAPPING)
                 else None
             )
-            client_id = message.get("clientId")
             self.tree.apply_message(
                 inputs,
                 outputs,
                 headers,
                 serial,
                 version or serial,
-                client_id if isinstance(client_id, str) else None,
+                author_of(message),  # who Ably says wrote the wire as it stands (its mutator, if any)
                 message,
             )
         return None
