@@ -164,7 +164,8 @@ def interleave(
         wire, cmid = hostile_wire(template, pick, out[:at])
         if wire is None:
             continue
-        prev = out[at - 1]["serial"] if at > 0 else "0"
+        # Ably serials grow with time: a wire published here sorts after every one before it
+        prev = max((w["serial"] for w in out[:at] if isinstance(w.get("serial"), str)), default="0")
         fresh = f"{prev}~m{n}"
         if wire.get("action") == "message.update":
             wire["version"] = {"serial": fresh, "timestamp": 2, "clientId": "mallory"}

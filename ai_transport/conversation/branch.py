@@ -147,9 +147,9 @@ class NavigableBranch:
 
     def on_visible_nodes_changed(self, previous: list[str]) -> None:
         """The tree changed: pin prompt forks this view showed, roll pending regenerates forward."""
+        forked = self.tree.forked_prompts()
         for key in previous:
-            node = self.tree.get_node(key)
-            if not isinstance(node, InputNode) or len(self.tree.sibling_group(key)) <= 1:
+            if key not in forked:
                 continue
             root = self.tree.group_root(key)
             if root not in self._forks:

@@ -113,8 +113,13 @@ class Tree(LifecycleFold, TreeOwnership):
         self.version = 0
         #: Bumped on every run status change.
         self.status_version = 0
-        self._visible_cache: tuple[Any, list[Node]] | None = None
-        self._children_cache: tuple[int, dict[str | None, list[Node]], dict[str, list[Node]]] | None = None
+        self._visible_cache: tuple[Any, list[Node], set[str]] | None = None
+        #: Nodes appended at the end of the order since ``_appends_base`` (each with the version its
+        #: insert made): the only structural changes since then, so caches of a version at or after
+        #: the base extend by these instead of walking the whole tree (a live fold is O(1) a wire).
+        self._appends: list[tuple[int, Node]] = []
+        self._appends_base = 0
+        self._children_cache: Any = None
         #: Event-log retention (the reorder window, :mod:`.retention`).
         self.retention = LogRetention()
 
@@ -129,10 +134,14 @@ class Tree(LifecycleFold, TreeOwnership):
         state.update(vars(shadow))
         self.emitter, self.version, self.status_version = emitter, version, status_version
         self._visible_cache = self._children_cache = None
+        self._appends, self._appends_base = [], self.version
         self.emitter.emit("replaced")
 
     def _changed(self) -> bool:
+        """A structural change: caches of earlier versions are rebuilt, never extended."""
         self.version += 1
+        self._appends_base = self.version
+        self._appends.clear()
         return True
 
     # -- queries -----------------------------------------------------------------------------
@@ -192,7 +201,7 @@ class Tree(LifecycleFold, TreeOwnership):
         s = _sort_serial(e.node)
         return (1, "", e.seq) if s is None else (0, s, e.seq)
 
-    def _insert_sorted(self, entry: _Internal) -> None:
+    def _insert_sorted(self, entry: _Internal) -> bool:
         key = self._compare_key(entry)
         lo, hi = 0, len(self._sorted)
         while lo < hi:
@@ -202,6 +211,7 @@ class Tree(LifecycleFold, TreeOwnership):
             else:
                 hi = mid
         self._sorted.insert(lo, entry)
+        return lo == len(self._sorted) - 1
 
     def _promote(self, entry: _Internal) -> None:
         self._sorted.remove(entry)
@@ -210,8 +220,11 @@ class Tree(LifecycleFold, TreeOwnership):
 
     def _insert(self, key: str, entry: _Internal) -> None:
         self._nodes[key] = entry
-        self._insert_sorted(entry)
-        self._changed()
+        if self._insert_sorted(entry) and key not in self._supersedes:
+            self.version += 1  # appended at the end (the live case): caches extend by it
+            self._appends.append((self.version, entry.node))
+        else:
+            self._changed()
         if key in self._supersedes:
             self._sync_superseded()
 
@@ -241,34 +254,86 @@ class Tree(LifecycleFold, TreeOwnership):
             seen.add(current.key)
         return current
 
-    def _groups(self) -> tuple[dict[str | None, list[Node]], dict[str, list[Node]]]:
-        """The sibling groups of this version of the tree, built in one pass over the nodes.
+    def _groups(self) -> tuple[dict[str | None, list[Node]], dict[str, list[Node]], dict[str, str]]:
+        """The sibling groups of this version of the tree.
 
-        ``(runs, inputs)``: ``runs[parent]`` — the runs answering ``parent`` (a reply and its
+        ``(runs, inputs, roots)``: ``runs[parent]`` — the runs answering ``parent`` (a reply and its
         regenerates); ``inputs[key]`` — the prompts that edit the prompt ``key`` (``fork-of`` chains
-        reaching it, same parent), ``key`` itself included. Both in serial order, superseded nodes
-        left out. Each node costs the length of its ``fork-of`` chain, so a view update is linear in
-        the tree, never quadratic.
+        reaching it, same parent), ``key`` itself included; ``roots[key]`` — the group root of each
+        prompt (superseded ones included). In serial order, superseded nodes left out of groups.
+        Built in one pass (each node costs its ``fork-of`` chain), then extended by the nodes
+        appended since (:attr:`_appends`), so a live fold never walks the tree.
         """
         cached = self._children_cache
+        if cached is not None and cached[0] != self.version:
+            cached = self._extend_groups(cached)
         if cached is not None and cached[0] == self.version:
-            return cached[1], cached[2]
+            return cached[1], cached[2], cached[3]
         runs: dict[str | None, list[Node]] = {}
         inputs: dict[str, list[Node]] = {}
+        roots: dict[str, str] = {}
+        referenced: set[str] = set()
+        forked: dict[str, None] = {}
         for e in self._sorted:
-            node = e.node
-            if node.key in self._superseded:
-                continue
-            if isinstance(node, RunNode):
-                runs.setdefault(node.parent, []).append(node)
-                continue
-            inputs.setdefault(node.key, []).append(node)
-            for reached in self._fork_chain(node):
-                target = self._nodes.get(reached)
-                if target is not None and target.node.kind == node.kind and target.node.parent == node.parent:
-                    inputs.setdefault(reached, []).append(node)
-        self._children_cache = (self.version, runs, inputs)
-        return runs, inputs
+            self._group_node(e.node, runs, inputs, roots, referenced, forked)
+        self._children_cache = (self.version, runs, inputs, roots, referenced, forked)
+        return runs, inputs, roots
+
+    def _group_node(
+        self,
+        node: Node,
+        runs: dict[str | None, list[Node]],
+        inputs: dict[str, list[Node]],
+        roots: dict[str, str],
+        referenced: set[str],
+        forked: dict[str, None],
+    ) -> None:
+        """Add ``node`` (the latest in serial order) to the groups (``forked``: the roots of the
+        prompt groups with more than one member)."""
+        for ref in (node.parent, node.fork_of):
+            if ref is not None:
+                referenced.add(ref)
+        if isinstance(node, InputNode):  # superseded ones too: a view may still hold one
+            roots[node.key] = self._input_group_root(node).key
+        if node.key in self._superseded:
+            return
+        if isinstance(node, RunNode):
+            runs.setdefault(node.parent, []).append(node)
+            return
+        inputs.setdefault(node.key, []).append(node)
+        for reached in self._fork_chain(node):
+            target = self._nodes.get(reached)
+            if target is not None and target.node.kind == node.kind and target.node.parent == node.parent:
+                members = inputs.setdefault(reached, [])
+                members.append(node)
+                if len(members) > 1:
+                    forked[reached] = None
+
+    def _appended_since(self, version: int) -> list[Node] | None:
+        """The nodes appended after ``version``, when appends are all that changed since; else None.
+        A node another one already names (as parent or fork) changes more than itself: None."""
+        if version < self._appends_base:
+            return None
+        return [node for v, node in self._appends if v > version]
+
+    def _extend_groups(self, cached: Any) -> Any:
+        version, runs, inputs, roots, referenced, forked = cached
+        appended = self._appended_since(version)
+        if appended is None or any(n.key in referenced for n in appended):
+            return None
+        for node in appended:
+            self._group_node(node, runs, inputs, roots, referenced, forked)
+        extended = (self.version, runs, inputs, roots, referenced, forked)
+        self._children_cache = extended
+        return extended
+
+    def forked_prompts(self) -> set[str]:
+        """The prompts that have an alternative (an edit, or the prompt an edit replaces)."""
+        roots = self._groups()[2]
+        forked = self._children_cache[5]
+        if not forked:
+            return set()
+        return {key for key, root in roots.items() if root in forked}
 
     def _fork_chain(self, node: Node) -> list[str]:
         """The keys an input's ``fork-of`` chain reaches (what :meth:`sibling_group` walks)."""
@@ -292,7 +357,7 @@ class Tree(LifecycleFold, TreeOwnership):
         if entry is None:
             return []
         original = entry.node
-        runs, inputs = self._groups()
+        runs, inputs, _ = self._groups()
         if isinstance(original, RunNode):
             return list(runs.get(original.parent, ()))
         original = self._input_group_root(original)
@@ -316,12 +381,17 @@ class Tree(LifecycleFold, TreeOwnership):
         present, else the latest.
         """
         selections = selections or {}
-        cache_key = (self.version, tuple(sorted(selections.items())))
-        if self._visible_cache is not None and self._visible_cache[0] == cache_key:
-            return list(self._visible_cache[1])
+        chosen = tuple(sorted(selections.items()))
+        cache_key = (self.version, chosen)
+        cached = self._visible_cache
+        if cached is not None and cached[0] != cache_key and cached[0][1] == chosen:
+            cached = self._extend_visible(cached)
+        if cached is not None and cached[0] == cache_key:
+            return list(cached[1])
         result: list[Node] = []
         path: set[str] = set()
         resolved: dict[str, str] = {}
+        runs, inputs, roots = self._groups()
         for entry in self._sorted:
             node = entry.node
             key = node.key
@@ -334,9 +404,13 @@ class Tree(LifecycleFold, TreeOwnership):
                 parent_key = None
             if parent_key is not None and parent_key not in path:
                 continue
-            group = self.sibling_group(key)
+            if isinstance(node, RunNode):
+                group = runs.get(node.parent, ())
+                root = group[0].key if group else key
+            else:
+                root = roots.get(key, key)
+                group = inputs.get(root, ())
             if len(group) > 1:
-                root = self.group_root(key)
                 selected = resolved.get(root)
                 if selected is None:
                     preferred = selections.get(root)
@@ -349,8 +423,36 @@ class Tree(LifecycleFold, TreeOwnership):
                     continue
             path.add(key)
             result.append(node)
-        self._visible_cache = (cache_key, result)
+        self._visible_cache = (cache_key, result, path)
         return list(result)
+
+    def _extend_visible(self, cached: Any) -> Any:
+        """The cached path extended by the nodes appended since it was computed, when each is a
+        node of its own (no siblings): shown iff its parent is on the path. Else None."""
+        (version, chosen), result, path = cached
+        appended = self._appended_since(version)
+        if appended is None:
+            return None
+        runs, inputs, roots = self._groups()
+        if self._children_cache is None or any(n.key in self._children_cache[4] for n in appended):
+            return None
+        for node in appended:
+            key = node.key
+            if key in self._superseded:
+                continue
+            parent_key = self._cmid_to_key.get(node.parent) if node.parent is not None else None
+            if parent_key == key:
+                parent_key = None
+            if parent_key is not None and parent_key not in path:
+                continue
+            group = runs.get(node.parent, ()) if isinstance(node, RunNode) else inputs.get(roots.get(key, key), ())
+            if len(group) > 1:
+                return None
+            path.add(key)
+            result.append(node)
+        extended = ((self.version, chosen), result, path)
+        self._visible_cache = extended
+        return extended
 
     # -- folding -----------------------------------------------------------------------------
 
@@ -481,7 +583,7 @@ class Tree(LifecycleFold, TreeOwnership):
             entry = _Internal(node, next(self._seq), owner=self._client)
             self._insert(cmid, entry)
             self._cmid_to_key[cmid] = cmid
-            structural = self._changed()
+            structural = True
         elif isinstance(entry.node, InputNode) and serial and not entry.node.serial:
             entry.node.serial = serial
             self._promote(entry)
@@ -547,7 +649,7 @@ class Tree(LifecycleFold, TreeOwnership):
             )
             entry = _Internal(node, next(self._seq), owner=self._client if fork else None)
             self._insert(run_id, entry)
-            structural = self._changed()
+            structural = True
         elif (
             serial
             and isinstance(entry.node, RunNode)

@@ -90,7 +90,7 @@ class LifecycleFold:
                 )
                 self._insert(event.run_id, _Internal(node, next(self._seq), run_start_seen=True))
                 self._link_fork_input(event.input_codec_message_id, event.run_id)
-                structural = self._changed()
+                structural = True
         else:
             if entry is None and event.serial is not None:
                 # a newer history page can bring a run's suspend/end before its start: keep it
@@ -105,7 +105,7 @@ class LifecycleFold:
                 )
                 entry = _Internal(node, next(self._seq))
                 self._insert(event.run_id, entry)
-                structural = self._changed()
+                structural = True
             if entry is not None and isinstance(entry.node, RunNode):
                 self._apply_status(entry.node, event)
         if entry is not None:
@@ -170,7 +170,7 @@ class LifecycleFold:
             )
             entry = _Internal(node, next(self._seq))
             self._insert(event.run_id, entry)
-            structural = self._changed()
+            structural = True
         if entry is None or not isinstance(entry.node, RunNode):
             return
         rec = entry.steps.get(event.step_id)
