@@ -46,18 +46,23 @@ class Connection(Protocol):
     """What a channel object uses of its connection (an ``InProcessClient``, one layer up)."""
 
     @property
-    def hub(self) -> _HubSettings: ...
+    def hub(self) -> _HubSettings:
+        """``hub`` of the connection (``InProcessClient``)."""
 
     @property
-    def client_id(self) -> str | None: ...
+    def client_id(self) -> str | None:
+        """``client_id`` of the connection (``InProcessClient``)."""
 
     @property
-    def connection_id(self) -> str: ...
+    def connection_id(self) -> str:
+        """``connection_id`` of the connection (``InProcessClient``)."""
 
     @property
-    def publish_budget(self) -> PublishBudget | None: ...
+    def publish_budget(self) -> PublishBudget | None:
+        """``publish_budget`` of the connection (``InProcessClient``)."""
 
-    def next_msg_serial(self) -> int: ...
+    def next_msg_serial(self) -> int:
+        """``next_msg_serial`` of the connection (``InProcessClient``)."""
 
 logger = logging.getLogger("ai_transport.channels.memory")
 

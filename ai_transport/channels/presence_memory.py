@@ -39,26 +39,34 @@ class PresenceHost(Protocol):
     """What presence uses of its channel object (an ``InProcessChannel``, one layer up)."""
 
     @property
-    def _state(self) -> _ChannelState: ...
+    def _state(self) -> _ChannelState:
+        """``_state`` of the channel object (``InProcessChannel``)."""
 
     @property
-    def _client(self) -> _MsgSerials: ...
+    def _client(self) -> _MsgSerials:
+        """``_client`` of the channel object (``InProcessChannel``)."""
 
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """``name`` of the channel object (``InProcessChannel``)."""
 
     @property
-    def client_id(self) -> str | None: ...
+    def client_id(self) -> str | None:
+        """``client_id`` of the channel object (``InProcessChannel``)."""
 
     @property
-    def connection_id(self) -> str: ...
+    def connection_id(self) -> str:
+        """``connection_id`` of the channel object (``InProcessChannel``)."""
 
     @property
-    def state(self) -> str: ...
+    def state(self) -> str:
+        """``state`` of the channel object (``InProcessChannel``)."""
 
-    async def attach(self) -> None: ...
+    async def attach(self) -> None:
+        """``attach`` of the channel object (``InProcessChannel``)."""
 
-    def _check_open(self, op: str) -> None: ...
+    def _check_open(self, op: str) -> None:
+        """``_check_open`` of the channel object (``InProcessChannel``)."""
 
 
 def _set_of(channel: PresenceHost) -> _PresenceSet:

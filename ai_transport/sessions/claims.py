@@ -119,12 +119,14 @@ class ClaimingRun(Protocol):
     def approved_unexecuted_calls(self) -> list[dict[str, Any]]:
         """The approved calls the run has not executed yet."""
 
-    def _note(self, serial: Any) -> None: ...
+    def _note(self, serial: Any) -> None:
+        """``_note`` of the run (``AgentRun``)."""
 
     async def drain(self, timeout: float = 10.0) -> bool:
         """Wait until the run's writes are echoed."""
 
-    async def _recover_after_takeover(self) -> None: ...
+    async def _recover_after_takeover(self) -> None:
+        """``_recover_after_takeover`` of the run (``AgentRun``)."""
 
 
 def trigger_key(run: ClaimingRun) -> str | None:

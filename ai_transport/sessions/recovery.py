@@ -161,15 +161,19 @@ class RecoveringRun(Protocol):
         """The run's leases (the fence before each publish)."""
 
     @property
-    def session(self) -> _RecoveringSession: ...
+    def session(self) -> _RecoveringSession:
+        """``session`` of the run (``AgentRun``)."""
 
-    def _note(self, serial: Any) -> None: ...
+    def _note(self, serial: Any) -> None:
+        """``_note`` of the run (``AgentRun``)."""
 
     async def _close_step(
         self, step_id: str, step_start_serial: str | None, reason: str, step_client_id: str | None = None
-    ) -> None: ...
+    ) -> None:
+        """``_close_step`` of the run (``AgentRun``)."""
 
-    async def drain(self, timeout: float = 10.0) -> bool: ...
+    async def drain(self, timeout: float = 10.0) -> bool:
+        """``drain`` of the run (``AgentRun``)."""
 
 
 async def close_dangling_streams(run: RecoveringRun, before: str | None = None) -> list[str]:

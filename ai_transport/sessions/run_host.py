@@ -29,58 +29,78 @@ class AgentSessionHost(Protocol):
     """The members of an agent session its runs (and their parts) read and call."""
 
     @property
-    def channel(self) -> Any: ...
+    def channel(self) -> Any:
+        """``channel`` of the agent session (``AgentSession``)."""
 
     @property
-    def codec(self) -> Any: ...
+    def codec(self) -> Any:
+        """``codec`` of the agent session (``AgentSession``)."""
 
     @property
-    def tree(self) -> Tree: ...
+    def tree(self) -> Tree:
+        """``tree`` of the agent session (``AgentSession``)."""
 
     @property
-    def hydrator(self) -> HistoryHydrator: ...
+    def hydrator(self) -> HistoryHydrator:
+        """``hydrator`` of the agent session (``AgentSession``)."""
 
     @property
-    def integrity(self) -> HistoryIntegrity: ...
+    def integrity(self) -> HistoryIntegrity:
+        """``integrity`` of the agent session (``AgentSession``)."""
 
     @property
-    def live_verifier(self) -> LiveVerifier | None: ...
+    def live_verifier(self) -> LiveVerifier | None:
+        """``live_verifier`` of the agent session (``AgentSession``)."""
 
     @property
-    def claims(self) -> ClaimLedger: ...
+    def claims(self) -> ClaimLedger:
+        """``claims`` of the agent session (``AgentSession``)."""
 
     @property
     def lease_policy(self) -> LeasePolicy:
         """``lease_policy`` of the agent session (``AgentSession``)."""
 
     @property
-    def open_streams(self) -> OpenStreams: ...
+    def open_streams(self) -> OpenStreams:
+        """``open_streams`` of the agent session (``AgentSession``)."""
 
     @property
-    def own_streams(self) -> OwnStreams: ...
+    def own_streams(self) -> OwnStreams:
+        """``own_streams`` of the agent session (``AgentSession``)."""
 
     @property
-    def _connected(self) -> bool: ...
+    def _connected(self) -> bool:
+        """``_connected`` of the agent session (``AgentSession``)."""
 
     @property
-    def _emitter(self) -> Emitter: ...
+    def _emitter(self) -> Emitter:
+        """``_emitter`` of the agent session (``AgentSession``)."""
 
     @property
-    def _run_by_input_cmid(self) -> dict[str, str]: ...
+    def _run_by_input_cmid(self) -> dict[str, str]:
+        """``_run_by_input_cmid`` of the agent session (``AgentSession``)."""
 
     @property
-    def _deferred_cancels(self) -> HeldWires: ...
+    def _deferred_cancels(self) -> HeldWires:
+        """``_deferred_cancels`` of the agent session (``AgentSession``)."""
 
-    def _require_connected(self, method: str) -> None: ...
+    def _require_connected(self, method: str) -> None:
+        """``_require_connected`` of the agent session (``AgentSession``)."""
 
-    def _apply_local_lifecycle(self, event: RunLifecycleEvent) -> None: ...
+    def _apply_local_lifecycle(self, event: RunLifecycleEvent) -> None:
+        """``_apply_local_lifecycle`` of the agent session (``AgentSession``)."""
 
-    def _input_accepted(self, client_id: Any, run: RunNode | None) -> bool: ...
+    def _input_accepted(self, client_id: Any, run: RunNode | None) -> bool:
+        """``_input_accepted`` of the agent session (``AgentSession``)."""
 
-    def _reject(self, message: Mapping[str, Any], why: str) -> None: ...
+    def _reject(self, message: Mapping[str, Any], why: str) -> None:
+        """``_reject`` of the agent session (``AgentSession``)."""
 
-    def _forget(self, run: Any) -> None: ...
+    def _forget(self, run: Any) -> None:
+        """``_forget`` of the agent session (``AgentSession``)."""
 
-    def _rekey(self, run: Any, old: str) -> None: ...
+    def _rekey(self, run: Any, old: str) -> None:
+        """``_rekey`` of the agent session (``AgentSession``)."""
 
-    async def wait_seen(self, serial: str, timeout: float = 10.0) -> bool: ...
+    async def wait_seen(self, serial: str, timeout: float = 10.0) -> bool:
+        """``wait_seen`` of the agent session (``AgentSession``)."""

@@ -60,12 +60,15 @@ class SteeredRun(Protocol):
     abort_signal: asyncio.Event
 
     @property
-    def session(self) -> _SteeredSession: ...
+    def session(self) -> _SteeredSession:
+        """``session`` of the run (``AgentRun``)."""
 
     @property
-    def input_codec_message_id(self) -> str | None: ...
+    def input_codec_message_id(self) -> str | None:
+        """``input_codec_message_id`` of the run (``AgentRun``)."""
 
-    def _report(self, err: AITransportError) -> None: ...
+    def _report(self, err: AITransportError) -> None:
+        """``_report`` of the run (``AgentRun``)."""
 
 
 class RunSteering:

@@ -19,21 +19,25 @@ class StepHost(Protocol):
     _current_step: RunStep | None
     abort_signal: asyncio.Event
 
-    def _assert_open(self, action: str) -> None: ...
+    def _assert_open(self, action: str) -> None:
+        """``_assert_open`` of the run (``AgentRun``)."""
 
     async def _open_step(
         self, step_client_id: str | None = None, step_id: str | None = None
-    ) -> tuple[str, str | None]: ...
+    ) -> tuple[str, str | None]:
+        """``_open_step`` of the run (``AgentRun``)."""
 
     async def _close_step(
         self, step_id: str, step_start_serial: str | None, reason: str, step_client_id: str | None = None
-    ) -> None: ...
+    ) -> None:
+        """``_close_step`` of the run (``AgentRun``)."""
 
     async def _pipe_events(
         self,
         events: AsyncIterable[Any] | Iterable[Any],
         step: Callable[[], Awaitable[tuple[str, str | None]]],
-    ) -> PipeResult: ...
+    ) -> PipeResult:
+        """``_pipe_events`` of the run (``AgentRun``)."""
 
     def _encoder(
         self,
@@ -41,9 +45,11 @@ class StepHost(Protocol):
         step_start_serial: str | None,
         step_client_id: str | None = None,
         steer_ids: list[str] | None = None,
-    ) -> tuple[Any, str]: ...
+    ) -> tuple[Any, str]:
+        """``_encoder`` of the run (``AgentRun``)."""
 
-    async def drain(self, timeout: float = 10.0) -> bool: ...
+    async def drain(self, timeout: float = 10.0) -> bool:
+        """``drain`` of the run (``AgentRun``)."""
 
 
 class RunStep:
