@@ -206,3 +206,37 @@ async def test_another_members_cancels_neither_replace_nor_evict_alices_early_ca
     await run.end("cancelled")
     await agent.end()
     await alice.close()
+
+
+# -- pending steers -------------------------------------------------------------------------------
+
+
+def test_steers_buffered_before_a_run_opens_are_bounded() -> None:
+    from ai_transport.conversation.nodes import Emitter
+    from ai_transport.sessions.steer import STEERS_HELD, RunSteering
+
+    emitter = Emitter()
+
+    class Tree:
+        def on(self, event: str, handler: Any) -> Any:
+            return emitter.on(event, handler)
+
+    class Session:
+        tree = Tree()
+
+    class Run:
+        run_id = "run-1"
+        abort_signal = asyncio.Event()
+        session = Session()
+        input_codec_message_id = "trigger"
+
+        def _report(self, err: Any) -> None:
+            raise AssertionError(err)
+
+    steering = RunSteering(Run(), None)
+    for i in range(STEERS_HELD + 7):
+        emitter.emit("output", {"run_id": "run-1", "codec_message_id": f"s{i}", "inputs": [{"type": "message"}]})
+    steering.seed()
+    assert steering.tracker.has_pending()
+    pending = list(steering.tracker._pending)
+    assert len(pending) == STEERS_HELD and pending[0] == "s7"  # the run's own oldest went, nothing else grew

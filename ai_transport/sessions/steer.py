@@ -38,9 +38,13 @@ from typing import Any, Protocol
 from ..conversation.steers import SteerTracker, defer_unresponded_steers, parse_steer_stamp
 from ..errors import AITransportError, ErrorCode
 
-__all__ = ["RunSteering", "SteerTracker", "SteeredRun", "defer_unresponded_steers", "parse_steer_stamp"]
+__all__ = ["STEERS_HELD", "RunSteering", "SteerTracker", "SteeredRun", "defer_unresponded_steers", "parse_steer_stamp"]
 
 logger = logging.getLogger("ai_transport.sessions.steer")
+
+#: Steers buffered per run before the run opens (admission lets only the run's own client, or a
+#: trusted one, steer it, so the bound is per publisher); the oldest beyond it are forgotten.
+STEERS_HELD = 1000
 
 
 
@@ -103,7 +107,10 @@ class RunSteering:
         is_steer = bool(event.get("inputs")) and isinstance(cmid, str)
         if not self._seeded:
             if is_steer:
-                self._folded.setdefault(run_id, {})[str(cmid)] = None
+                folded = self._folded.setdefault(run_id, {})
+                folded[str(cmid)] = None
+                if len(folded) > STEERS_HELD:  # only the run's own client may steer it: its oldest goes
+                    del folded[next(iter(folded))]
             return
         if run_id != self._run.run_id:
             return
