@@ -78,11 +78,14 @@ async def test_routes_serve_the_page_and_wake_the_agent_for_its_own_channels_onl
         assert signed == ["ns:abc_1"]  # nothing signed for another channel
 
         # What createChatTransport POSTs: useChat's extra body fields beside the invocation.
-        invocation = {"inputEventId": "ev-1", "sessionName": "ns:abc_1", "id": "chat", "trigger": "submit"}
+        # The page may not name the trigger's publisher: the server binds it to the identity its tokens
+        # give the page (so the worker never answers a member who copied the event-id).
+        invocation = {"inputEventId": "ev-1", "sessionName": "ns:abc_1", "id": "chat", "trigger": "submit",
+                      "inputClientId": "mallory"}
         status, _, body = await http(port, "POST", "/api/chat", json.dumps(invocation).encode())
         assert status == 202 and json.loads(body) == {"accepted": True}
         await asyncio.wait_for(done.wait(), 5)
-        assert woken == [invocation]
+        assert woken == [{**invocation, "inputClientId": "u"}]
         for bad_body in (b"{", b"[]", b'{"sessionName": "ns:abc"}', b'{"inputEventId": "e", "sessionName": "x:abc"}',
                          b'{"inputEventId": 1, "sessionName": "ns:abc"}'):
             assert (await http(port, "POST", "/api/chat", bad_body))[0] == 400, bad_body

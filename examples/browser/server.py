@@ -188,6 +188,12 @@ class ExampleServer:
             raise web.HTTPBadRequest(text="expected {inputEventId, sessionName}")
         if conversation_channel(self.namespace, invocation.get("sessionName")) is None:
             raise web.HTTPBadRequest(text=f"sessionName must be a conversation channel {self.namespace}:<id>")
+        client_id = self.config.get("clientId")
+        if isinstance(client_id, str):
+            # The identity this server's tokens give the page: the worker acts only on that client's
+            # wire with this event-id (a member copying the id into a prompt of theirs is never
+            # answered), and it need not read history to its start to know the trigger is settled.
+            invocation = {**invocation, "inputClientId": client_id}
         task = asyncio.create_task(self._invoke(invocation))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
