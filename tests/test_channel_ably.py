@@ -179,3 +179,41 @@ def test_message_conversion_both_ways() -> None:
     }
     bare = from_ably_message(Message(name="x", data="d", serial="s", timestamp=3))
     assert bare["action"] == "message.create" and bare["version"] == {"serial": "s", "timestamp": 3}
+
+
+async def test_sdk_close_noise_is_filtered_and_an_application_handler_is_kept() -> None:
+    """An unretrieved ably SDK task that died on a websocket the server closed prints no traceback;
+    any other unhandled error still reaches asyncio's default handler; an app's handler stays."""
+    import asyncio
+
+    import websockets.exceptions
+
+    from ai_transport.channels.ably_channel import filter_sdk_close_noise
+
+    loop = asyncio.get_running_loop()
+    seen: list[dict] = []
+    previous = loop.get_exception_handler()
+    try:
+        loop.set_exception_handler(None)
+        filter_sdk_close_noise()
+        handler = loop.get_exception_handler()
+        assert handler is not None
+        default = loop.default_exception_handler
+        loop.default_exception_handler = seen.append  # type: ignore[method-assign]
+        try:
+            handler(loop, {"message": "x", "exception": websockets.exceptions.ConnectionClosedOK(None, None)})
+            assert seen == []
+            other = {"message": "y", "exception": RuntimeError("boom")}
+            handler(loop, other)
+            assert seen == [other]
+        finally:
+            loop.default_exception_handler = default  # type: ignore[method-assign]
+
+        def mine(loop: asyncio.AbstractEventLoop, context: dict) -> None:
+            seen.append(context)
+
+        loop.set_exception_handler(mine)
+        filter_sdk_close_noise()
+        assert loop.get_exception_handler() is mine
+    finally:
+        loop.set_exception_handler(previous)

@@ -37,7 +37,30 @@ from .modes import MODE_FLAGS
 from .presence_ably import AblyPresence
 from .state import ChannelStateChange
 
-__all__ = ["AblyChannel", "AblyHistoryPage", "from_ably_message", "to_ably_message"]
+__all__ = ["AblyChannel", "AblyHistoryPage", "filter_sdk_close_noise", "from_ably_message", "to_ably_message"]
+
+
+def _sdk_close_noise(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    exc = context.get("exception")
+    if exc is not None and type(exc).__module__.startswith("websockets"):
+        logging.getLogger("ai_transport.channels.ably").debug(
+            "ably SDK task ended on a closed websocket: %s", exc
+        )
+        return
+    loop.default_exception_handler(context)
+
+
+def filter_sdk_close_noise(loop: asyncio.AbstractEventLoop | None = None) -> None:
+    """Keep the ably SDK's unretrieved task errors on a websocket the server closed (a
+    ``ConnectionClosed`` traceback printed by asyncio when the emulator or Ably goes away) out of
+    the program's stderr; every other unhandled error still reaches asyncio's default handler.
+
+    :meth:`AblyChannel.connect` installs it on the running loop when the loop has no exception
+    handler of its own (an application's handler is never replaced).
+    """
+    target = loop or asyncio.get_running_loop()
+    if target.get_exception_handler() is None:
+        target.set_exception_handler(_sdk_close_noise)
 
 logger = logging.getLogger("ai_transport.channels.ably_channel")
 
@@ -258,6 +281,7 @@ class AblyChannel(ListenerDelivery):
         as for the constructor. Waits until connected.
         """
         ably = _import_ably()
+        filter_sdk_close_noise()
         opts = dict(client_options)
         if token is not None:
             opts["token"] = token

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ..channels.ably_channel import filter_sdk_close_noise
 from ..errors import AITransportError
 from .args import OneLineParser, channel_name, non_empty, non_negative_seconds, positive_seconds
 from .errors import CliError
@@ -195,17 +196,9 @@ def _add_color(p: argparse.ArgumentParser) -> None:
     g.add_argument("--no-color", dest="color", action="store_false", help="plain output")
 
 
-def _quiet_sdk_noise(loop: asyncio.AbstractEventLoop, context: dict) -> None:
-    """Drop the ably SDK's unretrieved close-task errors (a websocket already closed by the server)."""
-    exc = context.get("exception")
-    if exc is not None and type(exc).__module__.startswith("websockets"):
-        return
-    loop.default_exception_handler(context)
-
-
 def _run(coro: Any) -> int:
     async def runner() -> int:
-        asyncio.get_running_loop().set_exception_handler(_quiet_sdk_noise)
+        filter_sdk_close_noise()
         return int(await coro)
 
     return asyncio.run(runner())
