@@ -16,7 +16,7 @@ view already showed stays pinned when someone else's edit adds a sibling.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +129,10 @@ class NavigableBranch:
         """The nodes on the selected path."""
         return self.tree.visible_nodes(self.selections)
 
+    def visible_path(self) -> list[Node]:
+        """:meth:`visible_nodes` as the tree holds it (:meth:`Tree.visible_path`: never mutate it)."""
+        return self.tree.visible_path(self.selections)
+
     def extract_messages(self, nodes: list[Node]) -> list[Any]:
         """The messages of ``nodes``, non-head regenerates substituted."""
         return collect_messages(nodes, self.tree.messages_of, self._regenerators, self._selected_non_head)
@@ -145,10 +149,10 @@ class NavigableBranch:
                     return r
         return replies[-1]
 
-    def on_visible_nodes_changed(self, previous: list[str]) -> None:
+    def on_visible_nodes_changed(self, previous: Sequence[str]) -> None:
         """The tree changed: pin prompt forks this view showed, roll pending regenerates forward."""
         forked = self.tree.forked_prompts()
-        for key in previous:
+        for key in previous if forked else ():
             if key not in forked:
                 continue
             root = self.tree.group_root(key)

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from collections import deque
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -82,6 +83,10 @@ logger = logging.getLogger("ai_transport.conversation.tree")
 # Tree
 
 
+#: Folds a tree remembers for :meth:`Tree.folded_since` (a view whose snapshot is older diffs in full).
+FOLD_JOURNAL = 1024
+
+
 class Tree(LifecycleFold, TreeOwnership):
     """All nodes of one session, their projections and the events views listen to.
 
@@ -120,6 +125,10 @@ class Tree(LifecycleFold, TreeOwnership):
         self._appends: list[tuple[int, Node]] = []
         self._appends_base = 0
         self._children_cache: Any = None
+        #: The nodes folded most recently (:meth:`_fold_into`, :meth:`_refold`), so a view diffs
+        #: only those against its snapshot (:meth:`folded_since`); ``_folds`` counts every fold.
+        self._folded: deque[Node] = deque(maxlen=FOLD_JOURNAL)
+        self._folds = 0
         #: Event-log retention (the reorder window, :mod:`.retention`).
         self.retention = LogRetention()
 
@@ -135,6 +144,7 @@ class Tree(LifecycleFold, TreeOwnership):
         self.emitter, self.version, self.status_version = emitter, version, status_version
         self._visible_cache = self._children_cache = None
         self._appends, self._appends_base = [], self.version
+        self._folded, self._folds = deque(maxlen=FOLD_JOURNAL), 0
         self.emitter.emit("replaced")
 
     def _changed(self) -> bool:
@@ -380,6 +390,30 @@ class Tree(LifecycleFold, TreeOwnership):
         siblings, it is the selected member of its group: ``selections[group_root]`` if given and
         present, else the latest.
         """
+        return list(self.visible_path(selections))
+
+    def fold_mark(self) -> tuple[Any, int]:
+        """A mark of the folds made so far, for :meth:`folded_since`."""
+        return (self._folded, self._folds)
+
+    def folded_since(self, mark: tuple[Any, int]) -> list[Node] | None:
+        """The nodes folded (their ``fold_version`` bumped) after ``mark``, oldest first, repeats
+        included; None when the journal no longer reaches back that far (or the tree adopted a
+        refold since)."""
+        journal, count = mark
+        if journal is not self._folded:
+            return None
+        new = self._folds - count
+        if new == 0:
+            return []
+        if new > len(journal):
+            return None
+        return list(itertools.islice(journal, len(journal) - new, None))
+
+    def visible_path(self, selections: Mapping[str, str] | None = None) -> list[Node]:
+        """:meth:`visible_nodes` as the tree holds it: never mutate it. A later answer for the same
+        selections that is the same list object only grew at its end (the live append case); a
+        structural change answers a new list."""
         selections = selections or {}
         chosen = tuple(sorted(selections.items()))
         cache_key = (self.version, chosen)
@@ -387,7 +421,7 @@ class Tree(LifecycleFold, TreeOwnership):
         if cached is not None and cached[0] != cache_key and cached[0][1] == chosen:
             cached = self._extend_visible(cached)
         if cached is not None and cached[0] == cache_key:
-            return list(cached[1])
+            return cached[1]  # type: ignore[no-any-return]
         result: list[Node] = []
         path: set[str] = set()
         resolved: dict[str, str] = {}
@@ -424,7 +458,7 @@ class Tree(LifecycleFold, TreeOwnership):
             path.add(key)
             result.append(node)
         self._visible_cache = (cache_key, result, path)
-        return list(result)
+        return result
 
     def _extend_visible(self, cached: Any) -> Any:
         """The cached path extended by the nodes appended since it was computed, when each is a
@@ -471,6 +505,8 @@ class Tree(LifecycleFold, TreeOwnership):
                 logger.exception("fold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
         entry.node.fold_version += 1
+        self._folded.append(entry.node)
+        self._folds += 1
 
     def _refold(self, entry: _Internal) -> None:
         projection = self._codec.init()
@@ -483,6 +519,8 @@ class Tree(LifecycleFold, TreeOwnership):
                 logger.exception("refold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
         entry.node.fold_version += 1
+        self._folded.append(entry.node)
+        self._folds += 1
 
     def _record_and_fold(
         self,

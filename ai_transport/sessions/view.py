@@ -232,6 +232,13 @@ class View:
         self._snap_keys: list[str] = []
         self._snap_versions: list[int] = []
         self._snap_set: dict[str, int] = {}
+        #: Run ids ``_on_run`` added to ``_snap_set`` ahead of their node (dropped by a snapshot).
+        self._snap_early: list[str] = []
+        #: The tree's own visible path the snapshot was taken from (a client view) and the tree's
+        #: fold mark then: the next change diffs only what was appended to that path and the nodes
+        #: folded since (:meth:`_update_snapshot`), never every visible node.
+        self._snap_path: list[Node] | None = None
+        self._snap_mark: Any = None
         self._walking = False
         self._walk_lock = asyncio.Lock()
         self._bind()
@@ -254,11 +261,53 @@ class View:
 
     # -- events (as 0.8.0's View: against a snapshot of the visible nodes) --------------------
 
+    def _visible(self) -> list[Node]:
+        """The visible nodes, read-only (a client view: the tree's own path, not a copy)."""
+        path_of = getattr(self._source, "visible_path", None)
+        return path_of() if path_of is not None else self._source.visible_nodes()
+
     def _take_snapshot(self, nodes: list[Node] | None = None) -> None:
-        nodes = self._source.visible_nodes() if nodes is None else nodes
+        nodes = self._visible() if nodes is None else nodes
         self._snap_keys = [n.key for n in nodes]
         self._snap_versions = [n.fold_version for n in nodes]
         self._snap_set = {key: i for i, key in enumerate(self._snap_keys)}
+        self._snap_early = []
+        self._snap_path = nodes if hasattr(self._source, "visible_path") else None
+        self._snap_mark = self._tree().fold_mark()
+
+    def _update_snapshot(self) -> bool | None:
+        """Bring the snapshot up to date from the tree's change alone: the nodes appended to the
+        visible path it was taken from and the nodes folded since. Returns whether the visible
+        nodes (or a projection) changed — what a full comparison would answer — or None when the
+        path was rebuilt (a structural change, another selection) and only a full diff can tell."""
+        if self._snap_path is None:
+            return None
+        path = self._visible()
+        held = len(self._snap_keys)
+        if path is not self._snap_path or len(path) < held:
+            return None
+        tree = self._tree()
+        folded = tree.folded_since(self._snap_mark)
+        if folded is None:
+            return None
+        changed = len(path) > held
+        versions, index = self._snap_versions, self._snap_set
+        for node in folded:
+            i = index.get(node.key)
+            if i is not None and i < held and path[i] is node and versions[i] != node.fold_version:
+                versions[i] = node.fold_version
+                changed = True
+        self._snap_mark = tree.fold_mark()
+        if changed:
+            for key in self._snap_early:
+                index.pop(key, None)
+            self._snap_early = []
+            for i in range(held, len(path)):
+                node = path[i]
+                self._snap_keys.append(node.key)
+                versions.append(node.fold_version)
+                index[node.key] = i
+        return changed
 
     def _emit_update(self) -> None:
         if not self._walking:
@@ -268,12 +317,22 @@ class View:
         """Refresh the snapshot and emit ``update`` (only when the visible nodes or one of their
         projections changed, with ``only_if_changed``)."""
         self._bind()
-        nodes = self._source.visible_nodes()
+        if only_if_changed:
+            changed = self._update_snapshot()
+            if changed is not None:
+                if changed:
+                    self._emit_update()
+                return
+        nodes = self._visible()
         if (
             only_if_changed
             and [n.key for n in nodes] == self._snap_keys
             and [n.fold_version for n in nodes] == self._snap_versions
         ):
+            self._snap_path, self._snap_mark = (  # the same nodes: diff from this path next time
+                nodes if hasattr(self._source, "visible_path") else None,
+                self._tree().fold_mark(),
+            )
             return
         self._take_snapshot(nodes)
         self._emit_update()
@@ -287,7 +346,7 @@ class View:
             return
         reconcile = getattr(self._source, "on_visible_nodes_changed", None)
         if reconcile is not None:
-            reconcile(list(self._snap_keys))
+            reconcile(self._snap_keys)
         self._recompute_and_emit(only_if_changed=True)
 
     def _on_replaced(self, *_: Any) -> None:
@@ -317,7 +376,8 @@ class View:
         if event.run_id in self._snap_set:
             self._emitter.emit("run", event)
         elif event.type == "start" and self._run_start_visible(event):
-            self._snap_set.setdefault(event.run_id, len(self._snap_keys))
+            self._snap_set[event.run_id] = len(self._snap_keys)
+            self._snap_early.append(event.run_id)
             self._emitter.emit("run", event)
 
     def _run_start_visible(self, event: Any) -> bool:
