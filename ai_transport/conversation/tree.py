@@ -421,7 +421,7 @@ class Tree(LifecycleFold, TreeOwnership):
         if cached is not None and cached[0] != cache_key and cached[0][1] == chosen:
             cached = self._extend_visible(cached)
         if cached is not None and cached[0] == cache_key:
-            return cached[1]  # type: ignore[no-any-return]
+            return cached[1]
         result: list[Node] = []
         path: set[str] = set()
         resolved: dict[str, str] = {}
