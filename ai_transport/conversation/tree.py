@@ -33,6 +33,7 @@ step replaces its failed attempt in every view. The reorder-window log sweep is
 
 from __future__ import annotations
 
+import bisect
 import itertools
 import logging
 from collections import deque
@@ -81,6 +82,10 @@ logger = logging.getLogger("ai_transport.conversation.tree")
 
 # ---------------------------------------------------------------------------------------------
 # Tree
+
+
+def _append_version(append: tuple[int, Node]) -> int:
+    return append[0]
 
 
 #: Folds a tree remembers for :meth:`Tree.folded_since` (a view whose snapshot is older diffs in full).
@@ -324,7 +329,8 @@ class Tree(LifecycleFold, TreeOwnership):
         A node another one already names (as parent or fork) changes more than itself: None."""
         if version < self._appends_base:
             return None
-        return [node for v, node in self._appends if v > version]
+        start = bisect.bisect_right(self._appends, version, key=_append_version)  # versions ascend
+        return [node for _, node in self._appends[start:]]
 
     def _extend_groups(self, cached: Any) -> Any:
         version, runs, inputs, roots, referenced, forked = cached
@@ -408,7 +414,7 @@ class Tree(LifecycleFold, TreeOwnership):
             return []
         if new > len(journal):
             return None
-        return list(itertools.islice(journal, len(journal) - new, None))
+        return [journal[-k] for k in range(new, 0, -1)]  # from the newest end: O(new)
 
     def visible_path(self, selections: Mapping[str, str] | None = None) -> list[Node]:
         """:meth:`visible_nodes` as the tree holds it: never mutate it. A later answer for the same
