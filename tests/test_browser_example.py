@@ -21,11 +21,9 @@ through ``tests/js/handlers/browser_e2e.mjs``.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
-import shutil
 import socket
 import subprocess
 import sys
@@ -34,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_chromium import CHROMIUM, chromium_missing
+from support_chromium import CHROMIUM, page_built, stop_server
 from support_emulator import emulator_thread  # noqa: F401  (fixture)
 
 from ai_transport.cli.scenario import get_weather
@@ -48,26 +46,10 @@ QUESTION = "What's the weather in Paris right now? Should I take an umbrella?"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
-def _load_server_module() -> Any:
-    spec = importlib.util.spec_from_file_location("browser_example_server", EXAMPLE / "server.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
 def browser_ready() -> Path:
     """Chromium installed, the page's npm dependencies installed, the bundle built."""
-    reason = chromium_missing()
-    if reason:
-        pytest.skip(reason)
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.fail("node and npm are needed for the browser example (they install the page's packages)")
-    if not (EXAMPLE / "node_modules" / "playwright-core").exists():
-        subprocess.run(["npm", "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=EXAMPLE, check=True,
-                       timeout=300)
-    _load_server_module().ensure_bundle()
+    page_built("browser", "browser example", packages=("playwright-core",))
     return CHROMIUM
 
 
@@ -98,13 +80,7 @@ class ExampleProcess:
     def stop(self) -> None:
         if self.proc.returncode is not None:
             return
-        self.proc.terminate()
-        try:
-            _, err = self.proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            _, err = self.proc.communicate()
-        self.stderr = err or ""
+        self.stderr = stop_server(self.proc)
 
 
 @pytest.fixture

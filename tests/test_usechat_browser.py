@@ -12,11 +12,8 @@ streams the final answer into the same bubble. A reload (same
 
 from __future__ import annotations
 
-import fcntl
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -25,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_chromium import CHROMIUM, chromium_missing
+from support_chromium import CHROMIUM, page_built, stop_server
 from support_emulator import emulator_thread  # noqa: F401  (fixture)
 
 from ai_transport.cli.scenario import get_weather
@@ -38,31 +35,15 @@ QUESTION = "What's the weather in Paris right now? Should I take an umbrella?"
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
-def _server_module() -> Any:
-    spec = importlib.util.spec_from_file_location("usechat_example_server", EXAMPLE / "server.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def page_built() -> Path:
+def page_built_once() -> Path:
     """Chromium installed, the page's npm packages installed (``npm ci``, once per checkout), the bundle
     built (again only when ``app.jsx`` or the lockfile is newer)."""
-    reason = chromium_missing()
-    if reason:
-        pytest.skip(reason)
-    if shutil.which("node") is None or shutil.which("npm") is None:
-        pytest.fail("node and npm are needed for the useChat example (they install the page's packages)")
-    # One build at a time on this machine (pytest-xdist workers share examples/usechat).
-    with open(Path(tempfile.gettempdir()) / "ait-usechat-build.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        return Path(_server_module().ensure_bundle())
+    return page_built("usechat", "useChat example")
 
 
 @pytest.fixture
-def page_url(page_built, emulator_thread, decision) -> Iterator[str]:
+def page_url(page_built_once, emulator_thread, decision) -> Iterator[str]:
     """``examples/usechat/server.py`` (with its Python agent) on a free port; yields the page URL. For
     the approval, every wake-up is its own agent process (``--worker-process``)."""
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY"}
@@ -78,13 +59,8 @@ def page_url(page_built, emulator_thread, decision) -> Iterator[str]:
         assert "usechat example: open http://" in line, line + (proc.stderr.read() if proc.stderr else "")
         yield line.split("open ", 1)[1].split()[0]
     finally:
-        proc.terminate()
-        try:
-            _, err = proc.communicate(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-        assert "agent error" not in (err or ""), err
+        err = stop_server(proc)
+        assert "agent error" not in err, err
 
 
 def drive(url: str, decision: str) -> dict[str, Any]:

@@ -5,15 +5,14 @@ bundle rebuilt only when its sources or pinned packages change, and one-line ref
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-import aiohttp
 import pytest
+from support_page_server import http, load_example_server
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLE = ROOT / "examples" / "usechat"
@@ -22,18 +21,7 @@ pytestmark = pytest.mark.asyncio
 
 
 def load_server() -> Any:
-    spec = importlib.util.spec_from_file_location("usechat_example_server_routes", EXAMPLE / "server.py")
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-async def http(port: int, method: str, path: str, body: bytes = b"") -> tuple[int, str, bytes]:
-    async with aiohttp.ClientSession() as client:
-        url = aiohttp.client.URL.build(scheme="http", host="127.0.0.1", port=port, path=path, encoded=True)
-        async with client.request(method, url, data=body) as r:
-            return r.status, r.headers.get("Content-Type", ""), await r.read()
+    return load_example_server("usechat", "usechat_example_server_routes")
 
 
 async def test_routes_serve_the_page_and_wake_the_agent_for_its_own_channels_only() -> None:
