@@ -15,105 +15,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
-from collections.abc import Iterator
-from pathlib import Path
-from typing import Any
 
 import pytest
+from support_durable import fleet, spawn, suspended, tool_outputs  # noqa: F401  (fleet: a fixture)
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
-from support_sessions import approve_call, user_message, wait_status
+from support_sessions import wait_status
 
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import ably_realtime, connect_info
-from ai_transport.sessions.client import ClientSession
 from ai_transport.sessions.signing import verify_output
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(180)]
 
-WORKER = Path(__file__).resolve().parent / "durable_worker.py"
-CLAIM_TTL = 1.0  # the workers' lease (seconds)
 SIGNING_KEY = "fleet-signing-key-0123456789abcd"
-
-
-class Proc:
-    """One worker process, driven by JSON lines."""
-
-    def __init__(self, url: str) -> None:
-        self.p = subprocess.Popen(
-            [sys.executable, str(WORKER), url, str(CLAIM_TTL)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            bufsize=1,
-        )
-
-    def read(self) -> dict[str, Any]:
-        assert self.p.stdout is not None
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker exited ({self.p.poll()})")
-        return dict(json.loads(line))
-
-    def send(self, cmd: dict[str, Any]) -> None:
-        assert self.p.stdin is not None
-        self.p.stdin.write(json.dumps(cmd) + "\n")
-        self.p.stdin.flush()
-
-    async def call(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        self.send(cmd)
-        reply = await asyncio.to_thread(self.read)
-        assert "error" not in reply, reply
-        return reply
-
-    def kill(self) -> None:
-        self.p.kill()
-        self.p.wait(10)
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            assert self.p.stdin is not None
-            self.p.stdin.close()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-def spawn(url: str, n: int) -> list[Proc]:
-    procs = [Proc(url) for _ in range(n)]
-    for p in procs:
-        assert p.read() == {"ready": True}
-    return procs
-
-
-@pytest.fixture(scope="module")
-def fleet(emulator_thread: Any) -> Iterator[list[Proc]]:
-    procs = spawn(emulator_thread.url, 3)
-    yield procs
-    for p in procs:
-        p.stop()
-
-
-async def suspended(realtime: Any, fleet: list[Proc]) -> tuple[ClientSession, AblyChannel, str, Any]:
-    """A fresh channel where worker 0 suspended a run on a gated call and the client approved it."""
-    name = unique_channel("fleet")
-    channel = AblyChannel(name, realtime)
-    client = ClientSession(channel)
-    await client.connect()
-    sent = await client.view.send(user_message("Weather in Paris?"))
-    first = await fleet[0].call({"op": "handle", "channel": name, "invocation": sent.invocation.to_json()})
-    await wait_status(client.view, first["run_id"], "suspended")
-    answer, _ = await approve_call(client.view, first["run_id"])
-    return client, channel, first["run_id"], answer
-
-
-def tool_outputs(client: ClientSession) -> int:
-    return sum(
-        1 for m in client.view.get_messages() for i in m.message.items if i.get("type") == "function_call_output"
-    )
 
 
 @pytest.mark.parametrize("tool_ms", [0, 200])
@@ -122,13 +36,13 @@ async def test_workers_woken_together_run_the_tool_exactly_once(emulator_thread,
     try:
         for trial in range(30):
             workers = fleet[: 2 + trial % 2]
-            client, channel, run_id, answer = await suspended(realtime, fleet)
+            client, channel, run_id, answer = await suspended(realtime, fleet, "fleet")
             wake = {"op": "handle", "invocation": answer.invocation.to_json(), "tool_seconds": tool_ms / 1000}
             results = await asyncio.gather(*(w.call({**wake, "channel": channel.name}) for w in workers))
             assert sum(r["executed"] for r in results) == 1, (trial, results)
             assert sum(not r["yielded"] for r in results) == 1, (trial, results)
             await wait_status(client.view, run_id, "complete")
-            assert tool_outputs(client) == 1
+            assert tool_outputs(client.view.get_messages()) == 1
             await client.close()
             await channel.close()
     finally:

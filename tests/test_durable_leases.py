@@ -22,13 +22,12 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
+from support_durable import LEASE, fleet, spawn, suspended, tool_outputs  # noqa: F401  (fleet: a fixture)
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
-from support_sessions import approve_call, user_message, wait_status
+from support_sessions import user_message, wait_status
 
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import ably_realtime, connect_info
@@ -37,93 +36,20 @@ from ai_transport.sessions.client import ClientSession
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(120)]
 
-WORKER = Path(__file__).resolve().parent / "durable_worker.py"
 ROOT = Path(__file__).resolve().parent.parent
-LEASE = 1.0
 SLACK = 1.5  # publishes, history reads and a loaded machine
-
-
-class Proc:
-    """One worker process, driven by JSON lines."""
-
-    def __init__(self, url: str) -> None:
-        self.p = subprocess.Popen(
-            [sys.executable, str(WORKER), url, str(LEASE)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL,
-            text=True,
-            bufsize=1,
-        )
-        assert self.read() == {"ready": True}
-
-    def read(self) -> dict[str, Any]:
-        assert self.p.stdout is not None
-        line = self.p.stdout.readline()
-        if not line:
-            raise RuntimeError(f"worker exited ({self.p.poll()})")
-        return dict(json.loads(line))
-
-    def send(self, cmd: dict[str, Any]) -> None:
-        assert self.p.stdin is not None
-        self.p.stdin.write(json.dumps(cmd) + "\n")
-        self.p.stdin.flush()
-
-    async def call(self, cmd: dict[str, Any]) -> dict[str, Any]:
-        self.send(cmd)
-        reply = await asyncio.to_thread(self.read)
-        assert "error" not in reply, reply
-        return reply
-
-    def kill(self) -> None:
-        self.p.kill()
-        self.p.wait(10)
-
-    def stop(self) -> None:
-        if self.p.poll() is None:
-            os.kill(self.p.pid, signal.SIGCONT)
-            assert self.p.stdin is not None
-            self.p.stdin.close()
-            try:
-                self.p.wait(10)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
-@pytest.fixture(scope="module")
-def fleet(emulator_thread: Any) -> Iterator[list[Proc]]:
-    procs = [Proc(emulator_thread.url) for _ in range(3)]
-    yield procs
-    for p in procs:
-        p.stop()
 
 
 def executions(log: Path) -> int:
     return len(log.read_text().splitlines()) if log.exists() else 0
 
 
-async def suspended(realtime: Any, fleet: list[Proc]) -> tuple[ClientSession, AblyChannel, str, Any]:
-    name = unique_channel("lease")
-    channel = AblyChannel(name, realtime)
-    client = ClientSession(channel)
-    await client.connect()
-    sent = await client.view.send(user_message("Weather in Paris?"))
-    first = await fleet[0].call({"op": "handle", "channel": name, "invocation": sent.invocation.to_json()})
-    await wait_status(client.view, first["run_id"], "suspended")
-    answer, _ = await approve_call(client.view, first["run_id"])
-    return client, channel, first["run_id"], answer
-
-
-def tool_outputs(messages: list[Any]) -> int:
-    return sum(1 for m in messages for i in m.message.items if i.get("type") == "function_call_output")
-
-
 async def test_a_claimer_killed_before_executing_is_replaced_by_the_next_wake_up(emulator_thread, fleet, tmp_path) -> None:
     realtime = ably_realtime(emulator_thread.url, client_id="alice")
-    doomed = Proc(emulator_thread.url)
+    (doomed,) = spawn(emulator_thread.url, 1)
     log = tmp_path / "tool.log"
     try:
-        client, channel, run_id, answer = await suspended(realtime, fleet)
+        client, channel, run_id, answer = await suspended(realtime, fleet, "lease")
         wake = {"op": "handle", "channel": channel.name, "invocation": answer.invocation.to_json(), "tool_log": str(log)}
         doomed.send({**wake, "op": "claim_and_hang"})
         assert await asyncio.to_thread(doomed.read) == {"claimed": True}
@@ -145,7 +71,7 @@ async def test_a_crash_while_resuming_is_recovered_by_the_platforms_redelivery(
     emulator_thread, fleet, node, tmp_path
 ) -> None:
     name = unique_channel("lease-crash")
-    doomed = Proc(emulator_thread.url)
+    (doomed,) = spawn(emulator_thread.url, 1)
     log = tmp_path / "tool.log"
     opts = connect_info(emulator_thread, client_id="alice")
     jsc = await asyncio.to_thread(node.call, "session", "clientOpen", options=opts, channel=name)
@@ -195,7 +121,7 @@ async def test_a_tool_running_three_leases_runs_once_through_several_wake_ups(em
     realtime = ably_realtime(emulator_thread.url, client_id="alice")
     log = tmp_path / "tool.log"
     try:
-        client, channel, run_id, answer = await suspended(realtime, fleet)
+        client, channel, run_id, answer = await suspended(realtime, fleet, "lease")
         wake = {"op": "handle", "channel": channel.name, "invocation": answer.invocation.to_json(), "tool_log": str(log)}
         holding = asyncio.ensure_future(fleet[0].call({**wake, "tool_seconds": 3 * LEASE}))
         await asyncio.sleep(0.3)
@@ -216,10 +142,10 @@ async def test_a_tool_running_three_leases_runs_once_through_several_wake_ups(em
 
 async def test_a_worker_paused_past_its_lease_publishes_nothing_more(emulator_thread, fleet, node, tmp_path) -> None:
     realtime = ably_realtime(emulator_thread.url, client_id="alice")
-    paused = Proc(emulator_thread.url)
+    (paused,) = spawn(emulator_thread.url, 1)
     log = tmp_path / "tool.log"
     try:
-        client, channel, run_id, answer = await suspended(realtime, fleet)
+        client, channel, run_id, answer = await suspended(realtime, fleet, "lease")
         jsc = await asyncio.to_thread(
             node.call, "session", "clientOpen",
             options=connect_info(emulator_thread, client_id="alice"), channel=channel.name,
@@ -255,7 +181,7 @@ async def test_a_worker_paused_past_its_lease_publishes_nothing_more(emulator_th
 
 async def test_the_supervisor_command_ends_a_run_whose_worker_was_killed(emulator_thread, fleet) -> None:
     name = unique_channel("lease-sup")
-    doomed = Proc(emulator_thread.url)
+    (doomed,) = spawn(emulator_thread.url, 1)
     realtime = ably_realtime(emulator_thread.url, client_id="alice")
     channel = AblyChannel(name, realtime)
     client = ClientSession(channel)
