@@ -26,6 +26,7 @@ from typing import Any, Final
 
 from ..channels.channel import action_name
 from ..codec.headers import codec_headers, transport_headers
+from ..lease import LEASE_NAME
 from .authority import MUTATIONS, author_of, mutator_of
 from .held import HeldWires
 from .lifecycle import (
@@ -146,6 +147,9 @@ class Admission:
                 # a mutation renaming a trusted output (any name) is still a mutation of that output
                 self._reject(message, f"agent output mutated by {mutator!r}, not a trusted agent identity")
                 return False
+        if name == LEASE_NAME and client_id not in self.trusted_agent_ids:
+            self._reject(message, f"lease wire from untrusted client {client_id!r}")
+            return False
         if name in AGENT_NAMES:
             if client_id not in self.trusted_agent_ids:
                 self._reject(message, "not a trusted agent identity")

@@ -43,7 +43,9 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
+from ..lease import LEASE_NAME
 from .authority import author_of
+from .fence import Fence
 from .lifecycle import (
     EVENT_AI_INPUT,
     EVENT_AI_OUTPUT,
@@ -136,6 +138,9 @@ class Tree(LifecycleFold, TreeOwnership):
         self._folds = 0
         #: Event-log retention (the reorder window, :mod:`.retention`).
         self.retention = LogRetention()
+        #: Lease wires, and the late outputs of superseded holders they refuse (:mod:`.fence`).
+        self.fence = Fence()
+        self._fence_reported: set[str] = set()
 
     def adopt(self, shadow: Tree) -> None:
         """Take every node and index of ``shadow`` in one step (the refold after a loss of channel
@@ -496,10 +501,55 @@ class Tree(LifecycleFold, TreeOwnership):
 
     # -- folding -----------------------------------------------------------------------------
 
+    def _fenced(self, entry: _Internal, serial: str) -> bool:
+        published = entry.publishers.get(serial)
+        if published is None or not isinstance(entry.node, RunNode):
+            return False
+        return self.fence.fenced(entry.node.run_id, published[0], published[1])
+
+    def _gated(self, entry: _Internal, serial: str) -> bool:
+        """A wire logged but not folded: a superseded step attempt's, or a fenced holder's."""
+        return self._is_gated(entry, serial) or self._fenced(entry, serial)
+
+    def _report_fenced(self, entry: _Internal, serials: list[str]) -> None:
+        for serial in serials:
+            if serial in self._fence_reported or not self._fenced(entry, serial):
+                continue
+            self._fence_reported.add(serial)
+            conn = entry.publishers[serial][0]
+            self._refuse(
+                {"serial": serial, "connectionId": conn},
+                f"output of run {entry.node.key!r} from connection {conn!r} after its lease was taken over",
+            )
+
+    def note_lease(self, message: Mapping[str, Any]) -> None:
+        """Fold a lease wire (its publisher already admitted): a run whose folded outputs it fences
+        (or un-fences: it landed out of serial order) is refolded and announced."""
+        run_id = self.fence.note(message)
+        entries = (
+            [e for e in self._nodes.values() if e.publishers]
+            if run_id is None
+            else [e] if (e := self._nodes.get(run_id)) is not None and e.publishers else []
+        )
+        for entry in entries:
+            self._refold(entry)
+            self._report_fenced(entry, list(entry.publishers))
+            self.emitter.emit(
+                "output",
+                {
+                    "run_id": entry.node.key,
+                    "input_codec_message_id": None,
+                    "codec_message_id": None,
+                    "serial": None,
+                    "events": [],
+                    "inputs": [],
+                },
+            )
+
     def _fold_into(
         self, entry: _Internal, events: list[CodecEvent], serial: str | None, mid: str | None
     ) -> None:
-        if serial is not None and self._is_gated(entry, serial):
+        if serial is not None and self._gated(entry, serial):
             return
         projection = entry.node.projection
         for direction, event in events:
@@ -517,7 +567,7 @@ class Tree(LifecycleFold, TreeOwnership):
     def _refold(self, entry: _Internal) -> None:
         projection = self._codec.init()
         for (direction, event), serial, mid in entry.log.replay():
-            if self._is_gated(entry, serial):
+            if self._gated(entry, serial):
                 continue
             try:
                 projection = self._codec.fold(projection, direction, event, message_id=mid, serial=serial)
@@ -719,8 +769,14 @@ class Tree(LifecycleFold, TreeOwnership):
         step_start_serial = headers.get(H_STEP_START_SERIAL)
         if step_id is not None and step_start_serial is not None and serial is not None:
             self._record_step_attribution(entry, serial, step_id, step_start_serial)
+        conn = self._wire.get("connectionId")
+        if serial is not None and isinstance(conn, str) and self._wire.get("name") != EVENT_AI_INPUT:
+            latest = version if isinstance(version, str) and version > serial else serial
+            known = entry.publishers.get(serial)
+            entry.publishers[serial] = (conn, max(latest, known[1]) if known is not None else latest)
+            self._report_fenced(entry, [serial])
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
-        if serial is not None and self._is_gated(entry, serial):
+        if serial is not None and self._gated(entry, serial):
             return structural  # a superseded step attempt: logged, not folded, not announced
         output: dict[str, Any] = {
             "run_id": owner,
@@ -818,6 +874,9 @@ class WireApplier:
             step = parse_step_lifecycle(name, headers, serial, timestamp)
             if step is not None:
                 self.tree.apply_step_lifecycle(step)
+            return None
+        if name == LEASE_NAME:
+            self.tree.note_lease(message)
             return None
         creates = action_name(message.get("action")) in (None, "message.create")
         if name not in (EVENT_AI_INPUT, EVENT_AI_OUTPUT) and (name or creates):

@@ -45,7 +45,7 @@ run twice.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -205,6 +205,47 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
     return LeaseWire(serial, float(timestamp), run_id, tuple(keys), claimant, done, restates, conn, handoff)
 
 
+def _step(holding: Holding | None, w: LeaseWire | Poison, key: str, lease_ms: float) -> Holding | None:
+    """One wire of the holder rule folded into ``holding`` (the key's holder before it)."""
+    if isinstance(w, Poison):
+        if holding is None or lapsed(holding, w.timestamp, lease_ms):
+            holding = Holding("?" + w.serial, w.serial, w.timestamp, w.serial, poison=w.serial)
+        elif not holding.done:  # perhaps the holder's own renewal: it may extend, never shorten
+            holding = replace(holding, renewed_at=max(holding.renewed_at, w.timestamp))
+        return holding
+    if key not in w.keys:
+        return holding
+    if holding is None:
+        holding = Holding(
+            w.claimant, w.serial, w.timestamp, w.serial, w.done, handoff=w.handoff, connection_id=w.connection_id
+        )
+    elif holding.done:
+        return holding
+    elif holding.claimant == w.claimant or (holding.poison is not None and w.restates == holding.poison):
+        holding = replace(
+            holding,
+            claimant=w.claimant,
+            renewed_at=max(holding.renewed_at, w.timestamp),
+            renewed_serial=w.serial,
+            done=w.done,
+            handoff=w.handoff,
+            poison=None,
+            connection_id=w.connection_id or holding.connection_id,
+        )
+    elif lapsed(holding, w.timestamp, lease_ms):
+        holding = Holding(
+            w.claimant,
+            w.serial,
+            w.timestamp,
+            w.serial,
+            w.done,
+            takeover=True,
+            handoff=w.handoff,
+            connection_id=w.connection_id,
+        )
+    return holding
+
+
 @dataclass
 class _Run:
     wires: dict[str, LeaseWire] = field(default_factory=dict)
@@ -269,51 +310,36 @@ class LeaseLedger:
     def holder(self, run_id: str, key: str, lease_ms: float, upto: str | None = None) -> Holding | None:
         """Who holds ``key`` of ``run_id`` once the wires up to serial ``upto`` (all if None) are
         folded, by the holder rule of the module docstring."""
+        holding: Holding | None = None
+        for serial, h in self._fold(run_id, key, lease_ms):
+            if upto is not None and serial > upto:
+                break
+            holding = h
+        return holding
+
+    def tenures(self, run_id: str, lease_ms: float) -> list[tuple[str, Holding | None, Holding]]:
+        """Every change of holder of every key of the run, in serial order: ``(serial, before,
+        after)`` at the wire that began ``after``'s tenure (a claim, or a takeover from ``before``)."""
+        out: list[tuple[str, Holding | None, Holding]] = []
+        for key in sorted(self.keys(run_id)):
+            previous: Holding | None = None
+            for serial, h in self._fold(run_id, key, lease_ms):
+                if h is not None and (previous is None or h.since != previous.since):
+                    out.append((serial, previous, h))
+                previous = h
+        out.sort(key=lambda t: t[0])
+        return out
+
+    def _fold(self, run_id: str, key: str, lease_ms: float) -> Iterator[tuple[str, Holding | None]]:
+        """The holder rule, one wire at a time: ``(serial, holder once that wire is folded)``."""
         run = self._runs.get(run_id)
         wires: list[LeaseWire | Poison] = list(run.sorted()) if run is not None else []
         if self._poisons:
             wires = sorted([*wires, *self._poisons.values()], key=lambda w: w.serial)
         holding: Holding | None = None
         for w in wires:
-            if upto is not None and w.serial > upto:
-                break
-            if isinstance(w, Poison):
-                if holding is None or lapsed(holding, w.timestamp, lease_ms):
-                    holding = Holding("?" + w.serial, w.serial, w.timestamp, w.serial, poison=w.serial)
-                elif not holding.done:  # perhaps the holder's own renewal: it may extend, never shorten
-                    holding = replace(holding, renewed_at=max(holding.renewed_at, w.timestamp))
-                continue
-            if key not in w.keys:
-                continue
-            if holding is None:
-                holding = Holding(
-                    w.claimant, w.serial, w.timestamp, w.serial, w.done, handoff=w.handoff, connection_id=w.connection_id
-                )
-            elif holding.done:
-                continue
-            elif holding.claimant == w.claimant or (holding.poison is not None and w.restates == holding.poison):
-                holding = replace(
-                    holding,
-                    claimant=w.claimant,
-                    renewed_at=max(holding.renewed_at, w.timestamp),
-                    renewed_serial=w.serial,
-                    done=w.done,
-                    handoff=w.handoff,
-                    poison=None,
-                    connection_id=w.connection_id or holding.connection_id,
-                )
-            elif lapsed(holding, w.timestamp, lease_ms):
-                holding = Holding(
-                    w.claimant,
-                    w.serial,
-                    w.timestamp,
-                    w.serial,
-                    w.done,
-                    takeover=True,
-                    handoff=w.handoff,
-                    connection_id=w.connection_id,
-                )
-        return holding
+            holding = _step(holding, w, key, lease_ms)
+            yield w.serial, holding
 
     def holders(self, run_id: str, lease_ms: float) -> dict[str, Holding]:
         """Every key of the run and its holder (all wires folded)."""

@@ -191,6 +191,7 @@ class AgentSession(SessionCore):
         self.claim_ttl = float(policy.lease)
         #: Every trusted claim folded, by run (see :mod:`.claims`).
         self.claims = ClaimLedger()
+        self.tree.fence.lease_ms = policy.lease_ms
         self.admission = Admission(
             trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
             trusted_client_ids or (),
@@ -254,6 +255,7 @@ class AgentSession(SessionCore):
         # readers keep the pre-loss ledgers; the refold fills fresh twins
         self.admission.clear_held()
         self._claims_sink, self._streams_sink = ClaimLedger(), self.open_streams.twin()
+        self._applier.tree.fence.lease_ms = self.lease_policy.lease_ms
         if self.live_verifier is not None:  # what the refold verifies from history replaces it
             self._verifier_sink = self.live_verifier.twin()
 
@@ -402,6 +404,8 @@ class AgentSession(SessionCore):
             refused = self._claims_sink.note(message, self.trusted_agent_ids)
             if refused is not None:
                 self._reject(message, refused)
+            else:
+                self._applier.tree.note_lease(message)  # fences a superseded holder's late outputs
             return
         tree = self._applier.tree  # the shadow tree while a refold runs
         verdict = self.admission.admit(message, tree)

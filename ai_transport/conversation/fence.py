@@ -1,0 +1,80 @@
+"""Fencing on the reader's side: a late output of a holder whose lease was taken over is refused.
+
+A worker checks its lease before every publish (:mod:`ai_transport.lease.keeper`), but an output can
+still slip out between that check and the send (a worker paused right after its check, resumed after
+another worker took its run over). JS 0.8.0 folds it; our views do not. The rule, a pure function of
+the channel's wires in **serial order** (so every reader, live or from history in any page order,
+agrees):
+
+* every lease wire names the run and Ably's ``connectionId`` of its publisher; folding a run's lease
+  wires by the holder rule (:class:`~ai_transport.lease.LeaseLedger`) gives, for each key, the serial
+  at which each holder's tenure began and whom it took the key from;
+* a connection **loses** run R at the serial where another connection's holder took one of R's keys
+  over from it, and **regains** it at a serial where it begins a tenure of one of R's keys again;
+* an agent output wire of run R (its ``run-id`` header) published by connection C is *fenced* when C
+  has lost R at a serial below the wire's (its ``version.serial`` for an append, the serial of the
+  operation) and not regained it since.
+
+The scope is the run: a warm worker's connection publishing other runs is never refused, and a worker
+that re-takes the run publishes again. A poisoned lease wire (an unknown holder, see the ledger)
+never fences anyone. The tree (:mod:`.tree`) gates fenced wires like a superseded step attempt: logged,
+not folded, reported once (``refused``), and a lease wire landing out of order refolds the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..lease import DEFAULT_LEASE, LeaseLedger, LeaseWire, parse_lease_wire
+
+__all__ = ["Fence"]
+
+
+class Fence:
+    """The lease wires of every run a tree folded, and which connection lost which run when."""
+
+    def __init__(self, lease_ms: float = DEFAULT_LEASE * 1000) -> None:
+        #: The lease (ms) the agents use: a claim of another holder before it lapses is no takeover.
+        self.lease_ms = lease_ms
+        self.ledger = LeaseLedger()
+        self._changes: dict[str, list[tuple[str, str, bool]]] = {}
+
+    def note(self, message: Mapping[str, Any]) -> str | None:
+        """Fold one lease wire (its publisher already admitted); returns its run id when it counts."""
+        trusted = {message.get("clientId")}
+        parsed = parse_lease_wire(message, trusted)
+        if self.ledger.note(message, trusted) is not None:
+            return None
+        if not isinstance(parsed, LeaseWire):  # a poison: an unknown holder of every key
+            self._changes.clear()
+            return None
+        self._changes.pop(parsed.run_id, None)
+        return parsed.run_id
+
+    def _changes_of(self, run_id: str) -> list[tuple[str, str, bool]]:
+        """``(serial, connection, lost)`` for run_id, in serial order (cached until a wire lands)."""
+        changes = self._changes.get(run_id)
+        if changes is None:
+            changes = []
+            for serial, before, after in self.ledger.tenures(run_id, self.lease_ms):
+                if after.unknown or after.connection_id is None:
+                    continue
+                if before is not None and not before.unknown and before.connection_id not in (None, after.connection_id):
+                    changes.append((serial, before.connection_id, True))
+                changes.append((serial, after.connection_id, False))
+            self._changes[run_id] = changes
+        return changes
+
+    def fenced(self, run_id: str, connection_id: str | None, serial: str) -> bool:
+        """Whether an output of ``run_id`` published by ``connection_id`` at ``serial`` comes from a
+        connection that lost the run's lease before it (and had not regained it)."""
+        if connection_id is None:
+            return False
+        lost = False
+        for at, conn, is_loss in self._changes_of(run_id):
+            if at >= serial:
+                break
+            if conn == connection_id:
+                lost = is_loss
+        return lost
