@@ -44,6 +44,7 @@ from ..conversation.lifecycle import (
 )
 from ..conversation.tree import RunNode, Tree
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
+from ..lease import DEFAULT_LEASE
 from .base_run import BaseRun
 from .invocation import Invocation
 from .session import SessionCore
@@ -282,6 +283,9 @@ class ClientSession(SessionCore):
             of 0.8.0; the base modes are then requested too, :mod:`~ai_transport.channels.modes`).
         reorder_window: seconds a finished run's wire log is kept for late, out-of-order wires
             (``reorderWindowMs`` of 0.8.0; default 120, :mod:`~ai_transport.conversation.retention`).
+        lease: the agents' lease in seconds (their ``lease``; default 10): a lease wire of another
+            holder counts as a takeover only once the lease lapsed, and a late output of the holder it
+            superseded is then refused (:mod:`~ai_transport.conversation.fence`).
     """
 
     _log = logger
@@ -298,9 +302,12 @@ class ClientSession(SessionCore):
         history_backoff: float = 0.1,
         channel_modes: Iterable[str] | None = None,
         reorder_window: float | None = None,
+        lease: float = DEFAULT_LEASE,
     ) -> None:
         super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
         self._set_options(channel_modes, reorder_window)
+        self._lease_ms = float(lease) * 1000
+        self.tree.fence.lease_ms = self._lease_ms
         self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else None
         #: The trust rules, when ``trusted_agent_ids`` was given.
         self.admission = (
@@ -360,6 +367,9 @@ class ClientSession(SessionCore):
             for held in self.admission.release(event.run_id):
                 self._fold(held, checked=True, live=live)
         return True
+
+    def _shadow_begin(self) -> None:
+        self._applier.tree.fence.lease_ms = self._lease_ms
 
     def _before_rebuild(self) -> None:
         self._steer.drain_continuity_lost(
