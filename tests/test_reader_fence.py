@@ -6,12 +6,17 @@ and A's output from before the takeover are kept. The rule: :mod:`ai_transport.c
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from support_sessions import channel_history, open_text_stream, text_delta, text_opening, user_message
 
 from ai_transport.channels.memory import InProcessHub
+from ai_transport.conversation.fence import Fence
+from ai_transport.lease import LeaseLedger, lease_body
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
 
@@ -81,3 +86,66 @@ async def test_a_superseded_holders_late_output_is_refused_by_a_fresh_reader_and
     model_input = str(resumed.input_items())
     assert "from B" in model_input and "early from A" in model_input
     assert "late from A" not in model_input
+
+
+# -- the rule itself (sans-I/O), for any schedule of lease wires ---------------------------------
+
+LEASE_WIRES = st.lists(
+    st.tuples(
+        st.sampled_from(["conn-a", "conn-b", "conn-c"]),  # the publishing connection (its claimant)
+        st.sampled_from(["run:R", "trigger:e", "call_1"]),
+        st.integers(0, 400),  # ms since the previous wire
+        st.booleans(),  # done
+    ),
+    max_size=12,
+)
+
+
+def _lease_messages(schedule: list[tuple[str, str, int, bool]]) -> list[dict[str, Any]]:
+    out, now = [], 0
+    for i, (conn, key, gap, done) in enumerate(schedule):
+        now += gap
+        body = lease_body("R", [key], f"claimant-{conn}", "inv", done=done)
+        out.append(
+            {"name": "ai-claim", "serial": f"{2 * i + 1:04d}", "timestamp": now, "clientId": "agent",
+             "connectionId": conn, "data": json.dumps(body), "action": "message.create"}
+        )
+    return out
+
+
+def _reference(ledger: LeaseLedger, conn: str, serial: str) -> bool:
+    """Lost when, at a lease wire before ``serial``, a key's holder moved from ``conn`` to another
+    connection, with no tenure of ``conn`` begun after it (the holder rule read through ``holder``)."""
+    lost = False
+    wires = [w for w in ledger.wires("R") if w.serial < serial]
+    for i, w in enumerate(wires):
+        for key in ledger.keys("R"):
+            before = ledger.holder("R", key, LEASE * 1000, upto=wires[i - 1].serial) if i else None
+            after = ledger.holder("R", key, LEASE * 1000, upto=w.serial)
+            if after is None or (before is not None and before.since == after.since):
+                continue
+            if before is not None and before.connection_id == conn and after.connection_id != conn:
+                lost = True
+            if after.connection_id == conn:
+                lost = False
+    return lost
+
+
+@settings(deadline=None, max_examples=60)
+@given(schedule=LEASE_WIRES, order=st.randoms(use_true_random=False))
+def test_the_fence_follows_the_holder_rule_in_serial_order_whatever_the_arrival_order(
+    schedule: list[tuple[str, str, int, bool]], order: Any
+) -> None:
+    messages = _lease_messages(schedule)
+    shuffled = list(messages)
+    order.shuffle(shuffled)
+    fence, reference = Fence(LEASE * 1000), LeaseLedger()
+    for m in shuffled:
+        fence.note(m)
+    for m in messages:
+        reference.note(m, {"agent"})
+    probes = [f"{2 * i:04d}" for i in range(len(messages) + 1)]  # between every two lease wires
+    for conn in ("conn-a", "conn-b", "conn-c"):
+        for serial in probes:
+            assert fence.fenced("R", conn, serial) == _reference(reference, conn, serial)
+            assert not fence.fenced("other-run", conn, serial)  # a warm worker's other runs: never
