@@ -11,9 +11,12 @@ agrees):
   at which each holder's tenure began and whom it took the key from;
 * a connection **loses** run R at the serial where another connection's holder took one of R's keys
   over from it, and **regains** it at a serial where it begins a tenure of one of R's keys again;
-* an agent output wire of run R (its ``run-id`` header) published by connection C is *fenced* when C
-  has lost R at a serial below the wire's (its ``version.serial`` for an append, the serial of the
-  operation) and not regained it since.
+* an agent output wire of run R (its ``run-id`` header) whose create was published by connection C
+  at serial s is *fenced* when C lost R at a serial below s and had not regained it by then.
+
+A stream is judged by its create: one begun before the takeover is kept whole, even a late append of
+the superseded holder to it (history holds a stream as one aggregate, so no reader could cut it at
+the takeover); the holder's own lease check stops its next append.
 
 The scope is the run: a warm worker's connection publishing other runs is never refused, and a worker
 that re-takes the run publishes again. A poisoned lease wire (an unknown holder, see the ledger)

@@ -200,8 +200,8 @@ class _Internal:
     #: Latest Ably timestamp (ms) of a wire on this node, and whether it waits to be swept.
     last_activity: int = 0
     sweep_queued: bool = False
-    #: Agent output wire serial -> (Ably ``connectionId`` of its publisher, serial of its latest
-    #: operation): what :mod:`.fence` checks.
+    #: Agent output wire serial -> (Ably ``connectionId`` of its create's publisher, the serial the
+    #: fence judges it at): what :mod:`.fence` checks.
     publishers: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 

@@ -771,9 +771,10 @@ class Tree(LifecycleFold, TreeOwnership):
             self._record_step_attribution(entry, serial, step_id, step_start_serial)
         conn = self._wire.get("connectionId")
         if serial is not None and isinstance(conn, str) and self._wire.get("name") != EVENT_AI_INPUT:
-            latest = version if isinstance(version, str) and version > serial else serial
-            known = entry.publishers.get(serial)
-            entry.publishers[serial] = (conn, max(latest, known[1]) if known is not None else latest)
+            # the publisher of the message's create decides (a mutation is another connection's
+            # append or closing update): a stream begun before a takeover is kept whole
+            if serial not in entry.publishers or action_name(self._wire.get("action")) in (None, "message.create"):
+                entry.publishers[serial] = (conn, serial)
             self._report_fenced(entry, [serial])
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
         if serial is not None and self._gated(entry, serial):
