@@ -43,7 +43,7 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
-from ..lease import LEASE_NAME
+from ..lease import LEASE_NAME, LeaseWire, parse_lease_wire
 from .authority import author_of
 from .fence import Fence
 from .lifecycle import (
@@ -525,13 +525,17 @@ class Tree(LifecycleFold, TreeOwnership):
     def note_lease(self, message: Mapping[str, Any]) -> None:
         """Fold a lease wire (its publisher already admitted): a run whose folded outputs it fences
         (or un-fences: it landed out of serial order) is refolded and announced."""
-        run_id = self.fence.note(message)
-        entries = (
-            [e for e in self._nodes.values() if e.publishers]
-            if run_id is None
-            else [e] if (e := self._nodes.get(run_id)) is not None and e.publishers else []
-        )
-        for entry in entries:
+        parsed = parse_lease_wire(message, {message.get("clientId")})
+        if isinstance(parsed, LeaseWire):
+            found = self._nodes.get(parsed.run_id)
+            entries = [found] if found is not None and found.publishers else []
+        else:  # a poison (or refused): any run may change
+            entries = [e for e in self._nodes.values() if e.publishers]
+        before = [{s for s in e.publishers if self._fenced(e, s)} for e in entries]
+        self.fence.note(message)
+        for entry, was in zip(entries, before):
+            if {s for s in entry.publishers if self._fenced(entry, s)} == was:
+                continue  # nothing folded changes (a re-delivery, a renewal, another run's wire)
             self._refold(entry)
             self._report_fenced(entry, list(entry.publishers))
             self.emitter.emit(
