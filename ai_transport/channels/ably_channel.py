@@ -313,9 +313,16 @@ class AblyChannel(ListenerDelivery):
 
     @property
     def client_id(self) -> str | None:
-        """The ``clientId`` of the connection."""
-        cid = getattr(self.realtime.auth, "client_id", None)
-        return cid if cid and cid != "*" else None
+        """The ``clientId`` of the connection: the one Ably confirmed, or (while the connection is
+        still connecting, when ably-python knows none yet) the one the client was configured with
+        (``client_id`` option, or its token details), which the server checks when it connects."""
+        auth = self.realtime.auth
+        cid = getattr(auth, "client_id", None)
+        if not cid:
+            options = getattr(auth, "auth_options", None)
+            token = getattr(options, "token_details", None)
+            cid = getattr(options, "client_id", None) or getattr(token, "client_id", None)
+        return cid if isinstance(cid, str) and cid and cid != "*" else None
 
     @property
     def connection_id(self) -> str | None:

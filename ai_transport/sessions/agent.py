@@ -192,6 +192,9 @@ class AgentSession(SessionCore):
         #: Every trusted claim folded, by run (see :mod:`.claims`).
         self.claims = ClaimLedger()
         self.tree.fence.lease_ms = policy.lease_ms
+        # The default (the agent's own identity) is settled again at connect: a connection still
+        # connecting may know no clientId yet (a cold start).
+        self._own_identity_trusted = trusted_agent_ids is None
         self.admission = Admission(
             trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
             trusted_client_ids or (),
@@ -279,9 +282,19 @@ class AgentSession(SessionCore):
 
     async def connect(self) -> None:
         """Subscribe and attach, then enter presence as the agent (best effort, see :mod:`~.presence`)."""
+        self._trust_own_identity()
         await super().connect()
+        self._trust_own_identity()  # attached: the connection's clientId is known now
         if not self.agent_presence.entered:
             await self.agent_presence.enter()
+
+    def _trust_own_identity(self) -> None:
+        """With the default ``trusted_agent_ids``, trust the channel's ``client_id`` as it is now
+        (the set is shared with admission and integrity, so it is updated in place)."""
+        cid = getattr(self.channel, "client_id", None)
+        if self._own_identity_trusted and cid is not None and cid not in self.trusted_agent_ids:
+            self.trusted_agent_ids.discard(None)
+            self.trusted_agent_ids.add(cid)
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
         if self._closed or not self._well_formed(message):
