@@ -14,9 +14,9 @@ import asyncio
 from typing import Any
 
 import pytest
+from support_durable import Proc
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
 from support_sessions import approve_call, user_message, wait_status
-from test_durable_fleet import Proc
 
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.emulator.client import ably_realtime, request_token
