@@ -55,9 +55,8 @@ async def forge_call(channel: Any, run_id: str, cmid: str, call_id: str) -> None
 
 def approvals_of_every_call(view: Any) -> list[dict[str, Any]]:
     """What a UI approving every pending call its view shows sends (one approval per call), the
-    rogue's first: the batch's last input is the wake-up's trigger, and every other input of the
-    batch folds as a steer into the run (0.8.0's rule), deferred in the run's view until a pass that
-    drained it with ``has_input()`` answers it, which the standard worker loop never does."""
+    rogue's first: the batch's last input is the wake-up's trigger; every other approval of the
+    batch amends its call's message and is no steer (``tests/test_batch_approvals.py``)."""
     out = []
     for m in view.get_messages():
         for item in m.message.items:

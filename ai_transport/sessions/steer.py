@@ -48,6 +48,16 @@ STEERS_HELD = 1000
 
 
 
+def _carries_a_message(inputs: Any) -> bool:
+    """True when a fold's inputs hold a user message: only a message steers a run. An approval or
+    a tool result amends the message holding its call (its ``codecMessageId`` is that message's):
+    the resume answers it (``run_owed_calls``), and taking it for a steer would move the call's
+    message to the tail of ``run.view`` until a ``has_input()`` the standard loop never calls."""
+    return isinstance(inputs, (list, tuple)) and any(
+        isinstance(i, Mapping) and i.get("message") is not None for i in inputs
+    )
+
+
 class _OutputEvents(Protocol):
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]: ...
 
@@ -104,7 +114,7 @@ class RunSteering:
         if stamped:
             self._responded.setdefault(run_id, set()).update(stamped)
         cmid = event.get("codec_message_id")
-        is_steer = bool(event.get("inputs")) and isinstance(cmid, str)
+        is_steer = _carries_a_message(event.get("inputs")) and isinstance(cmid, str)
         if not self._seeded:
             if is_steer:
                 folded = self._folded.setdefault(run_id, {})
