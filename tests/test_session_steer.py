@@ -316,3 +316,36 @@ def test_every_steer_folded_during_a_pass_is_answered_by_the_next(count: int, at
         await agent.end()
 
     asyncio.run(scenario())
+
+
+async def test_a_steer_before_create_run_in_a_live_session_is_seeded_and_answered() -> None:
+    """The steer lands while the run is suspended and the agent session stays alive (it folds the
+    steer live, before the resuming ``create_run``): the resumed run seeds it and its first pass
+    answers it; a later run of the same session does not answer it again."""
+    _hub, client, agent = await open_session()
+    sent = await client.view.send(user_message("Weather in Oslo?"))
+    run = await agent.create_run(sent.invocation)
+    await run.start()
+    events = build_response_events(
+        [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Oslo"})], seed=5
+    )
+    await run.pipe(gate_calls(events, lambda item: True))
+    await run.suspend()
+    await wait_status(client.view, run.run_id, "suspended")
+    result = sent.steer(user_message("in fahrenheit please"))
+    await asyncio.wait_for(result.published, 5)
+    answer, call = await approve_call(client.view, run.run_id)
+    seen: list[int] = []
+    resumed = await agent.create_run(answer.invocation, hooks={"on_steer": lambda: seen.append(1)})
+    await resumed.start()
+    assert seen == [1]
+    assert resumed.has_input() and not resumed._steering.tracker.has_pending()
+    await resumed.send(function_call_output(call, "41F"))
+    assert not resumed.has_input()
+    await resumed.end("complete")
+    assert await asyncio.wait_for(result.outcome, 5) == SteerOutcome(True, "complete")
+    again = await agent.create_run(answer.invocation)
+    again._steering.seed()
+    assert not again._steering.tracker.has_pending()
+    await client.close()
+    await agent.end()

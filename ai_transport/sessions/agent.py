@@ -94,6 +94,7 @@ from .recovery import OpenStreams
 from .refold import adopt_state
 from .session import SessionCore
 from .signing import HistoryIntegrity
+from .steer import SteerLedger
 from .step import RunStep
 from .tools import function_call_output, gate_calls
 from .view import DEFAULT_HISTORY_PAGE_SIZE
@@ -195,6 +196,8 @@ class AgentSession(SessionCore):
         # The default (the agent's own identity) is settled again at connect: a connection still
         # connecting may know no clientId yet (a cold start).
         self._own_identity_trusted = trusted_agent_ids is None
+        #: Steers folded by run since the session was made (a run created later seeds them).
+        self.steer_ledger = SteerLedger(self.tree)
         self.admission = Admission(
             trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
             trusted_client_ids or (),

@@ -38,7 +38,7 @@ from typing import Any, Protocol
 from ..conversation.steers import SteerTracker, defer_unresponded_steers, parse_steer_stamp
 from ..errors import AITransportError, ErrorCode
 
-__all__ = ["STEERS_HELD", "RunSteering", "SteerTracker", "SteeredRun", "defer_unresponded_steers", "parse_steer_stamp"]
+__all__ = ["RUNS_HELD", "STEERS_HELD", "RunSteering", "SteerLedger", "SteerTracker", "SteeredRun", "defer_unresponded_steers", "parse_steer_stamp"]
 
 logger = logging.getLogger("ai_transport.sessions.steer")
 
@@ -46,6 +46,10 @@ logger = logging.getLogger("ai_transport.sessions.steer")
 #: trusted one, steer it, so the bound is per publisher); the oldest beyond it are forgotten.
 STEERS_HELD = 1000
 
+
+
+#: Runs a session's :class:`SteerLedger` remembers (the least recently steered beyond it go).
+RUNS_HELD = 1000
 
 
 def _carries_a_message(inputs: Any) -> bool:
@@ -83,6 +87,44 @@ class SteeredRun(Protocol):
 
     def _report(self, err: AITransportError) -> None:
         """``_report`` of the run (``AgentRun``)."""
+
+
+class SteerLedger:
+    """The steers (and answered-stamps) a session folded, by run id, since it was made: a run
+    created later in a session that stays alive seeds the steers that arrived before it (its own
+    watch starts at ``create_run``; history already folded is not read again). Bounded:
+    :data:`STEERS_HELD` per run, :data:`RUNS_HELD` runs."""
+
+    def __init__(self, tree: _OutputEvents) -> None:
+        self.folded: dict[str, dict[str, None]] = {}
+        self.responded: dict[str, set[str]] = {}
+        self._off = tree.on("output", self._on_output)
+
+    def _on_output(self, event: Mapping[str, Any]) -> None:
+        run_id = event.get("run_id")
+        if not isinstance(run_id, str):
+            return
+        stamped = event.get("steer_codec_message_ids") or ()
+        if stamped:
+            self._bounded(self.responded, run_id, set()).update(str(i) for i in stamped)
+        cmid = event.get("codec_message_id")
+        if _carries_a_message(event.get("inputs")) and isinstance(cmid, str):
+            folded = self._bounded(self.folded, run_id, {})
+            folded[cmid] = None
+            if len(folded) > STEERS_HELD:
+                del folded[next(iter(folded))]
+
+    @staticmethod
+    def _bounded(table: dict[str, Any], run_id: str, empty: Any) -> Any:
+        if run_id not in table:
+            table[run_id] = empty
+            if len(table) > RUNS_HELD:
+                del table[next(iter(table))]
+        return table[run_id]
+
+    def close(self) -> None:
+        """Stop watching the tree."""
+        self._off()
 
 
 class RunSteering:
@@ -160,9 +202,14 @@ class RunSteering:
             return
         self._seeded = True
         run_id = self._run.run_id
-        responded = self._responded.get(run_id, set())
+        responded = set(self._responded.get(run_id, ()))
+        folded = dict(self._folded.get(run_id, {}))
+        ledger = getattr(self._run.session, "steer_ledger", None)
+        if isinstance(ledger, SteerLedger):  # steers this session folded before the run was created
+            responded |= ledger.responded.get(run_id, set())
+            folded = {**ledger.folded.get(run_id, {}), **folded}
         seeded = False
-        for cmid in self._folded.get(run_id, {}):
+        for cmid in folded:
             if cmid == self._run.input_codec_message_id or cmid in responded:
                 continue
             self.tracker.add_pending(cmid)
