@@ -235,7 +235,7 @@ def test_steers_buffered_before_a_run_opens_are_bounded() -> None:
 
     steering = RunSteering(Run(), None)
     for i in range(STEERS_HELD + 7):
-        emitter.emit("output", {"run_id": "run-1", "codec_message_id": f"s{i}", "inputs": [{"type": "message"}]})
+        emitter.emit("output", {"run_id": "run-1", "codec_message_id": f"s{i}", "inputs": [{"type": "message", "message": {"role": "user"}}]})
     steering.seed()
     assert steering.tracker.has_pending()
     pending = list(steering.tracker._pending)
