@@ -135,7 +135,7 @@ class StreamDecoder:
                         template = tracker._delta
                         if template and type(data) is str and data:
                             # The commonest message of all: one more fragment of an open output
-                            # stream whose delta template is known.
+                            # stream whose delta template is known (streams.delta_event, inlined).
                             status = transport.get("status")
                             if status != "complete" and status != "cancelled" and inbound.get("name") != NAME_INPUT:
                                 tracker.chunks.append(data)
@@ -185,21 +185,7 @@ class StreamDecoder:
         elif data:
             tracker.chunks.append(data)
             if is_output:
-                template = tracker._delta
-                if template is False:
-                    template = self._delta_template(tracker)
-                if template is not None:
-                    typ, fields, key, type_first = template  # type: ignore[misc]
-                    ev: dict[str, Any]
-                    if type_first:
-                        ev = {"type": typ}
-                        ev.update(fields)
-                        ev[key] = data
-                    else:
-                        ev = fields.copy()
-                        ev[key] = data
-                        ev["type"] = typ
-                    out.append(ev)
+                self._delta_events(tracker, data, out)
         status = transport.get("status")
         if status == "complete":
             if is_output:
