@@ -11,10 +11,6 @@ import asyncio
 from typing import Any
 
 import pytest
-
-pytest.importorskip("ai_transport.channels.ably_channel")
-pytest.importorskip("ai_transport.emulator")
-
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
 from test_session_vercel import first_pass, second_pass
 
