@@ -217,3 +217,23 @@ async def test_sdk_close_noise_is_filtered_and_an_application_handler_is_kept() 
         assert loop.get_exception_handler() is mine
     finally:
         loop.set_exception_handler(previous)
+
+
+def test_only_an_ably_exception_lends_its_code() -> None:
+    """A websockets close error's ``code`` is a deprecated close code, not an Ably error code: it
+    must not be read (no DeprecationWarning) nor become the transport error's code."""
+    import warnings
+
+    from ably.util.exceptions import AblyException
+    from websockets.exceptions import ConnectionClosedError
+    from websockets.frames import Close
+
+    from ai_transport.channels.ably_channel import _wrap_error
+    from ai_transport.errors import ErrorCode
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        closed = _wrap_error(ConnectionClosedError(Close(1011, "gone"), None), "publish")
+    assert closed.code == ErrorCode.INTERNAL_ERROR and "unable to publish" in str(closed)
+    ably = _wrap_error(AblyException("denied", 401, 40160), "publish")
+    assert (ably.code, ably.status_code) == (40160, 401) and "denied" in str(ably)

@@ -77,9 +77,14 @@ def _wrap_error(exc: BaseException, op: str) -> AITransportError:
     """An :class:`AITransportError` carrying an ``AblyException``'s code and status."""
     if isinstance(exc, AITransportError):
         return exc
-    code = getattr(exc, "code", None)
-    status = getattr(exc, "status_code", None)
-    message = getattr(exc, "message", None) or str(exc)
+    from ably.util.exceptions import AblyException
+
+    # Only an AblyException's code is Ably's: other errors (a websockets ConnectionClosed, whose
+    # ``code`` is a deprecated close code) become an internal error carrying their text.
+    ably_error = isinstance(exc, AblyException)
+    code = getattr(exc, "code", None) if ably_error else None
+    status = getattr(exc, "status_code", None) if ably_error else None
+    message = (getattr(exc, "message", None) if ably_error else None) or str(exc)
     if not isinstance(code, int):
         code = ErrorCode.INTERNAL_ERROR
     if not isinstance(status, int):
