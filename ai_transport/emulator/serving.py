@@ -15,6 +15,8 @@ from typing import Any
 from aiohttp import web
 from typing_extensions import Self
 
+from .._serving import listen
+
 __all__ = ["MAX_BODY", "MAX_HEAD", "SHUTDOWN_TIMEOUT", "Serving"]
 
 #: The longest request line or header line accepted (431 / 400 past it).
@@ -48,23 +50,14 @@ class Serving:
 
     async def _listen(self) -> None:
         """Bind ``host:_requested_port`` and set :attr:`port` (raises OSError / ValueError as bind does)."""
-        runner = web.AppRunner(
+        self._runner, self.port = await listen(
             self.make_app(),
-            handle_signals=False,
-            access_log=None,
+            self.host,
+            self._requested_port,
             shutdown_timeout=SHUTDOWN_TIMEOUT,
             max_line_size=MAX_HEAD,
             max_field_size=MAX_HEAD,
         )
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self._requested_port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
 
     async def _close(self) -> None:
         """Stop listening, close idle connections, give running handlers their shutdown time."""

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from .._serving import listen
 from .replies import (
     ErrorReply,
     RecordedRequest,
@@ -119,16 +120,7 @@ class LocalResponsesServer:
         """Bind and start serving (port 0 picks a free port)."""
         app = web.Application(client_max_size=MAX_BODY)
         app.router.add_route("*", "/{path:.*}", self._handle)
-        runner = web.AppRunner(app, handle_signals=False, access_log=None, shutdown_timeout=1.0)
-        await runner.setup()
-        site = web.TCPSite(runner, self.host, self.port)
-        try:
-            await site.start()
-        except BaseException:
-            await runner.cleanup()
-            raise
-        self._runner = runner
-        self.port = int(runner.addresses[0][1])
+        self._runner, self.port = await listen(app, self.host, self.port, shutdown_timeout=1.0)
         return self
 
     async def close(self) -> None:
