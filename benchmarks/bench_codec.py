@@ -1,6 +1,7 @@
 """Decoder + reducer throughput: Python vs @ably/ai-transport@0.8.0 in node.
 
-Run: ``python benchmarks/bench_codec.py [--messages 100000] [--rounds 3] [--scale 1000000]``.
+Run: ``python benchmarks/bench_codec.py [--messages 100000] [--rounds 7] [--long 50000] [--scale 1000000]``
+(the headline figure: ``--messages 100000 --rounds 7 --long 0 --scale 0``).
 
 1. **Recorded wire.** The recorded Responses streams (``tests/fixtures/openai-responses``) are encoded
    by the reference encoder into a live Ably wire (creates + appends, serials minted in order), which
@@ -8,16 +9,24 @@ Run: ``python benchmarks/bench_codec.py [--messages 100000] [--rounds 3] [--scal
    messages. Both implementations decode the whole wire with one decoder and fold each repetition
    into its own projection (as the transport keeps one per run node), then ``getMessages``. Prints
    wire messages/s and decoded events/s for each, and the ratio (JS time / Python time; > 1 means
-   Python is faster). Rounds alternate between the two; each keeps its best of ``--rounds``. The wire
-   log itself is frozen out of Python's cyclic GC (it is input, not work).
-2. **One long stream.** A single text stream of ``--long`` deltas (a long answer), decoded and
+   Python is faster). The wire log itself is frozen out of Python's cyclic GC (it is input, not work).
+2. **How it is measured.** The machine may be shared, so every round measures both the wall time
+   and the **CPU time** of the measured section (Python ``time.process_time()``, node
+   ``process.cpuUsage()`` user + system: the whole process, V8's GC and compiler threads included).
+   Rounds interleave the two implementations (Python, JS, Python, JS, ...) after ``--warmup``
+   unmeasured rounds of each, and the figures are **medians** over ``--rounds`` (with the range);
+   the ratio is JS median / Python median, for CPU and for wall time. CPU time is the headline
+   figure: load from other processes stretches wall time (and node's more than CPython's, since
+   node runs several threads) but hardly the CPU a round itself uses. The load average is printed
+   before and after.
+3. **One long stream.** A single text stream of ``--long`` deltas (a long answer), decoded and
    folded by both: the accumulated text is kept as chunks on our side, so this stays linear (JS
    strings are ropes).
-3. **Vercel codec.** The same measure for :class:`~ai_transport.codec.UIMessageCodec` against 0.8.0's
+4. **Vercel codec.** The same measure for :class:`~ai_transport.codec.UIMessageCodec` against 0.8.0's
    ``./vercel`` codec: a wire written by the reference encoder from UI message chunk runs (a user
    message, an assistant turn with reasoning, text, tools, approvals, sources, files and data parts,
    client answers, a second pass; plus a long text answer), repeated to ``--messages``.
-4. **Scaling.** One message growing to ``--scale`` items (``output_item.added`` + a text stream of
+5. **Scaling.** One message growing to ``--scale`` items (``output_item.added`` + a text stream of
    one delta each), folded in Python at 1/100, 1/10 and all of ``--scale``: the time per event
    stays flat (every fold is O(1) amortised).
 
@@ -29,8 +38,11 @@ from __future__ import annotations
 import argparse
 import copy
 import gc
+import os
+import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,35 +76,74 @@ def replicate(base: list[dict], repeat: int) -> list[list[dict]]:
     return reps
 
 
-def bench_python(reps: list[list[dict]], rounds: int) -> dict:
-    times = []
-    events = messages = 0
+class Rounds:
+    """The wall and CPU seconds of each measured round of one implementation."""
+
+    def __init__(self) -> None:
+        self.wall: list[float] = []
+        self.cpu: list[float] = []
+
+    def add(self, wall: float, cpu: float) -> None:
+        self.wall.append(wall)
+        self.cpu.append(cpu)
+
+    def add_js(self, result: dict) -> None:
+        """One round as a JS bench handler reports it (``timesMs`` / ``cpuMs``)."""
+        self.add(result["timesMs"][0] / 1000, result["cpuMs"][0] / 1000)
+
+    def median(self, kind: str) -> float:
+        return statistics.median(getattr(self, kind))
+
+    def line(self, name: str, n: int) -> str:
+        def fig(kind: str) -> str:
+            xs = getattr(self, kind)
+            return f"{statistics.median(xs):7.3f} ({min(xs):.3f}-{max(xs):.3f})"
+
+        return f"{name:8} {fig('cpu'):>22} {fig('wall'):>22} {n / self.median('cpu'):12,.0f}"
+
+
+def report(py: Rounds, js: Rounds, n: int, what: str) -> None:
+    """Print both implementations' medians (and ranges) and the JS / Python ratios."""
+    print(f"{'':8} {'cpu s: median (range)':>22} {'wall s: median (range)':>22} {'msgs/cpu s':>12}")
+    print(py.line("python", n))
+    print(js.line("js", n))
+    paired = sorted(j / p for j, p in zip(js.cpu, py.cpu))
+    print(
+        f"ratio (JS time / Python time), {what}: cpu {js.median('cpu') / py.median('cpu'):.2f} "
+        f"(paired rounds {paired[0]:.2f}-{paired[-1]:.2f}), wall {js.median('wall') / py.median('wall'):.2f}"
+    )
+
+
+def timed(fn: Callable[[], dict]) -> tuple[dict, float, float]:
+    """``fn()`` with the wall and CPU seconds it took."""
+    w0, c0 = time.perf_counter(), time.process_time()
+    result = fn()
+    return result, time.perf_counter() - w0, time.process_time() - c0
+
+
+def decode_fold_python(reps: list[list[dict]]) -> dict:
+    """One round of decode + fold with the Responses codec (as ``bench`` of codec_decoder.mjs)."""
     fold, get_messages, init = reducer.fold, reducer.get_messages, reducer.init
-    for _ in range(rounds):
-        t0 = time.perf_counter()
-        decoder = Decoder()
-        decode = decoder.decode
-        events = messages = 0
-        for rep in reps:
-            state = init()
-            for raw in rep:
-                result = decode(raw)
-                mid = raw["extras"]["ai"]["transport"]["codec-message-id"]
-                serial = raw["serial"]
-                for ev in result.inputs:
-                    fold(state, "input", ev, mid, serial)
-                for ev in result.outputs:
-                    fold(state, "output", ev, mid, serial)
-                events += len(result.inputs) + len(result.outputs)
-            messages += len(get_messages(state))
-        times.append(time.perf_counter() - t0)
-    return {"events": events, "messages": messages, "seconds": min(times)}
+    decode = Decoder().decode
+    events = messages = 0
+    for rep in reps:
+        state = init()
+        for raw in rep:
+            result = decode(raw)
+            mid = raw["extras"]["ai"]["transport"]["codec-message-id"]
+            serial = raw["serial"]
+            for ev in result.inputs:
+                fold(state, "input", ev, mid, serial)
+            for ev in result.outputs:
+                fold(state, "output", ev, mid, serial)
+            events += len(result.inputs) + len(result.outputs)
+        messages += len(get_messages(state))
+    return {"events": events, "messages": messages}
 
 
 def bench_vercel(reps: list[list[dict]]) -> dict:
     """One round of decode + fold with the Vercel codec (as ``benchDecodeFold`` of vercel_codec.mjs)."""
     fold, init = UIMessageCodec.fold, UIMessageCodec.init
-    t0 = time.perf_counter()
     decode = UIMessageCodec.create_decoder().decode
     events = 0
     for rep in reps:
@@ -106,7 +157,7 @@ def bench_vercel(reps: list[list[dict]]) -> dict:
                 fold(state, "output", ev, mid)
             events += len(result.inputs) + len(result.outputs)
         UIMessageCodec.get_messages(state)
-    return {"events": events, "seconds": time.perf_counter() - t0}
+    return {"events": events}
 
 
 def vercel_runs() -> list[dict]:
@@ -119,25 +170,23 @@ def vercel_runs() -> list[dict]:
     return [*FULL_TURN, {"options": agent("a9"), "steps": answer}]
 
 
-def run_vercel(node: NodeBridge, messages: int, rounds: int) -> None:
+def run_vercel(node: NodeBridge, messages: int, rounds: int, warmup: int) -> None:
     base = node.call("vercel_codec", "encode", runs=vercel_runs())["wire"]
     repeat = max(1, -(-messages // len(base)))
     reps = replicate(copy.deepcopy(base), repeat)
     gc.collect()
     gc.freeze()
-    py_s, js_s = [], []
-    for _ in range(rounds):
-        py = bench_vercel(reps)
-        py_s.append(py["seconds"])
+    py_r, js_r = Rounds(), Rounds()
+    for i in range(warmup + rounds):
+        py, wall, cpu = timed(lambda: bench_vercel(reps))
         js = node.call("vercel_codec", "benchDecodeFold", wire=base, repeat=repeat, rounds=1)
-        js_s.append(js["seconds"])
+        if i >= warmup:
+            py_r.add(wall, cpu)
+            js_r.add_js(js)
     assert js["events"] == py["events"], (js, py)
     n = len(base) * repeat
     print(f"\nvercel codec wire: {len(base)} messages per repetition x {repeat} = {n} messages")
-    print(f"{'':8} {'seconds':>9} {'messages/s':>12} {'events/s':>12}")
-    print(f"{'python':8} {min(py_s):9.3f} {n / min(py_s):12,.0f} {py['events'] / min(py_s):12,.0f}")
-    print(f"{'js':8} {min(js_s):9.3f} {n / min(js_s):12,.0f} {js['events'] / min(js_s):12,.0f}")
-    print(f"ratio (JS time / Python time): {min(js_s) / min(py_s):.2f}  ({py['events']} events)")
+    report(py_r, js_r, n, f"Vercel decode + fold, {py['events']} events")
 
 
 def long_stream(n: int) -> list[dict]:
@@ -202,12 +251,14 @@ def scaling(n_items: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--messages", type=int, default=100_000, help="wire messages to decode (approximately)")
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=7, help="measured rounds of each implementation")
+    ap.add_argument("--warmup", type=int, default=1, help="unmeasured rounds of each before them")
     ap.add_argument("--long", type=int, default=50_000, help="deltas in the long-stream run (0 to skip)")
     ap.add_argument("--scale", type=int, default=1_000_000, help="items in the scaling run (0 to skip)")
     ap.add_argument("--vercel", type=int, default=1, help="1: also measure the Vercel codec (0 to skip)")
     args = ap.parse_args()
 
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     node = NodeBridge()
     try:
         runs = [
@@ -217,48 +268,40 @@ def main() -> None:
         ]
         base = node.call("codec_decoder", "encodeWire", runs=runs)["wire"]
         repeat = max(1, -(-args.messages // len(base)))
-        print(f"wire: {len(base)} messages per repetition x {repeat} = {len(base) * repeat} messages")
+        n = len(base) * repeat
+        print(f"wire: {len(base)} messages per repetition x {repeat} = {n} messages")
 
         reps = replicate(copy.deepcopy(base), repeat)
         # The wire log is input, not work: keep the cyclic GC from re-scanning it on every pass.
         gc.collect()
         gc.freeze()
-        # Alternate the two implementations round by round (a shared machine's load then weighs on
-        # both alike) and keep each one's best round.
-        py_runs, js_times = [], []
-        for _ in range(args.rounds):
-            py_runs.append(bench_python(reps, 1))
+        # Interleave the two implementations round by round (a shared machine's load then weighs on
+        # both alike); the first ``--warmup`` rounds of each are not measured.
+        py_r, js_r = Rounds(), Rounds()
+        for i in range(args.warmup + args.rounds):
+            py, wall, cpu = timed(lambda: decode_fold_python(reps))
             js = node.call("codec_decoder", "bench", base=base, repeat=repeat, rounds=1)
-            js_times.append(js["timesMs"][0] / 1000)
-        py = min(py_runs, key=lambda r: r["seconds"])
-        js_s = min(js_times)
+            if i >= args.warmup:
+                py_r.add(wall, cpu)
+                js_r.add_js(js)
         assert js["events"] == py["events"] and js["messages"] == py["messages"], (js, py)
-        n = len(base) * repeat
-        print(f"{'':8} {'seconds':>9} {'messages/s':>12} {'events/s':>12}")
-        print(
-            f"{'python':8} {py['seconds']:9.3f} {n / py['seconds']:12,.0f} {py['events'] / py['seconds']:12,.0f}"
-        )
-        print(f"{'js':8} {js_s:9.3f} {n / js_s:12,.0f} {js['events'] / js_s:12,.0f}")
-        print(
-            f"ratio (JS time / Python time): {js_s / py['seconds']:.2f}  ({py['events']} events, {py['messages']} messages)"
-        )
+        report(py_r, js_r, n, f"Responses decode + fold, {py['events']} events, {py['messages']} messages")
         if args.vercel:
-            run_vercel(node, args.messages, args.rounds)
+            run_vercel(node, args.messages, args.rounds, args.warmup)
         if args.long:
             long_wire = long_stream(args.long)
-            py_l, js_l = [], []
-            for _ in range(args.rounds):
-                py_l.append(bench_python([long_wire], 1)["seconds"])
-                js_l.append(
-                    node.call("codec_decoder", "bench", base=long_wire, repeat=1, rounds=1)["timesMs"][0]
-                    / 1000
-                )
-            print(
-                f"\none stream of {args.long:,} deltas: python {min(py_l):.3f}s, js {min(js_l):.3f}s, "
-                f"ratio {min(js_l) / min(py_l):.2f}"
-            )
+            py_l, js_l = Rounds(), Rounds()
+            for i in range(args.warmup + args.rounds):
+                _, wall, cpu = timed(lambda: decode_fold_python([long_wire]))
+                js = node.call("codec_decoder", "bench", base=long_wire, repeat=1, rounds=1)
+                if i >= args.warmup:
+                    py_l.add(wall, cpu)
+                    js_l.add_js(js)
+            print(f"\none stream of {args.long:,} deltas:")
+            report(py_l, js_l, len(long_wire), "one long stream")
     finally:
         node.close()
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     if args.scale:
         print("\nscaling (Python fold, one message): time per event")

@@ -182,9 +182,11 @@ export function replicate(base, repeat) {
 export async function bench({ base, repeat, rounds = 3 }) {
   const reps = replicate(base, repeat);
   const times = [];
+  const cpu = [];
   let events = 0;
   let messages = 0;
   for (let round = 0; round < rounds; round++) {
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     const decoder = ResponsesCodec.createDecoder();
     events = 0;
@@ -201,6 +203,8 @@ export async function bench({ base, repeat, rounds = 3 }) {
       messages += ResponsesCodec.getMessages(state).length;
     }
     times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    const c = process.cpuUsage(c0); // the whole process (user + system): V8's GC and JIT threads too
+    cpu.push((c.user + c.system) / 1e3);
   }
-  return { wireMessages: repeat * base.length, events, messages, timesMs: times };
+  return { wireMessages: repeat * base.length, events, messages, timesMs: times, cpuMs: cpu };
 }

@@ -158,7 +158,8 @@ export async function factories() {
   };
 }
 
-// Time decode + fold of `wire` (repeated `repeat` times under fresh serials/ids): best of `rounds`.
+// Time decode + fold of `wire` (repeated `repeat` times under fresh serials/ids): best of `rounds`,
+// and every round's wall and CPU time in ms.
 export async function benchDecodeFold({ wire, repeat, rounds = 3 }) {
   const reps = [];
   for (let r = 0; r < repeat; r++) {
@@ -172,7 +173,10 @@ export async function benchDecodeFold({ wire, repeat, rounds = 3 }) {
   }
   let best = Infinity;
   let events = 0;
+  const times = [];
+  const cpu = [];
   for (let round = 0; round < rounds; round++) {
+    const c0 = process.cpuUsage();
     const t0 = process.hrtime.bigint();
     const decoder = codec.createDecoder();
     events = 0;
@@ -188,7 +192,10 @@ export async function benchDecodeFold({ wire, repeat, rounds = 3 }) {
       codec.getMessages(state);
     }
     const dt = Number(process.hrtime.bigint() - t0) / 1e9;
+    const c = process.cpuUsage(c0); // the whole process (user + system): V8's GC and JIT threads too
+    times.push(dt * 1e3);
+    cpu.push((c.user + c.system) / 1e3);
     if (dt < best) best = dt;
   }
-  return { seconds: best, events, messages: wire.length * repeat };
+  return { seconds: best, events, messages: wire.length * repeat, timesMs: times, cpuMs: cpu };
 }
