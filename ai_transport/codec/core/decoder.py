@@ -139,16 +139,8 @@ class StreamDecoder:
                             status = transport.get("status")
                             if status != "complete" and status != "cancelled" and inbound.get("name") != NAME_INPUT:
                                 tracker.chunks.append(data)
-                                typ, fields, key, type_first = template  # type: ignore[misc]
-                                ev: dict[str, Any]
-                                if type_first:
-                                    ev = {"type": typ}
-                                    ev.update(fields)
-                                    ev[key] = data
-                                else:
-                                    ev = fields.copy()
-                                    ev[key] = data
-                                    ev["type"] = typ
+                                ev = template[0].copy()  # type: ignore[index]
+                                ev[template[1]] = data  # type: ignore[index]
                                 return DecodeResult([], [ev])
                         try:
                             return self._tracked_append(inbound, serial, tracker, extras, transport)

@@ -11,11 +11,12 @@ from typing import Any, Final
 
 from .inbound import _EMPTY
 
-__all__ = ["DeltaTemplate", "_Tracker", "delta_event"]
+__all__ = ["DeltaTemplate", "_Tracker", "delta_event", "delta_template"]
 
-#: ``(type, fields, key, type_first)``: a stream's delta event is ``fields`` plus ``key: delta`` and
-#: ``type`` (first or last, as the codec's reference orders the keys).
-DeltaTemplate = tuple[str, dict[str, Any], str, bool]
+#: ``(proto, key)``: a stream's delta event is a copy of ``proto`` with ``key`` set to the delta
+#: (``proto`` already holds ``key``, so the copy keeps the reference's key order); see
+#: :func:`delta_template`.
+DeltaTemplate = tuple[dict[str, Any], str]
 
 #: ``_Tracker._delta`` before the codec computed the template.
 NOT_COMPUTED: Final = False
@@ -62,16 +63,24 @@ class _Tracker:
         self._delta = False
 
 
+def delta_template(typ: str, fields: dict[str, Any], key: str, type_first: bool) -> DeltaTemplate:
+    """The template of delta events made of ``fields`` plus ``key: delta`` and ``type``: ``type``
+    first or last, as the codec's reference orders the keys (``key`` is never ``"type"``)."""
+    proto: dict[str, Any]
+    if type_first:
+        proto = {"type": typ}
+        proto.update(fields)
+        proto[key] = None
+    else:
+        proto = fields.copy()
+        proto[key] = None
+        proto["type"] = typ
+    return (proto, key)
+
+
 def delta_event(template: DeltaTemplate, delta: str) -> dict[str, Any]:
     """The delta event ``template`` rebuilds for ``delta`` (a fresh dict)."""
-    typ, fields, key, type_first = template
-    ev: dict[str, Any]
-    if type_first:
-        ev = {"type": typ}
-        ev.update(fields)
-        ev[key] = delta
-    else:
-        ev = fields.copy()
-        ev[key] = delta
-        ev["type"] = typ
+    proto, key = template
+    ev = proto.copy()
+    ev[key] = delta
     return ev

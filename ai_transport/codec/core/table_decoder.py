@@ -16,7 +16,7 @@ from .decoder import StreamDecoder
 from .fields import KIND, PART_TYPE, read_fields
 from .headers import MISSING, NAME_INPUT, NAME_OUTPUT, js_to_string
 from .inbound import _nullish
-from .streams import DeltaTemplate, _Tracker
+from .streams import DeltaTemplate, _Tracker, delta_template
 from .tables import Batch, CompiledInput, CompiledOutput, Event, part_for
 
 __all__ = ["LifecyclePolicy", "TableDecoder"]
@@ -98,7 +98,7 @@ class TableDecoder(StreamDecoder):
             tracker._delta = None
             return None
         fields = read_fields(stream.delta_fields, tracker.codec)
-        template = (stream.delta_type, fields, stream.delta_key, False)
+        template = delta_template(stream.delta_type, fields, stream.delta_key, False)
         if all(not isinstance(v, (dict, list)) for v in fields.values()):
             tracker._delta = template  # only immutable values: events never share a mutable object
         return template

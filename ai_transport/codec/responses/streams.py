@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from ..core.headers import NAME_OUTPUT
 from ..core.inbound import _ABSENT, _json_field, _nullish, _prop, _str_field, _strip
-from ..core.streams import DeltaTemplate, _Tracker, delta_event
+from ..core.streams import DeltaTemplate, _Tracker, delta_event, delta_template
 
 # ---------------------------------------------------------------------------------------------
 # Stream trackers and the output descriptor groups
@@ -83,7 +83,7 @@ def _delta_template(self: _Tracker) -> DeltaTemplate | None:
             kind = ""
         group = _GROUPS.get(kind) if type(kind) is str else None
         if group is not None:
-            template = (
+            template = delta_template(
                 group.delta_type,
                 _strip(
                     {
@@ -96,7 +96,7 @@ def _delta_template(self: _Tracker) -> DeltaTemplate | None:
             )
         elif kind == _FN_ARGS:
             item = _json_field(self.codec, "item")
-            template = (
+            template = delta_template(
                 _FN_DELTA,
                 {
                     "item_id": _nullish(_prop(item, "id"), ""),
@@ -106,7 +106,7 @@ def _delta_template(self: _Tracker) -> DeltaTemplate | None:
                 True,
             )
     # Cache only immutable field values, so events never share a mutable object.
-    if template is None or all(not isinstance(v, (dict, list)) for v in template[1].values()):
+    if template is None or all(not isinstance(v, (dict, list)) for v in template[0].values()):
         self._delta = template
     return template
 
