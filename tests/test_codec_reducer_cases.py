@@ -391,6 +391,54 @@ CASES: dict[str, list] = {
         item_added({**RS, "content": None}),
         part_added("x", {"type": "reasoning_text", "text": ""}, "rs_1"),
     ],
+    # Runs of deltas (the fold's delta-run fast path) broken by whatever may change their target.
+    "a delta run broken by a part replacing its slot": [
+        item_added(MSG),
+        part_added(0, OUTPUT_TEXT),
+        text_delta(0, "a"),
+        text_delta(0, "b"),
+        part_added(0, OUTPUT_TEXT),
+        text_delta(0, "c"),
+        text_delta(0, "d"),
+    ],
+    "a delta run broken by done": [
+        item_added(MSG),
+        part_added(0, OUTPUT_TEXT),
+        text_delta(0, "a"),
+        out({"type": "response.output_text.done", "item_id": "msg_1", "content_index": 0, "text": "X"}),
+        text_delta(0, "b"),
+        text_delta(0, "c"),
+    ],
+    "deltas alternating between slots, items and messages": [
+        item_added(MSG),
+        item_added(MSG, "m2"),
+        item_added(FC),
+        part_added(0, OUTPUT_TEXT),
+        part_added(1, OUTPUT_TEXT),
+        out(part_added(0, OUTPUT_TEXT)["event"], "m2"),
+        text_delta(0, "a"),
+        text_delta(1, "b"),
+        text_delta(0, "c"),
+        out(text_delta(0, "d")["event"], "m2"),
+        text_delta(0, "e"),
+        out({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": "{"}),
+        out({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": "}"}),
+        text_delta(0, "f"),
+        out({"type": "response.function_call_arguments.delta", "item_id": "fc_1", "delta": "!"}),
+    ],
+    "a delta run with a non-string delta, a false index and an equal message id": [
+        item_added(MSG),
+        part_added(0, OUTPUT_TEXT),
+        text_delta(0, "a"),
+        text_delta(0, 5),
+        text_delta(0, "b"),
+        text_delta(False, "x"),
+        text_delta(0.0, "c"),
+        out(text_delta(0, "d")["event"], "".join(["m", "1"])),
+        out(text_delta(0, "y")["event"], "m9"),
+        out(text_delta(0, "z")["event"], None),
+        text_delta(0, "e"),
+    ],
 }
 
 
@@ -474,6 +522,32 @@ def test_holes_and_slots():
     assert only("string content index addresses the slot")["items"][0]["content"][0]["text"] == "A"
     assert only("non-index content index is invisible")["items"][0]["content"] == []
     assert only("reasoning null content becomes an array")["items"][0]["content"] == []
+
+
+def test_delta_runs():
+    def texts(name, index=0):
+        return [m["message"]["items"][index]["content"] for m in msgs(name)]
+
+    assert texts("a delta run broken by a part replacing its slot") == [[{**OUTPUT_TEXT, "text": "cd"}]]
+    assert texts("a delta run broken by done") == [[{**OUTPUT_TEXT, "text": "Xbc"}]]
+    m1, m2 = msgs("deltas alternating between slots, items and messages")
+    assert [p["text"] for p in m1["message"]["items"][0]["content"]] == ["acef", "b"]
+    assert m1["message"]["items"][1]["arguments"] == "{}!"
+    assert [p["text"] for p in m2["message"]["items"][0]["content"]] == ["d"]
+    (m,) = msgs("a delta run with a non-string delta, a false index and an equal message id")
+    assert m["message"]["items"][0]["content"] == [{**OUTPUT_TEXT, "text": "a5bcde"}]
+
+
+def test_reading_between_deltas_of_a_run():
+    state = reducer.init()
+    for step in [item_added(MSG), part_added(0, OUTPUT_TEXT), text_delta(0, "a"), text_delta(0, "b")]:
+        reducer.fold(state, step["direction"], step["event"], step["messageId"])
+    texts = []
+    for delta in "cde":
+        texts.append(reducer.get_messages(state)[0].message.items[0]["content"][0]["text"])
+        reducer.fold(state, "output", text_delta(0, delta)["event"], "m1")
+    texts.append(reducer.get_messages(state)[0].message.items[0]["content"][0]["text"])
+    assert texts == ["ab", "abc", "abcd", "abcde"]
 
 
 def test_items():

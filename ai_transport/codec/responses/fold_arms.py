@@ -158,25 +158,25 @@ def _delta_arm(
         if replace:
             _replace_text(state, part, value_key, ev.get(value_key, _ABSENT))
             return
-        delta = ev.get("delta", _ABSENT)
-        pending = state._pending.get((id(part), value_key))
-        if pending is not None and type(delta) is str:
-            pending[2].append(delta)  # the common case, inlined
-        else:
-            _append_text(state, part, value_key, delta)
+        chunks = _append_text(state, part, value_key, ev.get("delta", _ABSENT))
+        if chunks is not None and type(mid) is str:
+            state._run = (ev["type"], mid, item_id, index_key, index, chunks)
 
     return arm
 
 
 def _fn_args_arm(replace: bool):
     def arm(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
-        item = state._item(mid, ev.get("item_id", _ABSENT))
+        item_id = ev.get("item_id", _ABSENT)
+        item = state._item(mid, item_id)
         if item is None or item.get("type") != "function_call":
             return
         if replace:
             _replace_text(state, item, "arguments", ev.get("arguments", _ABSENT))
-        else:
-            _append_text(state, item, "arguments", ev.get("delta", _ABSENT))
+            return
+        chunks = _append_text(state, item, "arguments", ev.get("delta", _ABSENT))
+        if chunks is not None and type(mid) is str:
+            state._run = (ev["type"], mid, item_id, None, None, chunks)
 
     return arm
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from .js_values import _ABSENT, _js_plus, _key
 
-__all__ = ["ReducerState", "init"]
+__all__ = ["DeltaRun", "ReducerState", "init"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -73,6 +73,13 @@ class _Entry:
         self.tool_states[k] = (call_id if old is None else old[0], state)
 
 
+#: ``(type, message_id, item_id, index_key, index, chunks)``: the event ``type``, codec message id,
+#: ``item_id`` and (``index_key`` not None) the value at ``index_key`` of the delta event that last
+#: appended to ``chunks`` (a pending list of :attr:`ReducerState._pending`). A delta event with the
+#: same values (the same objects: identity implies the same JS value) appends to the same part.
+DeltaRun = tuple[str, str, Any, "str | None", Any, list[str]]
+
+
 class ReducerState:
     """The projection of one conversation node (``OpenAIProjection`` of 0.8.0). Opaque; mutated by :func:`fold`.
 
@@ -81,13 +88,16 @@ class ReducerState:
     ropes; Python's are not).
     """
 
-    __slots__ = ("_by_id", "_messages", "_pending")
+    __slots__ = ("_by_id", "_messages", "_pending", "_run")
 
     def __init__(self) -> None:
         self._messages: list[_Entry] = []
         self._by_id: dict[Any, _Entry] = {}
         #: (id(obj), key) -> (obj, key, chunks): text appended to ``obj[key]`` not yet joined.
         self._pending: dict[tuple[int, str], tuple[dict[str, Any], str, list[str]]] = {}
+        #: The delta run: the last fold appended a delta to pending ``chunks``, and nothing else
+        #: touched the state since (:data:`DeltaRun`); None otherwise.
+        self._run: DeltaRun | None = None
 
     def __len__(self) -> int:
         return len(self._messages)
@@ -102,6 +112,7 @@ class ReducerState:
     def __setstate__(self, state: tuple[list[_Entry], dict[Any, _Entry]]) -> None:
         self._messages, self._by_id = state
         self._pending = {}
+        self._run = None
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ReducerState:
         import copy
@@ -130,21 +141,26 @@ class ReducerState:
         return entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
 
 
-def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> None:
-    """JS ``obj[key] += value``, deferred: string chunks are joined by :func:`_flush`."""
+def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> list[str] | None:
+    """JS ``obj[key] += value``, deferred: string chunks are joined by :func:`_flush`.
+
+    Returns the pending chunks ``value`` was appended to (None when it was added at once).
+    """
     pk = (id(obj), key)
     pending = state._pending.get(pk)
     if pending is not None:
         if type(value) is str:
             pending[2].append(value)
-            return
+            return pending[2]
         obj[key] = "".join(pending[2])
         del state._pending[pk]
     cur = obj.get(key, _ABSENT)
     if type(cur) is str and type(value) is str:
-        state._pending[pk] = (obj, key, [cur, value])
-    else:
-        obj[key] = _js_plus(cur, value)
+        chunks = [cur, value]
+        state._pending[pk] = (obj, key, chunks)
+        return chunks
+    obj[key] = _js_plus(cur, value)
+    return None
 
 
 def _replace_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> None:
@@ -156,6 +172,7 @@ def _replace_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any
 
 def _flush(state: ReducerState) -> None:
     """Join every pending streamed text into its object."""
+    state._run = None
     pending = state._pending
     if pending:
         for obj, key, chunks in pending.values():

@@ -67,11 +67,25 @@ def fold(
         return state
     if direction == "output":
         typ = event.get("type")
+        run = state._run
+        if run is not None and typ is run[0]:
+            # The commonest event: one more delta of the text the last fold appended to (nothing
+            # else folded since, so the same message, item and slot resolve to the same part).
+            delta = event.get("delta")
+            if (
+                type(delta) is str
+                and event.get("item_id", _ABSENT) is run[2]
+                and (run[3] is None or event.get(run[3], _ABSENT) is run[4])
+                and (message_id is run[1] or (type(message_id) is str and message_id == run[1]))
+            ):
+                run[5].append(delta)
+                return state
         arm = _OUTPUT_ARMS.get(typ) if type(typ) is str else None
     else:
         kind = event.get("kind")
         arm = _INPUT_ARMS.get(kind) if type(kind) is str else None
     if arm is not None:
+        state._run = None  # every arm may change what a delta run resolves to; a delta arm sets it anew
         arm(state, event, message_id)
     return state
 
