@@ -235,6 +235,14 @@ CASES: dict[str, list] = {
         append("s01", "s04", "", stream_transport("fc_1", status="complete"), fn_codec()),
         done("s05", {"type": "function_call", "id": "fc_1", "status": "completed"}),
     ],
+    # The end event reads the closing append's headers, not the start's (whatever the start parsed).
+    "function call stream closed under other item headers": [
+        create("s01", OUT, "", stream_transport("fc_1"), fn_codec()),
+        append("s01", "s02", "{}", stream_transport("fc_1"), fn_codec()),
+        append("s01", "s03", "", stream_transport("fc_1", status="complete"), fn_codec("fc_9", name="other")),
+        create("s04", OUT, "", stream_transport("fc_2"), fn_codec("fc_2")),
+        append("s04", "s05", "", stream_transport("fc_2", status="complete"), {"kind": "function_call_arguments"}),
+    ],
     "function call first contact from history": [
         update("s01", "s04", OUT, '{"a":1}', stream_transport("fc_1", status="complete"), fn_codec())
     ],
@@ -681,6 +689,26 @@ def test_reasoning_and_function_calls():
         "delta": "{}",
     }
     assert o[1][1]["item_id"] == 5 and o[1][1]["name"] == ""
+    o = outputs("function call stream closed under other item headers")
+    assert o[1][0]["item_id"] == "fc_1"
+    assert o[2] == [
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": "fc_9",
+            "output_index": 0,
+            "arguments": "{}",
+            "name": "other",
+        }
+    ]
+    assert o[4] == [
+        {
+            "type": "response.function_call_arguments.done",
+            "item_id": "",
+            "output_index": 0,
+            "arguments": "",
+            "name": "",
+        }
+    ]
 
 
 def test_done_reductions():

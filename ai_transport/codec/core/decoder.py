@@ -133,6 +133,11 @@ class StreamDecoder:
                         tracker.version = vs
                         data = inbound.get("data")
                         template = tracker._delta
+                        if template is False:  # the stream's first append: read its template once
+                            try:
+                                template = self._delta_template(tracker)
+                            except Exception:  # pragma: no cover - defensive: the append below logs
+                                template = None
                         if template and type(data) is str and data:
                             # The commonest message of all: one more fragment of an open output
                             # stream whose delta template is known (streams.delta_event, inlined).

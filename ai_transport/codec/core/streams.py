@@ -25,7 +25,7 @@ NOT_COMPUTED: Final = False
 class _Tracker:
     """Per-serial stream state (``StreamSequenceState``): closed trackers are tombstones."""
 
-    __slots__ = ("_delta", "chunks", "closed", "codec", "name", "stream_id", "transport", "version")
+    __slots__ = ("_delta", "chunks", "closed", "codec", "memo", "name", "stream_id", "transport", "version")
 
     def __init__(
         self, name: Any, stream_id: Any, accumulated: str, codec: dict, transport: dict, version: Any
@@ -39,6 +39,8 @@ class _Tracker:
         self.version = version
         self.closed = False
         self._delta: DeltaTemplate | bool | None = False  # False = not computed yet
+        #: What the codec read from the start headers and may reuse at the end (None: nothing).
+        self.memo: Any = None
 
     @property
     def accumulated(self) -> str:
@@ -56,11 +58,13 @@ class _Tracker:
         self.chunks = []
         self.codec = self.transport = _EMPTY  # type: ignore[assignment]
         self._delta = None
+        self.memo = None
 
     def set_headers(self, codec: dict, transport: dict) -> None:
         self.codec = codec
         self.transport = transport
         self._delta = False
+        self.memo = None
 
 
 def delta_template(typ: str, fields: dict[str, Any], key: str, type_first: bool) -> DeltaTemplate:

@@ -68,10 +68,30 @@ _MESSAGE_PARTS: Final = ("output_text", "refusal")
 _REASONING_PARTS: Final = ("reasoning_text", "summary_text")
 
 
+def _group_template(group: _Group, item_id: Any, index: Any) -> DeltaTemplate:
+    return delta_template(group.delta_type, _strip({"item_id": item_id, group.index_key: index}), "delta", False)
+
+
+def _fn_template(item: Any, output_index: Any) -> DeltaTemplate:
+    fields = {"item_id": _nullish(_prop(item, "id"), ""), "output_index": _nullish(output_index, 0)}
+    return delta_template(_FN_DELTA, fields, "delta", True)
+
+
+def _immutable(v: Any) -> bool:
+    return not isinstance(v, (dict, list))
+
+
+def _keep_template(tracker: _Tracker, template: DeltaTemplate | None) -> None:
+    # Cache only immutable field values, so events never share a mutable object.
+    if template is None or all(_immutable(v) for v in template[0].values()):
+        tracker._delta = template
+
+
 def _delta_template(self: _Tracker) -> DeltaTemplate | None:
     """The delta template (:data:`~ai_transport.codec.core.streams.DeltaTemplate`) of this stream's delta events, read once from the start headers.
 
     ``None`` when the stream is not an ``ai-output`` stream of a known group (no delta events).
+    Usually :func:`_start_events` has already read it (from the values it parsed).
     """
     cached = self._delta
     if cached is not False:
@@ -83,31 +103,12 @@ def _delta_template(self: _Tracker) -> DeltaTemplate | None:
             kind = ""
         group = _GROUPS.get(kind) if type(kind) is str else None
         if group is not None:
-            template = delta_template(
-                group.delta_type,
-                _strip(
-                    {
-                        "item_id": _str_field(self.codec, "item_id"),
-                        group.index_key: _json_field(self.codec, group.index_key),
-                    }
-                ),
-                "delta",
-                False,
+            template = _group_template(
+                group, _str_field(self.codec, "item_id"), _json_field(self.codec, group.index_key)
             )
         elif kind == _FN_ARGS:
-            item = _json_field(self.codec, "item")
-            template = delta_template(
-                _FN_DELTA,
-                {
-                    "item_id": _nullish(_prop(item, "id"), ""),
-                    "output_index": _nullish(_json_field(self.codec, "output_index"), 0),
-                },
-                "delta",
-                True,
-            )
-    # Cache only immutable field values, so events never share a mutable object.
-    if template is None or all(not isinstance(v, (dict, list)) for v in template[0].values()):
-        self._delta = template
+            template = _fn_template(_json_field(self.codec, "item"), _json_field(self.codec, "output_index"))
+    _keep_template(self, template)
     return template
 
 
@@ -148,20 +149,27 @@ def _start_events(tracker: _Tracker) -> list[dict[str, Any]]:
     elif group is not None:
         part = _json_field(codec, "part")
     if group is not None:
-        bag = _strip(
-            {
-                "item_id": item_id,
-                "output_index": output_index,
-                group.index_key: _json_field(codec, group.index_key),
-                "part": part,
-            }
-        )
+        index = _json_field(codec, group.index_key)
+        bag = _strip({"item_id": item_id, "output_index": output_index, group.index_key: index, "part": part})
         bag["type"] = group.start_type
         out.append(bag)
+        if _immutable(item_id) and _immutable(index):  # the delta template, from the same reads
+            tracker._delta = _group_template(group, item_id, index)
     elif kind == _FN_ARGS:
-        bag = _strip({"item": _json_field(codec, "item"), "output_index": output_index})
+        item = _json_field(codec, "item")
+        bag = _strip({"item": item, "output_index": output_index})
         bag["type"] = _ITEM_ADDED
         out.append(bag)
+        if _immutable(output_index):
+            # The delta template and what the end reads of the item (its id, type and name), so
+            # neither parses the item again (the closing append repeats the start's headers).
+            item_id = _prop(item, "id")
+            name = _prop(item, "name")
+            if _immutable(item_id) and _immutable(name):
+                tracker._delta = _fn_template(item, output_index)
+                raw = codec.get("item")
+                if type(raw) is str:
+                    tracker.memo = (raw, item_id, _prop(item, "type"), name)
     return out
 
 def _delta_events(tracker: _Tracker, delta: str, out: list[dict[str, Any]]) -> None:
@@ -185,15 +193,20 @@ def _end_events(tracker: _Tracker, closing: Mapping[str, Any], out: list[dict[st
             }
         )
     elif kind == _FN_ARGS:
-        item = _json_field(closing, "item")
+        memo = tracker.memo
+        raw = closing.get("item", _ABSENT)
+        if memo is not None and type(raw) is str and raw == memo[0]:
+            item_id, item_type, name = memo[1], memo[2], memo[3]
+        else:
+            item = _json_field(closing, "item")
+            item_id, item_type, name = _prop(item, "id"), _prop(item, "type"), _prop(item, "name")
         ev = {
             "type": _FN_DONE,
-            "item_id": _nullish(_prop(item, "id"), ""),
+            "item_id": _nullish(item_id, ""),
             "output_index": _nullish(_json_field(closing, "output_index"), 0),
             "arguments": tracker.accumulated,
         }
-        if _prop(item, "type") == "function_call":
-            name = _prop(item, "name")
+        if item_type == "function_call":
             if name is not _ABSENT:
                 ev["name"] = name
         else:
