@@ -200,3 +200,59 @@ def test_answers_to_unknown_calls_stay_bounded() -> None:
         UIMessageCodec.fold(state, "input", answer, "nobody")
     assert len(state.pending_resolutions) == MAX_PENDING_RESOLUTIONS
     assert state.pending_resolutions[-1][1] == f"c{MAX_PENDING_RESOLUTIONS + 49}"  # the oldest went first
+
+
+def test_a_flood_of_answers_from_one_publisher_cannot_evict_anothers() -> None:
+    from ai_transport.codec.vercel.tool_folds import MAX_PENDING_RESOLUTIONS
+
+    state = UIMessageCodec.init()
+    fold = UIMessageCodec.fold
+    # Alice answers her call before its assistant message is folded (history out of order, a fork).
+    answer = UIMessageCodec.create_tool_result("m1", {"toolCallId": "alice-call", "output": "done"})
+    fold(state, "input", answer, "u1", author="alice")
+    for i in range(MAX_PENDING_RESOLUTIONS + 50):
+        junk = UIMessageCodec.create_tool_result("nobody", {"toolCallId": f"c{i}", "output": i})
+        fold(state, "input", junk, f"u{i}", author="mallory")
+    assert state.pending_by_author == {"alice": 1, "mallory": MAX_PENDING_RESOLUTIONS}
+    for chunk in (
+        {"type": "start"},
+        {"type": "tool-input-start", "toolCallId": "alice-call", "toolName": "w"},
+    ):
+        fold(state, "output", chunk, "m1", author="agent")
+    (assistant,) = [m.message for m in UIMessageCodec.get_messages(state) if m.codec_message_id == "m1"]
+    ((part),) = assistant["parts"]
+    assert (part["toolCallId"], part["state"], part["output"]) == ("alice-call", "output-available", "done")
+    assert state.pending_by_author == {"mallory": MAX_PENDING_RESOLUTIONS}
+
+
+ANSWERS = st.lists(st.tuples(st.sampled_from(["alice", "bob", None, 7]), st.booleans()), max_size=30)
+
+
+@given(ANSWERS)
+def test_pending_answers_are_bounded_per_publisher(answers: list[tuple[Any, bool]]) -> None:
+    # With a bound of 3: each publisher keeps its own 3 newest answers to unknown calls, in arrival
+    # order; an answer whose call arrives is applied and frees its publisher's place.
+    from unittest import mock
+
+    from ai_transport.codec.vercel import tool_folds
+
+    state = UIMessageCodec.init()
+    fold = UIMessageCodec.fold
+    model: list[tuple[Any, str]] = []
+    with mock.patch.object(tool_folds, "MAX_PENDING_RESOLUTIONS", 3):
+        for i, (author, answered) in enumerate(answers):
+            who = author if isinstance(author, str) else None  # not a verified clientId: no publisher
+            if answered and model:  # the call of the oldest pending answer arrives
+                _, call = model.pop(0)
+                fold(state, "output", {"type": "tool-input-start", "toolCallId": call, "toolName": "w"}, "m")
+            call = f"c{i}"
+            fold(state, "input", UIMessageCodec.create_tool_result("m", {"toolCallId": call, "output": i}), "u", author=author)
+            mine = [k for k, (a, _) in enumerate(model) if a == who]
+            if len(mine) == 3:
+                del model[mine[0]]
+            model.append((who, call))
+            assert [(a, c) for _, c, _, a in state.pending_resolutions] == model
+            counts: dict[Any, int] = {}
+            for a, _ in model:
+                counts[a] = counts.get(a, 0) + 1
+            assert state.pending_by_author == counts

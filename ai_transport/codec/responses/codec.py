@@ -56,11 +56,19 @@ class ResponsesCodec:
         return reducer.init()
 
     @staticmethod
-    def fold(state: Any, direction: str, event: Any, message_id: str | None = None, serial: str = "") -> Any:
-        """Fold one ``"input"``/``"output"`` event into the projection (``fold``)."""
+    def fold(
+        state: Any,
+        direction: str,
+        event: Any,
+        message_id: str | None = None,
+        serial: str = "",
+        author: str | None = None,
+    ) -> Any:
+        """Fold one ``"input"``/``"output"`` event into the projection (``fold``); ``author`` (the
+        wire's verified publisher) is accepted as every codec's fold takes it."""
         from . import reducer
 
-        return reducer.fold(state, direction, event, message_id, serial)
+        return reducer.fold(state, direction, event, message_id, serial, author)
 
     @staticmethod
     def get_messages(state: Any) -> list[Any]:

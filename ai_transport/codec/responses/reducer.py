@@ -51,6 +51,7 @@ def fold(
     event: dict[str, Any],
     message_id: str | None = None,
     serial: str = "",
+    author: str | None = None,
 ) -> ReducerState:
     """Fold one decoded event into ``state`` (mutated) and return it.
 
@@ -58,7 +59,9 @@ def fold(
     ``"input"`` (a decoded input, keyed on ``kind``). ``message_id`` is the wire
     ``codec-message-id`` of the message the event came from; without one the event is dropped.
     ``serial`` is accepted for parity with 0.8.0's ``ReducerMeta`` and unused (the transport folds
-    each event once, in serial order).
+    each event once, in serial order). ``author`` (the wire's verified publisher) is accepted as
+    the Vercel codec's fold takes it and unused: this reducer keeps nothing waiting on another
+    publisher's behalf (a tool answer folds at once, whoever sent it), so it has no buffer to bound.
     """
     if message_id is None:
         return state

@@ -141,10 +141,19 @@ class UIMessageCodec:
 
     @staticmethod
     def fold(
-        state: UIProjection, direction: str, event: Any, message_id: str | None = None, serial: str = ""
+        state: UIProjection,
+        direction: str,
+        event: Any,
+        message_id: str | None = None,
+        serial: str = "",
+        author: str | None = None,
     ) -> UIProjection:
-        """Fold one ``"input"`` / ``"output"`` event into the projection (``fold``)."""
-        return reducer.fold(state, direction, event, message_id, serial)
+        """Fold one ``"input"`` / ``"output"`` event into the projection (``fold``).
+
+        ``author``: the publisher Ably verified for the wire (``clientId``); buffers of answers
+        waiting for their tool call are bounded per author.
+        """
+        return reducer.fold(state, direction, event, message_id, serial, author)
 
     @staticmethod
     def get_messages(state: UIProjection) -> list[CodecMessage]:

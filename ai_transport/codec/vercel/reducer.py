@@ -36,15 +36,24 @@ def get_messages(state: UIProjection) -> list[CodecMessage]:
 
 
 def fold(
-    state: UIProjection, direction: str, event: Any, message_id: str | None = None, serial: str = ""
+    state: UIProjection,
+    direction: str,
+    event: Any,
+    message_id: str | None = None,
+    serial: str = "",
+    author: str | None = None,
 ) -> UIProjection:
-    """Fold one ``"input"`` / ``"output"`` event (``fold``); ``message_id`` is the codec-message-id."""
+    """Fold one ``"input"`` / ``"output"`` event (``fold``); ``message_id`` is the codec-message-id.
+
+    ``author`` is the publisher of the wire the event came from, as Ably verified it (its
+    ``clientId``): a tool answer waiting for its tool part counts against its author's bound only.
+    """
     if type(event) is dict:
         if direction == "output" and message_id is not None and event.get("type") == "text-delta":
             if not _text_delta(state, event, message_id):
                 _fold_chunk(state, event, message_id)
         elif direction == "input":
-            _fold_input(state, event, message_id)
+            _fold_input(state, event, message_id, author)
         elif message_id is not None:
             _fold_chunk(state, event, message_id)
         if state.pending_resolutions:
@@ -79,7 +88,7 @@ def _payload(event: Chunk) -> Chunk:
     return payload if type(payload) is dict else {}
 
 
-def _fold_input(state: UIProjection, event: Chunk, message_id: str | None) -> None:
+def _fold_input(state: UIProjection, event: Chunk, message_id: str | None, author: str | None) -> None:
     kind = event.get("kind")
     if kind == "user-message":
         message = event.get("message")
@@ -100,20 +109,28 @@ def _fold_input(state: UIProjection, event: Chunk, message_id: str | None) -> No
         p = _payload(event)
         seed_fork(state, event.get("codecMessageId"), p.get("forkSeed"))
         resolve_or_pend(
-            state, event.get("codecMessageId"), p.get("toolCallId"), {"kind": kind, "output": p.get("output", MISSING)}
+            state,
+            event.get("codecMessageId"),
+            p.get("toolCallId"),
+            {"kind": kind, "output": p.get("output", MISSING)},
+            author,
         )
     elif kind == "tool-result-error":
         p = _payload(event)
         seed_fork(state, event.get("codecMessageId"), p.get("forkSeed"))
         resolve_or_pend(
-            state, event.get("codecMessageId"), p.get("toolCallId"), {"kind": kind, "message": p.get("message", MISSING)}
+            state,
+            event.get("codecMessageId"),
+            p.get("toolCallId"),
+            {"kind": kind, "message": p.get("message", MISSING)},
+            author,
         )
     elif kind == "tool-approval-response":
         p = _payload(event)
         resolution: Chunk = {"kind": kind, "approved": p.get("approved", MISSING)}
         if "reason" in p:
             resolution["reason"] = p["reason"]
-        resolve_or_pend(state, event.get("codecMessageId"), p.get("toolCallId"), resolution)
+        resolve_or_pend(state, event.get("codecMessageId"), p.get("toolCallId"), resolution, author)
     # regenerate: a wire-only signal, nothing to fold
 
 

@@ -45,15 +45,18 @@ class MessageTrackers:
 class UIProjection:
     """The per-run state of the Vercel reducer (``VercelProjection``); read it with ``get_messages``."""
 
-    __slots__ = ("_by_id", "_pending_text", "entries", "pending_resolutions", "trackers")
+    __slots__ = ("_by_id", "_pending_text", "entries", "pending_by_author", "pending_resolutions", "trackers")
 
     def __init__(self) -> None:
         #: ``CodecMessage(codec_message_id, UIMessage dict)`` in publication order.
         self.entries: list[CodecMessage] = []
         self._by_id: dict[Any, CodecMessage] = {}
         self.trackers: dict[Any, MessageTrackers] = {}
-        #: ``(target codec-message-id, tool call id, resolution dict)`` waiting for their tool part.
-        self.pending_resolutions: list[tuple[Any, Any, dict[str, Any]]] = []
+        #: ``(target codec-message-id, tool call id, resolution dict, author)`` waiting for their tool
+        #: part, in arrival order; ``author`` is the publisher Ably verified (None: not known).
+        self.pending_resolutions: list[tuple[Any, Any, dict[str, Any], str | None]] = []
+        #: author -> how many of ``pending_resolutions`` are theirs (the bound is per publisher).
+        self.pending_by_author: dict[str | None, int] = {}
         #: ``id(part) -> (part, chunks)``: text appended to a part since the last read.
         self._pending_text: dict[int, tuple[Part, list[str]]] = {}
 

@@ -26,8 +26,9 @@ __all__ = [
 
 Chunk = dict[str, Any]
 
-#: The most tool resolutions one projection keeps waiting for their tool part (answers come off the
-#: wire: past this the oldest is dropped, so a flood of answers to unknown calls stays bounded).
+#: The most tool resolutions one projection keeps waiting for their tool part **per publisher**
+#: (answers come off the wire: past this that publisher's oldest is dropped, so a flood of answers to
+#: unknown calls stays bounded and never evicts another publisher's answer).
 MAX_PENDING_RESOLUTIONS = 1024
 
 
@@ -256,27 +257,49 @@ def _apply(owner: tuple[UIMessage, ToolTracker, Part], tool_call_id: Any, resolu
     message["parts"][tracker.part_index] = new
 
 
-def resolve_or_pend(state: UIProjection, cmid: Any, tool_call_id: Any, resolution: dict[str, Any]) -> None:
-    """Apply a client resolution onto its tool part, or keep it until the part arrives."""
+def resolve_or_pend(
+    state: UIProjection, cmid: Any, tool_call_id: Any, resolution: dict[str, Any], author: str | None = None
+) -> None:
+    """Apply a client resolution onto its tool part, or keep it until the part arrives.
+
+    ``author`` is the publisher of the answer (Ably's verified ``clientId``); each author keeps at
+    most :data:`MAX_PENDING_RESOLUTIONS` waiting, past which their own oldest is dropped.
+    """
     owner = _find_owner(state, cmid, tool_call_id)
     if owner is not None:
         _apply(owner, tool_call_id, resolution)
+        return
+    if type(author) is not str:
+        author = None
+    pending = state.pending_resolutions
+    counts = state.pending_by_author
+    held = counts.get(author, 0)
+    if held >= MAX_PENDING_RESOLUTIONS:
+        for i, waiting in enumerate(pending):
+            if waiting[3] == author:
+                del pending[i]
+                break
     else:
-        pending = state.pending_resolutions
-        if len(pending) >= MAX_PENDING_RESOLUTIONS:
-            del pending[0]
-        pending.append((cmid, tool_call_id, resolution))
+        counts[author] = held + 1
+    pending.append((cmid, tool_call_id, resolution, author))
 
 
 def retry_pending(state: UIProjection) -> None:
     """``retryPendingResolutions``: apply every pending resolution whose tool part is now present."""
     waiting = []
-    for cmid, tool_call_id, resolution in state.pending_resolutions:
+    counts = state.pending_by_author
+    for pending in state.pending_resolutions:
+        cmid, tool_call_id, resolution, author = pending
         owner = _find_owner(state, cmid, tool_call_id)
         if owner is None:
-            waiting.append((cmid, tool_call_id, resolution))
+            waiting.append(pending)
+            continue
+        _apply(owner, tool_call_id, resolution)
+        left = counts[author] - 1
+        if left:
+            counts[author] = left
         else:
-            _apply(owner, tool_call_id, resolution)
+            del counts[author]
     state.pending_resolutions = waiting
 
 
