@@ -22,8 +22,8 @@ malformed message: it logs a warning on the ``ai_transport.codec.decoder`` logge
 empty :class:`DecodeResult`. Inbound messages may be plain dicts in Ably's JSON shape (``action`` as
 the ably-js string or the Ably integer) or ``ably.types.message.Message`` objects from ably-python.
 As ably-js reads the wire, a missing action is a create (Ably omits the zero action) and a missing
-``version.serial`` is the message ``serial``. Closed streams are kept as tombstones (the version
-only) for the decoder's life.
+``version.serial`` is the message ``serial``. A closed stream's serial is kept as a tombstone for the
+decoder's life (the shared :data:`~.streams.CLOSED`: whatever comes later to it decodes to nothing).
 """
 
 from __future__ import annotations
@@ -49,7 +49,7 @@ from ..core.inbound import (
     _warn_data,
     logger,
 )
-from .streams import DeltaTemplate, _Tracker, delta_event
+from .streams import CLOSED, DeltaTemplate, _Tracker, delta_event
 
 __all__ = ["DecodeResult", "StreamDecoder"]
 
@@ -187,9 +187,9 @@ class StreamDecoder:
         if status == "complete":
             if is_output:
                 self._end_events(tracker, _tier(extras, "codec"), out)
-            tracker.close()
+            self._trackers[serial] = CLOSED
         elif status == "cancelled":
-            tracker.close()
+            self._trackers[serial] = CLOSED
         if inbound.get("name") == NAME_INPUT:
             return DecodeResult(out, [])
         return DecodeResult([], out)
@@ -216,9 +216,8 @@ class StreamDecoder:
             serial = m.serial
             if not serial or not _hashable(serial):
                 return []
-            tracker = self._trackers.get(serial)
-            if tracker is not None:
-                tracker.close()
+            if serial in self._trackers:
+                self._trackers[serial] = CLOSED
             return []
         return []
 
@@ -282,9 +281,9 @@ class StreamDecoder:
         if status == "complete":
             if tracker.name == NAME_OUTPUT:
                 self._end_events(tracker, _tier(m.extras, "codec"), out)
-            tracker.close()
+            self._trackers[serial] = CLOSED
         elif status == "cancelled":
-            tracker.close()
+            self._trackers[serial] = CLOSED
         return out
 
     def _update(self, m: _Inbound) -> list[dict[str, Any]]:
@@ -318,9 +317,9 @@ class StreamDecoder:
             if status == "complete":
                 if tracker.name == NAME_OUTPUT:
                     self._end_events(tracker, codec, out)
-                tracker.close()
+                self._trackers[serial] = CLOSED
             elif status == "cancelled":
-                tracker.close()
+                self._trackers[serial] = CLOSED
             return out
         # Not a prefix extension: replace silently.
         tracker.chunks = [data] if data else []
@@ -351,7 +350,7 @@ class StreamDecoder:
             if status == "complete":
                 self._end_events(tracker, codec, out)
         if status == "complete" or status == "cancelled":
-            tracker.close()
+            self._trackers[serial] = CLOSED
         return out
 
     # -- the codec's hooks ---------------------------------------------------------------

@@ -1,7 +1,7 @@
 """Streamed messages as the generic decoder tracks them (sans-I/O).
 
-One :class:`_Tracker` per stream ``serial`` (``StreamSequenceState`` of 0.8.0): version-guarded,
-closed into a tombstone. A codec rebuilds its start / delta / end events from a tracker's headers;
+One :class:`_Tracker` per stream ``serial`` (``StreamSequenceState`` of 0.8.0): version-guarded;
+a closed stream's serial maps to the shared tombstone :data:`CLOSED`. A codec rebuilds its start / delta / end events from a tracker's headers;
 its delta events come from a *delta template* read once per stream (:func:`delta_event`).
 """
 
@@ -11,7 +11,7 @@ from typing import Any, Final
 
 from .inbound import _EMPTY
 
-__all__ = ["DeltaTemplate", "_Tracker", "delta_event", "delta_template"]
+__all__ = ["CLOSED", "DeltaTemplate", "_Tracker", "delta_event", "delta_template"]
 
 #: ``(proto, key)``: a stream's delta event is a copy of ``proto`` with ``key`` set to the delta
 #: (``proto`` already holds ``key``, so the copy keeps the reference's key order); see
@@ -88,3 +88,9 @@ def delta_event(template: DeltaTemplate, delta: str) -> dict[str, Any]:
     ev = proto.copy()
     ev[key] = delta
     return ev
+
+
+#: The tombstone of every closed stream (shared: a closed stream keeps no state of its own). Every
+#: later message to its serial decodes to nothing, whatever its version, so none is kept.
+CLOSED: Final = _Tracker("", "", "", {}, {}, "")
+CLOSED.close()

@@ -29,7 +29,8 @@ wire, a missing action is a create (Ably omits the zero action) and a missing ``
 is the message ``serial``.
 
 Where 0.8.0 itself throws (an item event whose ``data`` is null or absent) the message is skipped
-with a warning. Closed streams are kept as tombstones (the version only) for the decoder's life.
+with a warning. A closed stream's serial is kept as a tombstone for the decoder's
+life (whatever comes later to it decodes to nothing).
 
 Its parts: the generic :class:`~ai_transport.codec.core.decoder.StreamDecoder` (reading a message,
 tracking its streams), :mod:`.streams` rebuilds the Responses events of a stream, :mod:`.discrete`
