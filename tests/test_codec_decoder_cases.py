@@ -76,6 +76,26 @@ CASES: dict[str, list] = {
         {**append("s02", "x", "A", T, C), "version": {}},
         append("s02", "s03", "B", TC, C),
     ],
+    "streamed create without a version: its serial is the version": BASE
+    + [
+        {k: v for k, v in create("s02", OUT, "", T, C).items() if k != "version"},
+        append("s02", "s02", "A", T, C),
+        append("s02", "s03", "B", TC, C),
+    ],
+    "streamed create with an empty version serial: its serial is the version": BASE
+    + [
+        {**create("s02", OUT, "", T, C), "version": {"serial": ""}},
+        append("s02", "s01", "A", T, C),
+        append("s02", "s03", "B", TC, C),
+    ],
+    "streamed create with a newer version serial": BASE
+    + [
+        {**create("s02", OUT, "", T, C), "version": {"serial": "s05"}},
+        append("s02", "s04", "A", T, C),
+        append("s02", "s06", "B", TC, C),
+    ],
+    "streamed create without a codec tier": BASE
+    + [create("s02", OUT, "", T), append("s02", "s03", "B", TC)],
     "duplicate streamed create ignored": BASE
     + [create("s02", OUT, "", T, C), create("s02", OUT, "", T, C), append("s02", "s03", "A", TC, C)],
     "tombstone: append after complete dropped": BASE + text_stream() + [append("s02", "s09", "more", T, C)],
@@ -561,6 +581,13 @@ def test_version_guard_and_tombstones():
     assert texts("cancelled append closes without end") == ["Hel"]
     assert outputs("cancelled append closes without end")[3:] == [[], []]
     assert outputs("update with older version dropped")[3] == []
+    for name in (
+        "streamed create without a version: its serial is the version",
+        "streamed create with an empty version serial: its serial is the version",
+        "streamed create with a newer version serial",
+    ):
+        assert outputs(name)[2] == [] and texts(name) == ["B"], name
+    assert texts("streamed create without a codec tier") == []
 
 
 def test_prefix_and_non_prefix_updates():

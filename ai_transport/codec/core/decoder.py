@@ -37,6 +37,7 @@ from ..core.inbound import (
     _APPEND,
     _CREATE,
     _DELETE,
+    _EMPTY,
     _UPDATE,
     _has_ai_envelope,
     _hashable,
@@ -115,7 +116,12 @@ class StreamDecoder:
 
         Never raises: a malformed message is skipped (empty result) and logged as a warning.
         """
-        if type(inbound) is dict and inbound.get("action") == _APPEND:
+        action = inbound.get("action") if type(inbound) is dict else None
+        if action == _CREATE:
+            result = self._dict_create(inbound)
+            if result is not None:
+                return result
+        elif action == _APPEND:
             # Hot path: an append to a tracked stream (string serials, dict envelope).
             serial = inbound.get("serial")
             tracker = self._trackers.get(serial) if type(serial) is str else None
@@ -167,6 +173,44 @@ class StreamDecoder:
             )
             return DecodeResult()
         if m.name == NAME_INPUT:
+            return DecodeResult(events, [])
+        return DecodeResult([], events)
+
+    def _dict_create(self, inbound: dict[str, Any]) -> DecodeResult | None:
+        """A create in the common shape (a dict, object tiers, a string serial), read directly; None:
+        not that shape, :meth:`_decode` reads it."""
+        extras = inbound.get("extras")
+        ai = extras.get("ai") if type(extras) is dict else None
+        if type(ai) is not dict:
+            return None
+        transport = ai.get("transport")
+        codec = ai.get("codec")
+        if type(transport) is not dict or (codec is not None and type(codec) is not dict):
+            return None
+        name = inbound.get("name")
+        try:
+            if transport.get("stream") == "true":
+                serial = inbound.get("serial")
+                version = inbound.get("version")
+                if type(serial) is not str or not serial or (version is not None and type(version) is not dict):
+                    return None
+                if serial in self._trackers:
+                    logger.debug("decode(); duplicate create for tracked stream %r", serial)
+                    return DecodeResult()
+                # As ably-js reads it: a missing (or empty) version.serial is the message serial.
+                vs = version.get("serial") if version is not None else None
+                events = self._open_stream(serial, vs or serial, name, transport, _EMPTY if codec is None else codec)
+            else:
+                events = self._discrete(name, transport, _EMPTY if codec is None else codec, inbound.get("data", _ABSENT))
+        except _Malformed as exc:
+            logger.warning("decode(); skipping malformed message (serial %r): %s", inbound.get("serial"), exc)
+            return DecodeResult()
+        except Exception:  # pragma: no cover - defensive: the decoder must never crash
+            logger.warning(
+                "decode(); skipping message (serial %r) that failed to decode", inbound.get("serial"), exc_info=True
+            )
+            return DecodeResult()
+        if name == NAME_INPUT:
             return DecodeResult(events, [])
         return DecodeResult([], events)
 
@@ -233,13 +277,16 @@ class StreamDecoder:
             logger.debug("decode(); duplicate create for tracked stream %r", serial)
             return []
         version = m.version
+        return self._open_stream(
+            serial, serial if version is _ABSENT else version, m.name, transport, _tier(m.extras, "codec")
+        )
+
+    def _open_stream(
+        self, serial: Any, version: Any, name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any]
+    ) -> list[dict[str, Any]]:
+        """Track a new stream (its serial not tracked yet) and return its start events."""
         tracker = _Tracker(
-            _nullish(m.name, ""),
-            _nullish(transport.get("stream-id"), ""),
-            "",
-            dict(_tier(m.extras, "codec")),
-            dict(transport),
-            serial if version is _ABSENT else version,
+            _nullish(name, ""), _nullish(transport.get("stream-id"), ""), "", dict(codec), dict(transport), version
         )
         self._trackers[serial] = tracker
         return self._start_events(tracker)
