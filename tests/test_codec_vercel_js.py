@@ -39,6 +39,24 @@ def test_scripted_runs_match_js(node: Any, name: str) -> None:
     assert ours["messages"], "the case folds to messages"
 
 
+def test_text_runs_fold_each_delta_into_its_own_part(node: Any) -> None:
+    ours = _check(node, CASES["text-runs"])
+    texts = {m["codecMessageId"]: [p["text"] for p in m["message"]["parts"] if "text" in p] for m in ours["messages"]}
+    assert texts == {"t1": ["a1 a2 a3 a4 ", "b1 ", "hm", "again!"], "t2": ["other message"]}
+
+
+def test_reading_between_text_deltas() -> None:
+    state = UIMessageCodec.init()
+    fold = UIMessageCodec.fold
+    fold(state, "output", {"type": "start"}, "m")
+    fold(state, "output", {"type": "text-start", "id": "a"}, "m")
+    seen = []
+    for delta in ("x", "y", "z"):
+        fold(state, "output", {"type": "text-delta", "id": "a", "delta": delta}, "m")
+        seen.append(UIMessageCodec.get_messages(state)[0].message["parts"][0]["text"])
+    assert seen == ["x", "xy", "xyz"]
+
+
 def test_full_turn_folds_every_part_kind(node: Any) -> None:
     ours = _check(node, CASES["full-turn"])
     by_id = {m["codecMessageId"]: m["message"] for m in ours["messages"]}

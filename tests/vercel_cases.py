@@ -157,4 +157,41 @@ EDGES = [
     },
 ]
 
-CASES = {"full-turn": FULL_TURN, "edges": EDGES}
+# Runs of text deltas (the fold's text-run fast path) broken by whatever may change their target:
+# another text stream, other chunks, a restarted stream id, another message with the same ids.
+TEXT_RUNS = [
+    {
+        "options": agent("t1", run_id="r3"),
+        "steps": out(
+            {"type": "start"},
+            {"type": "text-start", "id": "a"},
+            {"type": "text-delta", "id": "a", "delta": "a1 "},
+            {"type": "text-delta", "id": "a", "delta": "a2 "},
+            {"type": "text-start", "id": "b"},
+            {"type": "text-delta", "id": "b", "delta": "b1 "},
+            {"type": "text-delta", "id": "a", "delta": "a3 "},
+            {"type": "reasoning-start", "id": "r"},
+            {"type": "reasoning-delta", "id": "r", "delta": "hm"},
+            {"type": "text-delta", "id": "a", "delta": "a4 "},
+            {"type": "text-end", "id": "a"},
+            {"type": "text-start", "id": "a"},
+            {"type": "text-delta", "id": "a", "delta": "again"},
+            {"type": "text-delta", "id": "a", "delta": "!"},
+            {"type": "text-end", "id": "a"},
+            {"type": "text-end", "id": "b"},
+            {"type": "finish"},
+        ),
+    },
+    {
+        "options": agent("t2", run_id="r4"),
+        "steps": out(
+            {"type": "start"},
+            {"type": "text-start", "id": "a"},
+            {"type": "text-delta", "id": "a", "delta": "other "},
+            {"type": "text-delta", "id": "a", "delta": "message"},
+            {"type": "finish"},
+        ),
+    },
+]
+
+CASES = {"full-turn": FULL_TURN, "edges": EDGES, "text-runs": TEXT_RUNS}

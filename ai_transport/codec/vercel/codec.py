@@ -139,21 +139,10 @@ class UIMessageCodec:
         """An empty projection (``init``)."""
         return reducer.init()
 
-    @staticmethod
-    def fold(
-        state: UIProjection,
-        direction: str,
-        event: Any,
-        message_id: str | None = None,
-        serial: str = "",
-        author: str | None = None,
-    ) -> UIProjection:
-        """Fold one ``"input"`` / ``"output"`` event into the projection (``fold``).
-
-        ``author``: the publisher Ably verified for the wire (``clientId``); buffers of answers
-        waiting for their tool call are bounded per author.
-        """
-        return reducer.fold(state, direction, event, message_id, serial, author)
+    #: Fold one ``"input"`` / ``"output"`` event into the projection (``fold``): the reducer's own
+    #: function (no wrapper: it runs once per event). ``author``: the publisher Ably verified for
+    #: the wire (``clientId``); answers waiting for their tool call are bounded per author.
+    fold = staticmethod(reducer.fold)
 
     @staticmethod
     def get_messages(state: UIProjection) -> list[CodecMessage]:

@@ -50,11 +50,26 @@ def fold(
     """
     if type(event) is dict:
         if direction == "output" and message_id is not None and event.get("type") == "text-delta":
-            if not _text_delta(state, event, message_id):
-                _fold_chunk(state, event, message_id)
+            run = state.run
+            delta = event.get("delta")
+            if (
+                run is not None
+                and type(delta) is str
+                and event.get("id") is run[1]
+                and (message_id is run[0] or (type(message_id) is str and message_id == run[0]))
+            ):
+                # One more delta of the text part the last fold appended to (nothing else folded
+                # since, so the same message and stream id resolve to the same part).
+                run[2].append(delta)
+            else:
+                state.run = None
+                if not _text_delta(state, event, message_id):
+                    _fold_chunk(state, event, message_id)
         elif direction == "input":
+            state.run = None
             _fold_input(state, event, message_id, author)
         elif message_id is not None:
+            state.run = None
             _fold_chunk(state, event, message_id)
         if state.pending_resolutions:
             retry_pending(state)
@@ -76,7 +91,9 @@ def _text_delta(state: UIProjection, c: Chunk, mid: str) -> bool:
     if 0 <= index < len(parts):
         part = parts[index]
         if type(part) is dict and part.get("type") == "text":
-            state.append_text(part, delta)
+            chunks = state.append_text(part, delta)
+            if type(mid) is str:
+                state.run = (mid, stream_id, chunks)
     return True
 
 

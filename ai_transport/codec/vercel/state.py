@@ -45,7 +45,7 @@ class MessageTrackers:
 class UIProjection:
     """The per-run state of the Vercel reducer (``VercelProjection``); read it with ``get_messages``."""
 
-    __slots__ = ("_by_id", "_pending_text", "entries", "pending_by_author", "pending_resolutions", "trackers")
+    __slots__ = ("_by_id", "_pending_text", "entries", "pending_by_author", "pending_resolutions", "run", "trackers")
 
     def __init__(self) -> None:
         #: ``CodecMessage(codec_message_id, UIMessage dict)`` in publication order.
@@ -59,6 +59,10 @@ class UIProjection:
         self.pending_by_author: dict[str | None, int] = {}
         #: ``id(part) -> (part, chunks)``: text appended to a part since the last read.
         self._pending_text: dict[int, tuple[Part, list[str]]] = {}
+        #: The text run: ``(codec message id, stream id, chunks)`` of the text delta the last fold
+        #: appended (the stream id the same object), while nothing else touched the state; None
+        #: otherwise. A text delta of the same message and stream appends to ``chunks`` at once.
+        self.run: tuple[str, str, list[str]] | None = None
 
     def find(self, codec_message_id: Any) -> CodecMessage | None:
         """The entry of ``codec_message_id`` (``messages.find``), else None."""
@@ -92,16 +96,19 @@ class UIProjection:
             trackers = self.trackers[codec_message_id] = MessageTrackers()
         return trackers
 
-    def append_text(self, part: Part, delta: str) -> None:
-        """``part.text += delta``, deferred until the next read."""
+    def append_text(self, part: Part, delta: str) -> list[str]:
+        """``part.text += delta``, deferred until the next read; the part's pending chunks."""
         pending = self._pending_text.get(id(part))
         if pending is None or pending[0] is not part:
-            self._pending_text[id(part)] = (part, [delta])
-        else:
-            pending[1].append(delta)
+            chunks = [delta]
+            self._pending_text[id(part)] = (part, chunks)
+            return chunks
+        pending[1].append(delta)
+        return pending[1]
 
     def flush(self) -> None:
         """Join the deferred text into its parts."""
+        self.run = None
         if self._pending_text:
             for part, chunks in self._pending_text.values():
                 part["text"] = _js_concat(part.get("text", MISSING), "".join(chunks))

@@ -295,6 +295,7 @@ def retry_pending(state: UIProjection) -> None:
             waiting.append(pending)
             continue
         _apply(owner, tool_call_id, resolution)
+        state.run = None  # a part was replaced
         left = counts[author] - 1
         if left:
             counts[author] = left
