@@ -117,11 +117,7 @@ class StreamDecoder:
         Never raises: a malformed message is skipped (empty result) and logged as a warning.
         """
         action = inbound.get("action") if type(inbound) is dict else None
-        if action == _CREATE:
-            result = self._dict_create(inbound)
-            if result is not None:
-                return result
-        elif action == _APPEND:
+        if action == _APPEND:
             # Hot path: an append to a tracked stream (string serials, dict envelope).
             serial = inbound.get("serial")
             tracker = self._trackers.get(serial) if type(serial) is str else None
@@ -158,6 +154,10 @@ class StreamDecoder:
                         except Exception:  # pragma: no cover - defensive: never crash
                             logger.warning("decode(); skipping append (serial %r)", serial, exc_info=True)
                             return DecodeResult()
+        elif action == _CREATE:
+            result = self._dict_create(inbound)
+            if result is not None:
+                return result
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
