@@ -17,8 +17,9 @@ Run: ``python benchmarks/bench_codec.py [--messages 100000] [--rounds 7] [--long
    unmeasured rounds of each, and the figures are **medians** over ``--rounds`` (with the range);
    the ratio is JS median / Python median, for CPU and for wall time. CPU time is the headline
    figure: load from other processes stretches wall time (and node's more than CPython's, since
-   node runs several threads) but hardly the CPU a round itself uses. The load average is printed
-   before and after.
+   node runs several threads) far more than the CPU a round itself uses (shared caches still slow
+   both under load, so compare figures taken at a like load). The load average is printed before
+   and after.
 3. **One long stream.** A single text stream of ``--long`` deltas (a long answer), decoded and
    folded by both: the accumulated text is kept as chunks on our side, so this stays linear (JS
    strings are ropes).
