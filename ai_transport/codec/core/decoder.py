@@ -201,7 +201,8 @@ class StreamDecoder:
                 vs = version.get("serial") if version is not None else None
                 events = self._open_stream(serial, vs or serial, name, transport, _EMPTY if codec is None else codec)
             else:
-                events = self._discrete(name, transport, _EMPTY if codec is None else codec, inbound.get("data", _ABSENT))
+                data = inbound.get("data", _ABSENT)
+                events = self._discrete(name, transport, _EMPTY if codec is None else codec, data)
         except _Malformed as exc:
             logger.warning("decode(); skipping malformed message (serial %r): %s", inbound.get("serial"), exc)
             return DecodeResult()

@@ -1,8 +1,9 @@
 """Streamed messages as the generic decoder tracks them (sans-I/O).
 
 One :class:`_Tracker` per stream ``serial`` (``StreamSequenceState`` of 0.8.0): version-guarded;
-a closed stream's serial maps to the shared tombstone :data:`CLOSED`. A codec rebuilds its start / delta / end events from a tracker's headers;
-its delta events come from a *delta template* read once per stream (:func:`delta_event`).
+a closed stream's serial maps to the shared tombstone :data:`CLOSED`. A codec rebuilds its start /
+delta / end events from a tracker's headers; its delta events come from a *delta template* read
+once per stream (:func:`delta_template`, :func:`delta_event`).
 """
 
 from __future__ import annotations
