@@ -154,7 +154,7 @@ def interleave(
 
     A rewrite is a live delivery only: it needs ``message-update-any`` (an ordinary token cannot
     mutate another's message), and in history it would replace the aggregate itself — content
-    only a signature can vouch for (``sessions/signing.py``), not the ownership rules."""
+    only a signature can vouch for (``conversation/signing.py``), not the ownership rules."""
     out = [copy.deepcopy(w) for w in wires]
     prompts: set[str] = set()
     for n, (template, position, pick) in enumerate(sorted(attacks, key=lambda a: a[1])):

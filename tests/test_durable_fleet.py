@@ -22,8 +22,8 @@ from support_emulator import emulator_thread, unique_channel  # noqa: F401
 from support_sessions import wait_status
 
 from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.conversation.signing import verify_output
 from ai_transport.emulator.client import ably_realtime, connect_info
-from ai_transport.sessions.signing import verify_output
 
 pytestmark = [pytest.mark.asyncio, pytest.mark.timeout(180)]
 

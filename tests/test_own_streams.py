@@ -1,4 +1,4 @@
-"""A foreign append never outlives the agent (:mod:`ai_transport.sessions.own_streams`).
+"""A foreign append never outlives the agent (:mod:`ai_transport.conversation.own_streams`).
 
 Someone else appends to the agent's text stream mid-stream (a client holding ``message-update-any``,
 or a wildcard token posing as the agent against a signed agent); the live agent refuses it, and when
@@ -32,10 +32,10 @@ from support_sessions import (
 )
 
 from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.conversation.signing import verify_output
 from ai_transport.emulator.client import client_options
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
-from ai_transport.sessions.signing import verify_output
 
 __all__ = ["emulator_thread"]  # the fixture
 

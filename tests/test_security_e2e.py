@@ -36,12 +36,12 @@ from support_sessions import (
 
 from ai_transport.auth import agent_token_params, browser_token_params, token_request_callback
 from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.conversation.signing import verify_output
 from ai_transport.emulator.client import client_options, connect_info
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedText, build_response_events
 from ai_transport.sessions.agent import AgentSession, gate_calls
 from ai_transport.sessions.client import ClientSession
-from ai_transport.sessions.signing import verify_output
 
 __all__ = ["emulator_thread"]  # the fixture
 

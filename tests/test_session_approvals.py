@@ -27,10 +27,10 @@ from support_sessions import (
 )
 
 from ai_transport.channels.memory import InProcessHub
+from ai_transport.conversation.approvals import declared_call_id
 from ai_transport.conversation.lifecycle import build_transport_headers
 from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
 from ai_transport.sessions.agent import AgentSession
-from ai_transport.sessions.approvals import declared_call_id
 from ai_transport.sessions.client import ClientSession
 
 ROGUE_ARGS = json.dumps({"city": "Evil"}, separators=(",", ":"))

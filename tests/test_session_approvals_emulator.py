@@ -1,5 +1,5 @@
 """Approvals for calls the agent never made, over the emulator with the real ``ably`` SDK and
-least-privilege tokens (:mod:`ai_transport.sessions.approvals`; in-process: ``test_session_approvals.py``).
+least-privilege tokens (:mod:`ai_transport.conversation.approvals`; in-process: ``test_session_approvals.py``).
 
 A rogue browser (her own user token) publishes an ``ai-output`` declaring a call in alice's
 suspended run; alice approves every call her 0.8.0-like view shows, plus a call id from a stale

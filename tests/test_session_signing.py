@@ -25,9 +25,9 @@ from support_sessions import (
 )
 
 from ai_transport.channels.memory import InProcessHub
+from ai_transport.conversation.signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, verify_output
 from ai_transport.errors import AITransportError, ErrorCode
 from ai_transport.sessions.agent import AgentSession
-from ai_transport.sessions.signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, verify_output
 
 KEY = b"0123456789abcdef0123456789abcdef"
 EVIL = ',"city":"Evil"'
@@ -141,7 +141,7 @@ async def test_an_approved_call_whose_message_vanished_is_reported_not_lost() ->
     """Without a key, a rewrite hidden behind an append under the agent's identity that strips the
     stream's headers makes the call undecodable; the approval still has to surface: the agent did
     publish that call (its approval request declares it), so it is reported (104090 to ``on_error``,
-    :mod:`~ai_transport.sessions.approvals`) and the run carries on without running it."""
+    :mod:`~ai_transport.conversation.approvals`) and the run carries on without running it."""
     hub, alice, agent, worker, run = await suspended(None)
     serial, _extras = stream_of(await history(hub), "function_call_arguments")
     done = next(

@@ -1,4 +1,4 @@
-"""Signatures bound to their context (:mod:`ai_transport.sessions.signing`): a signed run copied
+"""Signatures bound to their context (:mod:`ai_transport.conversation.signing`): a signed run copied
 wire by wire into another channel, or into another run, fails verification there, and its approved
 call does not run again.
 
@@ -19,10 +19,10 @@ from support_emulator import emulator_thread, realtime_client, unique_channel
 from support_sessions import Worker, approve_call, channel_history, open_session, user_message, wait_status
 
 from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.conversation.signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, verify_output
 from ai_transport.emulator.client import client_options
 from ai_transport.errors import AITransportError
 from ai_transport.sessions.agent import AgentSession
-from ai_transport.sessions.signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, verify_output
 
 __all__ = ["emulator_thread"]  # the fixture
 

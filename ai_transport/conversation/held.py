@@ -1,7 +1,7 @@
 """``HeldWires``: wires held under a key until something releases them, bounded per publisher.
 
 A session holds wires it cannot judge yet — an answer into a run whose start is not folded
-(:mod:`.admission`), an append whose tag cannot be checked yet (:mod:`ai_transport.sessions.live_integrity`).
+(:mod:`.admission`), an append whose tag cannot be checked yet (:mod:`.live_integrity`).
 Anyone can publish such wires, so the hold is bounded **per publisher** (the wire's author,
 :func:`~.authority.author_of`): per key and in all, beyond a bound the publisher's own oldest wire is
 dropped and handed to ``on_drop(message, why)`` (the session reports it as skipped). A flood from

@@ -37,10 +37,10 @@ folds is filtered by publisher identity (Ably ``clientId``, set by the server fr
   returns the folded item itself).
   An approval for a call the agent never made is ignored and counted, never fatal; one for a call
   it did publish that is gone from the conversation is reported (104090 to ``on_error``) and the
-  run carries on (:mod:`.approvals`).
+  run carries on (:mod:`~ai_transport.conversation.approvals`).
 * Someone else's append to one of the agent's live streams is undone when the stream ends: one
   update restores the text the agent wrote, so history's aggregate is the agent's own
-  (:mod:`.own_streams`).
+  (:mod:`~ai_transport.conversation.own_streams`).
 * Identities come from the Ably token. With anonymous clients (no ``clientId``) publishers cannot
   be told apart: give the agent and the users identities, or pass ``accept_input``. The mutation
   rule relies on Ably stamping ``version.clientId`` with the identity that updated/appended (as
@@ -77,23 +77,23 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..conversation.admission import AcceptInput, Admission
+from ..conversation.approvals import PublishedCalls
 from ..conversation.held import HeldWires
 from ..conversation.lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
+from ..conversation.live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
+from ..conversation.open_streams import OpenStreams
+from ..conversation.own_streams import OwnStreams
+from ..conversation.signing import HistoryIntegrity
 from ..conversation.tree import RunNode
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..lease import DEFAULT_LEASE, LeasePolicy
 from .agent_run import AgentRun
-from .approvals import PublishedCalls
 from .claims import CLAIM_NAME, ClaimLedger
 from .hooks import validate_hooks
 from .invocation import Invocation
-from .live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
-from .own_streams import OwnStreams
 from .presence import AgentPresence
-from .recovery import OpenStreams
 from .refold import adopt_state
 from .session import SessionCore
-from .signing import HistoryIntegrity
 from .steer import SteerLedger
 from .step import RunStep
 from .tools import function_call_output, gate_calls
@@ -145,8 +145,8 @@ class AgentSession(SessionCore):
         lease_renew_every: seconds between the holder's renewals (default ``lease / 3``).
         claim_ttl: the former name of ``lease`` (used when ``lease`` is not given).
         signing_key: with a key (bytes or str), every output wire this agent publishes carries a
-            keyed digest of its content so far (:mod:`.signing`), and agent messages folded from
-            history and every live agent output wire (:mod:`.live_integrity`) must verify; ones
+            keyed digest of its content so far (:mod:`~ai_transport.conversation.signing`), and agent messages folded from
+            history and every live agent output wire (:mod:`~ai_transport.conversation.live_integrity`) must verify; ones
             that fail are kept in :attr:`tampered` and make the run's model input / owed calls
             raise 104090 instead of reaching the model.
     """
@@ -213,7 +213,7 @@ class AgentSession(SessionCore):
         self.integrity = HistoryIntegrity(
             signing_key, self.admission.trusted_agent_ids, channel_name if isinstance(channel_name, str) else ""
         )
-        #: Call ids the agent's trusted output declared (:mod:`.approvals`: which approvals are strays).
+        #: Call ids the agent's trusted output declared (:mod:`~ai_transport.conversation.approvals`: which approvals are strays).
         self.published_calls = PublishedCalls()
         self._runs: dict[str, AgentRun] = {}
         self._run_by_input_cmid: dict[str, str] = {}
@@ -231,12 +231,12 @@ class AgentSession(SessionCore):
         self._cancelling: set[asyncio.Task[None]] = set()
         #: Messages ignored by the trust rules (most recent last), for inspection.
         self.rejected: list[Mapping[str, Any]] = []
-        #: What this agent's live runs wrote to their streams (:mod:`.own_streams`).
+        #: What this agent's live runs wrote to their streams (:mod:`~ai_transport.conversation.own_streams`).
         self.own_streams = OwnStreams()
         self._restoring: set[asyncio.Task[None]] = set()
         #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
         self.open_streams = OpenStreams()  # with a key, the live verifier knows each stream's text
-        #: With a key: checks every live agent output wire's tag (:mod:`.live_integrity`).
+        #: With a key: checks every live agent output wire's tag (:mod:`~ai_transport.conversation.live_integrity`).
         self.live_verifier = (
             LiveVerifier(self.integrity.key, self._skip, self.integrity.channel) if self.integrity.key else None
         )
@@ -351,7 +351,7 @@ class AgentSession(SessionCore):
 
     def _foreign_mutation(self, message: Mapping[str, Any]) -> None:
         """Someone else's refused append / update to a stream of a live run: the run restores the
-        stream's text when it ends (:mod:`.own_streams`)."""
+        stream's text when it ends (:mod:`~ai_transport.conversation.own_streams`)."""
         serial = message.get("serial")
         if serial not in self.own_streams or action_name(message.get("action")) not in ("message.append", "message.update"):
             return
@@ -363,7 +363,7 @@ class AgentSession(SessionCore):
 
     async def restore_stream(self, message: dict[str, Any]) -> None:
         """Publish the update restoring one of this agent's streams to the text it wrote (signed
-        with a key); a failure is logged, never raised (:mod:`.own_streams`)."""
+        with a key); a failure is logged, never raised (:mod:`~ai_transport.conversation.own_streams`)."""
         self.integrity.sign_update(message)
         try:
             await self.channel.update_message(message)
@@ -382,8 +382,8 @@ class AgentSession(SessionCore):
 
     @property
     def tampered(self) -> list[Mapping[str, Any]]:
-        """Agent messages that failed the integrity check: aggregates from history (:mod:`.signing`)
-        and, with a key, live wires (:mod:`.live_integrity`); each wire once."""
+        """Agent messages that failed the integrity check: aggregates from history (:mod:`~ai_transport.conversation.signing`)
+        and, with a key, live wires (:mod:`~ai_transport.conversation.live_integrity`); each wire once."""
         return self.integrity.tampered
 
     def _on_history(self, message: Mapping[str, Any]) -> None:

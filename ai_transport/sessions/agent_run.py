@@ -15,6 +15,7 @@ from collections.abc import AsyncIterable, Awaitable, Callable, Iterable, Mappin
 from typing import Any
 
 from ..codec.headers import transport_headers
+from ..conversation.approvals import StrayApproval, settle_stray_approvals
 from ..conversation.authority import author_of
 from ..conversation.lifecycle import (
     EVENT_RUN_END,
@@ -42,7 +43,6 @@ from ..conversation.lifecycle import (
 from ..conversation.run import TERMINAL_STATUSES, PipeResult
 from ..conversation.tree import RunNode, Tree
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
-from .approvals import StrayApproval, settle_stray_approvals
 from .base_run import AgentConversation, BaseRun
 from .claims import CLAIM_NAME, RunLease
 from .hooks import CancelRequest, link_signal
@@ -235,7 +235,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
     ) -> list[str]:
         for wire in message if isinstance(message, list) else [message]:
             if wire.get("name") != CLAIM_NAME:  # a lease wire goes untagged (:mod:`.claims`)
-                self.session.integrity.sign_lifecycle(wire)  # bound to the channel and the run (:mod:`.signing`)
+                self.session.integrity.sign_lifecycle(wire)  # bound to the channel and the run (:mod:`~ai_transport.conversation.signing`)
         if not fenced:
             await self.lease.ensure()  # the fence (raises LeaseLost once another worker took over)
         try:

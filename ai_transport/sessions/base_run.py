@@ -100,7 +100,7 @@ class AgentConversation:
         """The openai messages (``OpenAIMessage``) of :attr:`view`: the conversation so far.
 
         Raises 104090 (``TAMPERED_OUTPUT``) when an agent message of this conversation failed its
-        integrity check on the way in from history (see :mod:`.signing`): tampered content is never
+        integrity check on the way in from history (see :mod:`~ai_transport.conversation.signing`): tampered content is never
         handed to the model, and the approval it held is reported rather than lost."""
         self._check_integrity()
         return [m.message for m in self.view.get_messages()]

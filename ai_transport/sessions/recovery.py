@@ -2,7 +2,7 @@
 
 A worker that dies mid-stream (SIGKILL, OOM, a lost host) leaves its ``ai-output`` stream with
 transport ``status: streaming`` for good: every client shows that message ``in_progress`` forever.
-The agent session keeps an :class:`OpenStreams` ledger of every trusted stream it folds (live and
+The agent session keeps an :class:`~ai_transport.conversation.open_streams.OpenStreams` ledger of every trusted stream it folds (live and
 from history; the latest version of a stream wins), and the next worker that takes the run over
 closes each stream still open with the closing append 0.8.0's cancellation publishes (the stream's
 own transport and codec tiers with ``status: cancelled``, empty data), before it publishes anything
@@ -17,8 +17,8 @@ else:
 A step left open by the dead worker is closed ``failed`` too (``ai-step-end`` for its attempt), and the
 next :meth:`~ai_transport.sessions.agent_run.AgentRun.create_step` re-attempts it (0.8.0's rule).
 
-With a signing key (:mod:`.signing`) the ``cancelled`` close is tagged over the stream's text only
-when that text is the dead agent's own: the agent session's live verifier (:mod:`.live_integrity`)
+With a signing key (:mod:`~ai_transport.conversation.signing`) the ``cancelled`` close is tagged over the stream's text only
+when that text is the dead agent's own: the agent session's live verifier (:mod:`~ai_transport.conversation.live_integrity`)
 knows the text it accepted of each open stream (from a verified aggregate, then verified appends),
 every byte vouched for by a tag; a stream it does not know that way (its aggregate failed) is closed
 unsigned and stays reported (never laundered).
@@ -32,102 +32,18 @@ its retry backoff) plus one history read and one append round-trip.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .._shapes import MAPPING
 from ..channels.channel import Channel
-from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
-from ..conversation.lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
+from ..codec.headers import NAME_OUTPUT
+from ..conversation.live_integrity import LiveVerifier
+from ..conversation.open_streams import OpenStreams
+from ..conversation.signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
 from ..conversation.tree import Tree
-from .live_integrity import LiveVerifier
-from .signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
 
-__all__ = ["OpenStream", "OpenStreams", "RecoveringRun", "close_dangling_streams"]
+__all__ = ["RecoveringRun", "close_dangling_streams"]
 
 logger = logging.getLogger("ai_transport.sessions.recovery")
-
-
-_APPEND = "message.append"
-
-
-@dataclass
-class OpenStream:
-    """One streamed ``ai-output`` message as last seen: its serial, version and header tiers (the
-    transport tier with the last wire's tag, if any)."""
-
-    serial: str
-    version: str
-    transport: dict[str, str]
-    codec: dict[str, str]
-
-    @property
-    def is_open(self) -> bool:
-        """True while the stream's status is ``streaming`` (no closing append seen)."""
-        return self.transport.get("status") == "streaming"
-
-
-def _same_tiers(known: OpenStream, transport: Mapping[str, Any], codec: Mapping[str, Any]) -> bool:
-    """Whether a wire repeats ``known``'s tiers apart from the tag (then taken over in place)."""
-    if known.codec != codec:
-        return False
-    tag = transport.get(SIGNATURE_HEADER)
-    if tag is None:
-        known.transport.pop(SIGNATURE_HEADER, None)
-    else:
-        known.transport[SIGNATURE_HEADER] = tag
-    return known.transport == transport
-
-
-class OpenStreams:
-    """Ledger of the streams of each run, fed with every trusted agent wire (live or history)."""
-
-    def __init__(self) -> None:
-        self._by_run: dict[str, dict[str, OpenStream]] = {}
-
-    def note(self, message: Mapping[str, Any]) -> None:
-        """Record ``message`` when it is a stream's create, append or aggregate."""
-        name = message.get("name")
-        if name not in (None, "", EVENT_AI_OUTPUT):
-            return
-        extras = message.get("extras")
-        transport = transport_headers(extras)
-        if transport.get("stream") != "true" or "status" not in transport:
-            return
-        run_id = transport.get(H_RUN_ID)
-        serial = message.get("serial")
-        if not isinstance(run_id, str) or not isinstance(serial, str):
-            return
-        version_info = message.get("version")
-        version = version_info.get("serial") if isinstance(version_info, MAPPING) else None
-        version = version if isinstance(version, str) else serial
-        streams = self._by_run.setdefault(run_id, {})
-        known = streams.get(serial)
-        append = message.get("action") == _APPEND
-        if known is not None and (known.version > version or (append and known.version == version)):
-            return  # an older view of the stream (a history page folded after newer live appends)
-        codec = codec_headers(extras)
-        if known is not None and _same_tiers(known, transport, codec):
-            known.version = version  # an append repeating its stream's headers: no copies
-            return
-        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec))
-
-    def twin(self) -> OpenStreams:
-        """An empty ledger (what a refold fills)."""
-        return OpenStreams()
-
-    def open_streams(self, run_id: str, before: str | None = None) -> list[OpenStream]:
-        """The run's streams still open (those created before serial ``before``, if given)."""
-        return [
-            s
-            for s in self._by_run.get(run_id, {}).values()
-            if s.is_open and (before is None or s.serial < before)
-        ]
-
-    def clear(self) -> None:
-        """Forget everything (the session rebuilds from history after a continuity loss)."""
-        self._by_run.clear()
 
 
 class _RecoveringSession(Protocol):

@@ -12,14 +12,14 @@ from typing import Any, Protocol
 
 from ..conversation.held import HeldWires
 from ..conversation.lifecycle import RunLifecycleEvent
+from ..conversation.live_integrity import LiveVerifier
 from ..conversation.nodes import Emitter, RunNode
+from ..conversation.open_streams import OpenStreams
+from ..conversation.own_streams import OwnStreams
+from ..conversation.signing import HistoryIntegrity
 from ..conversation.tree import Tree
 from ..lease import LeasePolicy
 from .claims import ClaimLedger
-from .live_integrity import LiveVerifier
-from .own_streams import OwnStreams
-from .recovery import OpenStreams
-from .signing import HistoryIntegrity
 from .view import HistoryHydrator
 
 __all__ = ["AgentSessionHost"]

@@ -2,8 +2,8 @@
 
 Every write passes the run's lease fence first (:meth:`~.claims.RunLease.ensure`: nothing leaves
 once another worker took the run over). It records the serials the run's writes produced (so :meth:`~.agent_run.AgentRun.drain` waits for
-their echo), tags the encoder's recovery updates (0.8.0 calls no hook for them, :mod:`.signing`), and
-tells :mod:`.own_streams` what the run wrote to each stream, publishing the restoring update when a
+their echo), tags the encoder's recovery updates (0.8.0 calls no hook for them, :mod:`~ai_transport.conversation.signing`), and
+tells :mod:`~ai_transport.conversation.own_streams` what the run wrote to each stream, publishing the restoring update when a
 stream someone else appended to closes.
 """
 

@@ -1,7 +1,7 @@
 """Approvals for calls the agent never made: ignored and counted, never fatal.
 
 A ``tool-approval-response`` names a ``call_id`` (and the message holding the call); the agent runs
-only ``function_call`` items of its own trusted output (:mod:`.agent`), so an approval whose call is
+only ``function_call`` items of its own trusted output (:mod:`ai_transport.sessions.agent`), so an approval whose call is
 not in the run's conversation runs nothing. Why it is missing decides what the agent does:
 
 * the agent never published that call: a rogue ``ai-output`` declared it (0.8.0's JS view shows
@@ -139,10 +139,10 @@ def stray_approvals(tree: Any, run_id: str, messages: Iterable[Any]) -> list[Str
 
 
 def settle_stray_approvals(run: Any, messages: Iterable[Any]) -> None:
-    """Handle each approval of ``run`` (an :class:`~.agent_run.AgentRun`) whose call is not among
+    """Handle each approval of ``run`` (an :class:`~ai_transport.sessions.agent_run.AgentRun`) whose call is not among
     ``messages`` once: ignored and counted (``session.skipped``) when the agent never made the call,
     reported as tampering (104090 to the run's ``on_error`` hook / the session's ``error``
-    listeners, and :attr:`~.agent_run.AgentRun.tampered_approvals`) when it did. Never raises."""
+    listeners, and :attr:`~ai_transport.sessions.agent_run.AgentRun.tampered_approvals`) when it did. Never raises."""
     session = run.session
     for stray in stray_approvals(session.tree, run.run_id, messages):
         if stray.call_id in run.strays_seen:

@@ -25,7 +25,7 @@ Tags of the earlier, context-free forms (``v1.`` / ``v2.``) no longer verify: ac
 keep every run signed that way replayable into any channel. A channel holding runs signed by an
 older agent reports them as tampered on resume (finish or end such runs before upgrading).
 
-Crash recovery (:mod:`.recovery`): the worker that adopts a run closes each stream the dead worker
+Crash recovery (:mod:`ai_transport.sessions.recovery`): the worker that adopts a run closes each stream the dead worker
 left open with a ``cancelled`` closing append, tagged only over the text the adopting agent's live
 verifier accepted of the stream (:mod:`.live_integrity`: a verified aggregate from history, then
 verified appends), i.e. the dead agent's own. A stream someone else wrote into stays reported: the close
@@ -66,7 +66,8 @@ from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
-from ..conversation.lifecycle import (
+from ..errors import AITransportError, ErrorCode
+from .lifecycle import (
     EVENT_RUN_END,
     EVENT_RUN_RESUME,
     EVENT_RUN_START,
@@ -74,7 +75,6 @@ from ..conversation.lifecycle import (
     EVENT_STEP_END,
     EVENT_STEP_START,
 )
-from ..errors import AITransportError, ErrorCode
 
 __all__ = [
     "LIFECYCLE_NAMES",
@@ -219,7 +219,7 @@ class _Running:
 
 
 class OutputSigner:
-    """The hook that tags the agent's wires on ``channel`` (installed by :class:`~.agent_run.AgentRun`
+    """The hook that tags the agent's wires on ``channel`` (installed by :class:`~ai_transport.sessions.agent_run.AgentRun`
     on its encoder and its lifecycle publishes).
 
     Every wire of a stream (the create and each append) carries a ``v4.`` tag of the text so far,

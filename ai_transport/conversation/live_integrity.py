@@ -3,7 +3,7 @@ vouches for what the message then holds.
 
 History returns aggregates, and :class:`~.signing.HistoryIntegrity` verifies each one. Live, the
 agent sees the wires themselves; a wire from a trusted agent identity says nothing about who sent it
-when a token is wildcard or leaked. So an :class:`~.agent.AgentSession` holding a ``signing_key``
+when a token is wildcard or leaked. So an :class:`~ai_transport.sessions.agent.AgentSession` holding a ``signing_key``
 also checks every live ``ai-output`` wire (after the identity rules of :mod:`.admission`) with a
 :class:`LiveVerifier`, which tracks, per message serial, the text it *accepted* (a running SHA-256)
 and the version serial it last accepted:
@@ -43,7 +43,7 @@ and the version serial it last accepted:
   appends newer than it are checked in order. At most :data:`HELD_PER_MESSAGE` appends are held per
   message and :data:`HELD_TOTAL` in all; the oldest is dropped beyond, counted as skipped.
 
-A refused wire is handled as history handles a tampered aggregate (see :class:`~.agent.AgentSession`):
+A refused wire is handled as history handles a tampered aggregate (see :class:`~ai_transport.sessions.agent.AgentSession`):
 not folded, kept in ``tampered`` with the reason, skipped / logged / counted, and the run's model input
 / owed calls raise 104090 naming it. Other actions (``meta``, summaries) carry no content and pass.
 """
@@ -58,7 +58,7 @@ from typing import Any, Final
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
-from ..conversation.held import HeldWires
+from .held import HeldWires
 from .signing import LIFECYCLE_NAMES, SIGNATURE_HEADER, StreamTagger, verify_output
 
 __all__ = ["DROP", "FOLD", "HELD_PER_MESSAGE", "HELD_TOTAL", "HOLD", "SPLIT", "SPLIT_LIMIT", "LiveVerifier"]
