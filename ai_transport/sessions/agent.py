@@ -68,31 +68,21 @@ with 0.8.0, row by row: ``docs/PARITY.md``.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from .._shapes import MAPPING
-from ..channels.channel import action_name
-from ..conversation.admission import AcceptInput, Admission
-from ..conversation.approvals import PublishedCalls
+from ..conversation.admission import AcceptInput
+from ..conversation.core import DEFERRED_CANCEL_LIMIT, CancelRequested, Change, Publish, Seen
 from ..conversation.held import HeldWires
-from ..conversation.lifecycle import EVENT_AI_OUTPUT, EVENT_CANCEL, RunLifecycleEvent, read_cancel_target
-from ..conversation.live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
-from ..conversation.open_streams import OpenStreams
-from ..conversation.own_streams import OwnStreams
-from ..conversation.signing import HistoryIntegrity
 from ..conversation.tree import RunNode
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..lease import DEFAULT_LEASE, LeasePolicy
 from .agent_run import AgentRun
-from .claims import CLAIM_NAME, ClaimLedger
 from .hooks import validate_hooks
 from .invocation import Invocation
 from .presence import AgentPresence
-from .refold import adopt_state
 from .session import SessionCore
 from .steer import SteerLedger
 from .step import RunStep
@@ -100,6 +90,7 @@ from .tools import function_call_output, gate_calls
 from .view import DEFAULT_HISTORY_PAGE_SIZE
 
 __all__ = [
+    "DEFERRED_CANCEL_LIMIT",
     "AgentRun",
     "AgentSession",
     "RunStep",
@@ -108,15 +99,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("ai_transport.sessions.agent")
-
-#: Cancels one publisher has held for inputs whose run is not known yet (0.8.0's limit, per
-#: publisher here); its oldest is dropped beyond. One per publisher and input: a later one of the
-#: same publisher replaces its earlier one, another publisher's never does.
-DEFERRED_CANCEL_LIMIT = 200
-
-
-def _dropped_cancel(message: Mapping[str, Any], why: str) -> None:
-    logger.warning("deferred cancel from %r dropped: %s", message.get("clientId"), why)
 
 
 class AgentSession(SessionCore):
@@ -182,8 +164,20 @@ class AgentSession(SessionCore):
         except ValueError as exc:
             field = str(exc).replace("lease must", f"{lease_name} must", 1).replace("renew_every", "lease_renew_every")
             raise InvalidArgumentError(f"unable to create session; {field}") from None
-        super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
+        super().__init__(
+            channel,
+            codec,
+            history_page_size,
+            history_retries,
+            history_backoff,
+            agent=True,
+            trusted_agent_ids=trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
+            trusted_client_ids=trusted_client_ids or (),
+            accept_input=accept_input,
+            signing_key=signing_key,
+        )
         self._set_options(channel_modes, reorder_window)
+        core = self.core
         #: The agent's own presence member (entered on connect, left on close).
         self.agent_presence = AgentPresence(channel, presence_data, enter_presence)
         #: The timing of this session's leases (see :mod:`.claims`).
@@ -191,60 +185,49 @@ class AgentSession(SessionCore):
         #: Seconds a lease holds after its holder's latest renewal (``lease``).
         self.claim_ttl = float(policy.lease)
         #: Every trusted claim folded, by run (see :mod:`.claims`).
-        self.claims = ClaimLedger()
+        self.claims = core.claims
         self.tree.fence.lease_ms = policy.lease_ms
         # The default (the agent's own identity) is settled again at connect: a connection still
         # connecting may know no clientId yet (a cold start).
         self._own_identity_trusted = trusted_agent_ids is None
         #: Steers folded by run since the session was made (a run created later seeds them).
         self.steer_ledger = SteerLedger(self.tree)
-        self.admission = Admission(
-            trusted_agent_ids if trusted_agent_ids is not None else {channel.client_id},
-            trusted_client_ids or (),
-            accept_input,
-            self._reject,
-        )
+        assert core.admission is not None
+        #: The trust rules (:mod:`~ai_transport.conversation.admission`).
+        self.admission = core.admission
         #: Publisher ids whose outputs / lifecycle messages are folded.
         self.trusted_agent_ids = self.admission.trusted_agent_ids
         #: Client ids always accepted for inputs into a run.
         self.trusted_client_ids = self.admission.trusted_client_ids
         #: Integrity of agent output folded from history (and the signer of this agent's output).
-        channel_name = getattr(channel, "name", None)
-        self.integrity = HistoryIntegrity(
-            signing_key, self.admission.trusted_agent_ids, channel_name if isinstance(channel_name, str) else ""
-        )
+        self.integrity = core.integrity
         #: Call ids the agent's trusted output declared (:mod:`~ai_transport.conversation.approvals`: which approvals are strays).
-        self.published_calls = PublishedCalls()
+        self.published_calls = core.published_calls
         self._runs: dict[str, AgentRun] = {}
-        self._run_by_input_cmid: dict[str, str] = {}
-        self._deferred_cancels = HeldWires(
-            1,
-            DEFERRED_CANCEL_LIMIT,
-            _dropped_cancel,
-            "a later cancel of the same input by the same publisher",
-            f"more than {DEFERRED_CANCEL_LIMIT} cancels held for inputs not yet run",
-        )
-        self._cancel_arrivals = itertools.count()
-        self._high_water = ""
         self._seen_waiters: list[tuple[str, asyncio.Future[None]]] = []
         #: Cancellations in flight (kept referenced until done).
         self._cancelling: set[asyncio.Task[None]] = set()
         #: Messages ignored by the trust rules (most recent last), for inspection.
-        self.rejected: list[Mapping[str, Any]] = []
+        self.rejected: list[Mapping[str, Any]] = core.rejected
         #: What this agent's live runs wrote to their streams (:mod:`~ai_transport.conversation.own_streams`).
-        self.own_streams = OwnStreams()
+        self.own_streams = core.own_streams
         self._restoring: set[asyncio.Task[None]] = set()
         #: Every trusted stream folded, by run: what a recovering worker closes (:mod:`.recovery`).
-        self.open_streams = OpenStreams()  # with a key, the live verifier knows each stream's text
+        self.open_streams = core.open_streams  # with a key, the live verifier knows each stream's text
         #: With a key: checks every live agent output wire's tag (:mod:`~ai_transport.conversation.live_integrity`).
-        self.live_verifier = (
-            LiveVerifier(self.integrity.key, self._skip, self.integrity.channel) if self.integrity.key else None
-        )
-        #: Where folds record claims / streams / verified history: the live objects, or twins in a refold.
-        self._claims_sink, self._streams_sink = self.claims, self.open_streams
-        self._verifier_sink = self.live_verifier
-        if self.live_verifier is not None:
-            self.integrity.pending = self.live_verifier.pending
+        self.live_verifier = core.live_verifier
+
+    @property
+    def _run_by_input_cmid(self) -> dict[str, str]:
+        return self.core.run_by_input_cmid
+
+    @property
+    def _deferred_cancels(self) -> HeldWires:
+        return self.core.deferred_cancels
+
+    @property
+    def _high_water(self) -> str:
+        return self.core.high_water
 
     def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
         """Listen to ``error`` (a run's hook or pipe failed and the run has no ``on_error`` hook; or
@@ -256,30 +239,6 @@ class AgentSession(SessionCore):
     def _before_rebuild(self) -> None:
         for run in list(self._runs.values()):
             run.abort_signal.set()
-
-    def _shadow_begin(self) -> None:
-        # readers keep the pre-loss ledgers; the refold fills fresh twins
-        self.admission.clear_held()
-        self._claims_sink, self._streams_sink = ClaimLedger(), self.open_streams.twin()
-        self._applier.tree.fence.lease_ms = self.lease_policy.lease_ms
-        if self.live_verifier is not None:  # what the refold verifies from history replaces it
-            self._verifier_sink = self.live_verifier.twin()
-
-    def _shadow_commit(self) -> None:
-        adopt_state(self.claims, self._claims_sink)
-        adopt_state(self.open_streams, self._streams_sink)
-        if self.live_verifier is not None and self._verifier_sink is not None:
-            adopt_state(self.live_verifier, self._verifier_sink)
-        self._reset_sinks()
-
-    def _shadow_discard(self) -> None:
-        if self.live_verifier is not None:  # the gap is unknown: appends wait for a verified aggregate
-            self.live_verifier.clear()
-        self._reset_sinks()
-
-    def _reset_sinks(self) -> None:
-        self._claims_sink, self._streams_sink = self.claims, self.open_streams
-        self._verifier_sink = self.live_verifier
 
     # -- connection ----------------------------------------------------------------------------
 
@@ -299,19 +258,10 @@ class AgentSession(SessionCore):
             self.trusted_agent_ids.discard(None)
             self.trusted_agent_ids.add(cid)
 
-    def _on_live(self, message: Mapping[str, Any]) -> None:
-        if self._closed or not self._well_formed(message):
-            return
-        self._on_wire(message, checked=True, live=True)
-        version = message.get("version")
-        mark = max(
-            str(message.get("serial") or ""),
-            str(version.get("serial") or "") if isinstance(version, MAPPING) else "",
-        )
-        if mark > self._high_water:
-            self._high_water = mark
+    def _on_change(self, change: Change) -> None:
+        if isinstance(change, Seen):
             if self._seen_waiters:
-                waiting = []
+                mark, waiting = change.serial, []
                 for serial, fut in self._seen_waiters:
                     if serial <= mark:
                         if not fut.done():
@@ -319,13 +269,17 @@ class AgentSession(SessionCore):
                     else:
                         waiting.append((serial, fut))
                 self._seen_waiters = waiting
-        if message.get("name") == EVENT_CANCEL:
-            self._handle_cancel(message)
+        elif isinstance(change, CancelRequested):
+            self._cancel_run(change)
+        elif isinstance(change, Publish):
+            task = asyncio.ensure_future(self._publish_restore(change.wire))
+            self._restoring.add(task)
+            task.add_done_callback(self._restoring.discard)
 
     async def wait_seen(self, serial: str, timeout: float = 10.0) -> bool:
         """Wait until the live subscription delivered a wire at or after ``serial`` (every earlier
         wire has then been folded: delivery is in channel order). False on timeout."""
-        if not serial or self._high_water >= serial:
+        if not serial or self.core.high_water >= serial:
             return True
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._seen_waiters.append((serial, fut))
@@ -344,27 +298,18 @@ class AgentSession(SessionCore):
         return self.admission.input_accepted(client_id, run)
 
     def _reject(self, message: Mapping[str, Any], why: str) -> None:
-        self._foreign_mutation(message)
-        if self._first_skip(message):  # once per wire for the session's life (a refold re-reads it)
-            self.rejected.append(message)
-            self._count_skip(message, why)
-
-    def _foreign_mutation(self, message: Mapping[str, Any]) -> None:
-        """Someone else's refused append / update to a stream of a live run: the run restores the
-        stream's text when it ends (:mod:`~ai_transport.conversation.own_streams`)."""
-        serial = message.get("serial")
-        if serial not in self.own_streams or action_name(message.get("action")) not in ("message.append", "message.update"):
-            return
-        restore = self.own_streams.foreign(serial)
-        if restore is not None:
-            task = asyncio.ensure_future(self.restore_stream(restore))
-            self._restoring.add(task)
-            task.add_done_callback(self._restoring.discard)
+        """A wire the trust rules refused: kept in :attr:`rejected`, counted once (a refused append /
+        update of one of the agent's live streams is undone, :mod:`~ai_transport.conversation.own_streams`)."""
+        self.core.reject(message, why)
+        self._dispatch()
 
     async def restore_stream(self, message: dict[str, Any]) -> None:
         """Publish the update restoring one of this agent's streams to the text it wrote (signed
         with a key); a failure is logged, never raised (:mod:`~ai_transport.conversation.own_streams`)."""
         self.integrity.sign_update(message)
+        await self._publish_restore(message)
+
+    async def _publish_restore(self, message: dict[str, Any]) -> None:
         try:
             await self.channel.update_message(message)
         except Exception:
@@ -372,102 +317,27 @@ class AgentSession(SessionCore):
             return
         logger.warning("restored stream %s to the agent's own text (someone else appended to it)", message.get("serial"))
 
-    def _refuse_tampered(self, message: Mapping[str, Any], problem: str) -> None:
-        self._foreign_mutation(message)
-        if self._first_skip(message):
-            self.integrity.record(message, problem)
-            self.published_calls.note_tampered(message)
-            self.rejected.append(message)
-            self._count_skip(message, f"tampered: {problem}")
-
     @property
     def tampered(self) -> list[Mapping[str, Any]]:
         """Agent messages that failed the integrity check: aggregates from history (:mod:`~ai_transport.conversation.signing`)
         and, with a key, live wires (:mod:`~ai_transport.conversation.live_integrity`); each wire once."""
         return self.integrity.tampered
 
-    def _on_history(self, message: Mapping[str, Any]) -> None:
-        if not self._well_formed(message):
-            return
-        problem = self.integrity.problem(message)
-        if problem is not None:
-            self._refuse_tampered(message, problem)
-            return
-        verifier = self._verifier_sink
-        if (
-            verifier is not None
-            and message.get("name") == EVENT_AI_OUTPUT
-            and message.get("clientId") in self.trusted_agent_ids
-        ):
-            verifier.adopt(message)  # verified (problem() checked the tag): live appends go on from it
-        self._on_wire(message, checked=True)
-        if verifier is not None and verifier is self.live_verifier:
-            self._settle(verifier)
-
-    def _settle(self, verifier: LiveVerifier) -> None:
-        """Report the pending appends the verifier found foreign; check the ones it released."""
-        if not verifier.unsettled:
-            return
-        for refused, why in verifier.take_refused():
-            self._refuse_tampered(refused, why)
-        for released in verifier.take_released():
-            self._on_wire(released, checked=True, live=True)
-
-    def _on_wire(self, message: Mapping[str, Any], checked: bool = False, live: bool = False) -> None:
-        if not checked and not self._well_formed(message):
-            return
-        if message.get("name") == CLAIM_NAME:
-            refused = self._claims_sink.note(message, self.trusted_agent_ids)
-            if refused is not None:
-                self._reject(message, refused)
-            else:
-                self._applier.tree.note_lease(message)  # fences a superseded holder's late outputs
-            return
-        tree = self._applier.tree  # the shadow tree while a refold runs
-        verdict = self.admission.admit(message, tree)
-        if verdict is None:
-            self.admission.hold(message)
-            return
-        if not verdict:
-            return
-        verifier = self.live_verifier if live else None
-        if verifier is not None:
-            outcome = verifier.check(message)
-            if outcome == SPLIT:  # a rolled-up delivery: fold the agent's part (the wire is reported)
-                message, outcome = verifier.take_substitute(), FOLD
-            if outcome != FOLD:
-                if outcome != HOLD and outcome != DROP:
-                    self._refuse_tampered(message, outcome)
-                self._settle(verifier)
-                return
-        self._streams_sink.note(message)
-        if message.get("clientId") in self.trusted_agent_ids:
-            self.published_calls.note(message)
-        event = self._applier.apply(message)
-        tree.emit_ably_message(message)
-        if verifier is not None:
-            self._settle(verifier)
-        if isinstance(event, RunLifecycleEvent) and event.type == "start":
-            for held in self.admission.release(event.run_id):
-                self._on_wire(held, checked=True)
-
     # -- cancel --------------------------------------------------------------------------------
 
     def _handle_cancel(self, message: Mapping[str, Any]) -> None:
-        target = read_cancel_target(message)
-        if target.run_id is None and target.input_codec_message_id is None:
-            logger.warning("ai-cancel without run-id or input-codec-message-id ignored")
-            return
-        run_id = target.run_id
-        if run_id is None and target.input_codec_message_id is not None:
-            run_id = self._run_by_input_cmid.get(target.input_codec_message_id)
-        run = self._runs.get(run_id) if run_id else None
+        """Route one ``ai-cancel`` wire (what the live fold does for each)."""
+        self.core.route_cancel(message)
+        self._dispatch()
+
+    def _cancel_run(self, change: CancelRequested) -> None:
+        run = self._runs.get(change.run_id) if change.run_id else None
         if run is None:
-            if target.input_codec_message_id is not None:
+            if change.input_codec_message_id is not None:
                 # held per publisher: another member's cancels never replace or evict this one
-                self._deferred_cancels.hold(target.input_codec_message_id, next(self._cancel_arrivals), message)
+                self.core.defer_cancel(change.wire, change.input_codec_message_id)
             return
-        task = asyncio.ensure_future(run._cancel(message))
+        task = asyncio.ensure_future(run._cancel(change.wire))
         self._cancelling.add(task)
         task.add_done_callback(self._cancelling.discard)
 

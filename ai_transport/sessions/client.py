@@ -28,18 +28,11 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from .._shapes import MAPPING
-from ..codec.headers import transport_headers
-from ..conversation.admission import Admission
 from ..conversation.branch import BranchHandle, NavigableBranch
+from ..conversation.core import Change, Folded, RunChanged, RunFailed
 from ..conversation.lifecycle import (
-    EVENT_RUN_END,
-    H_INPUT_CODEC_MESSAGE_ID,
-    H_RUN_ID,
-    H_RUN_REASON,
     CancelTarget,
-    RunLifecycleEvent,
     build_cancel_message,
-    build_run_end_error,
     build_transport_headers,
 )
 from ..conversation.tree import RunNode, Tree
@@ -304,17 +297,22 @@ class ClientSession(SessionCore):
         reorder_window: float | None = None,
         lease: float = DEFAULT_LEASE,
     ) -> None:
-        super().__init__(channel, codec, history_page_size, history_retries, history_backoff)
+        trusted = set(trusted_agent_ids) if trusted_agent_ids is not None else None
+        super().__init__(
+            channel,
+            codec,
+            history_page_size,
+            history_retries,
+            history_backoff,
+            trusted_agent_ids=trusted,
+            trusted_client_ids=trusted_client_ids or (),
+        )
         self._set_options(channel_modes, reorder_window)
         self._lease_ms = float(lease) * 1000
         self.tree.fence.lease_ms = self._lease_ms
-        self.trusted_agent_ids = set(trusted_agent_ids) if trusted_agent_ids is not None else None
+        self.trusted_agent_ids = trusted
         #: The trust rules, when ``trusted_agent_ids`` was given.
-        self.admission = (
-            Admission(self.trusted_agent_ids, trusted_client_ids or (), None, self._skip)
-            if self.trusted_agent_ids is not None
-            else None
-        )
+        self.admission = self.core.admission
         self._encoder = self.codec.create_encoder(channel)
         self._pending: dict[str, ClientRun] = {}
         self._steer = SteerCoordinator(
@@ -334,42 +332,17 @@ class ClientSession(SessionCore):
         folded, see :attr:`skipped`). Returns an unsubscribe function."""
         return self._emitter.on(event, handler)
 
-    def _on_wire(self, message: Mapping[str, Any]) -> None:
-        self._fold(message)
-
-    def _fold(self, message: Mapping[str, Any], checked: bool = False, live: bool = False) -> bool:
-        """Fold one message unless malformed or untrusted; returns whether it was folded. A live
-        ``ai-run-end`` with reason ``error`` emits ``error`` first (not one folded from history)."""
-        if not checked and not self._well_formed(message):
-            return False
-        tree = self._applier.tree  # the shadow tree while a refold runs
-        if self.admission is not None:
-            verdict = self.admission.admit(message, tree)
-            if verdict is None:
-                self.admission.hold(message)
-                return False
-            if not verdict:
-                return False
-        if live and message.get("name") == EVENT_RUN_END:
-            headers = transport_headers(message.get("extras"))
-            if headers.get(H_RUN_REASON) == "error":
-                err = build_run_end_error(headers)
-                logger.error("run %s ended with an agent error: %s", headers.get(H_RUN_ID), err.message)
-                self._emitter.emit("error", err)
-        event = self._applier.apply(message)
-        if isinstance(event, RunLifecycleEvent) and event.type in ("start", "resume"):
-            key = transport_headers(message.get("extras")).get(H_INPUT_CODEC_MESSAGE_ID)
-            pending = self._pending.pop(key, None) if key is not None else None
-            if pending is not None and not pending.started.done():
-                pending.started.set_result(event.run_id)
-        tree.emit_ably_message(message)
-        if self.admission is not None and isinstance(event, RunLifecycleEvent) and event.type == "start":
-            for held in self.admission.release(event.run_id):
-                self._fold(held, checked=True, live=live)
-        return True
-
-    def _shadow_begin(self) -> None:
-        self._applier.tree.fence.lease_ms = self._lease_ms
+    def _on_change(self, change: Change) -> None:
+        if isinstance(change, Folded):
+            self._steer.observe(change.wire)
+        elif isinstance(change, RunChanged):
+            if change.event.type in ("start", "resume"):
+                key = change.input_codec_message_id
+                pending = self._pending.pop(key, None) if key is not None else None
+                if pending is not None and not pending.started.done():
+                    pending.started.set_result(change.event.run_id)
+        elif isinstance(change, RunFailed):
+            self._emitter.emit("error", change.error)
 
     def _before_rebuild(self) -> None:
         self._steer.drain_continuity_lost(
@@ -377,10 +350,6 @@ class ClientSession(SessionCore):
                 "unable to await steer outcome; channel continuity lost", ErrorCode.CHANNEL_CONTINUITY_LOST, 500
             )
         )
-
-    def _on_live(self, message: Mapping[str, Any]) -> None:
-        if not self._closed and self._fold(message, live=True):
-            self._steer.observe(message)
 
     def _client_id(self) -> str | None:
         cid = self.channel.client_id

@@ -10,24 +10,19 @@ from collections.abc import Callable, Mapping
 from importlib import import_module
 from typing import Any, ClassVar
 
-from .._shapes import MAPPING
 from ..channels.modes import channel_agent, resolve_channel_modes, validate_channel_modes
 from ..channels.presence import Presence
 from ..channels.state import ChannelStateChange, is_continuity_lost
 from ..conversation.admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
+from ..conversation.core import SKIP_MEMORY, Change, Conversation, Skipped
 from ..conversation.lifecycle import RunLifecycleEvent
 from ..conversation.retention import set_reorder_window
-from ..conversation.tree import Emitter, Tree, WireApplier
-from ..conversation.wire_check import wire_problem
+from ..conversation.tree import Emitter, Tree
 from ..errors import AITransportError, ErrorCode
 from .presence import presence_of
-from .refold import Shadow
 from .view import HistoryHydrator
 
 __all__ = ["AGENT_NAMES", "MUTATIONS", "SKIP_MEMORY", "SessionCore", "is_untrusted_agent_mutation", "mutator_of"]
-
-#: How many skipped wires a session remembers so that a refold does not count them again.
-SKIP_MEMORY = 100_000
 
 
 def default_codec() -> Any:
@@ -38,11 +33,14 @@ def default_codec() -> Any:
 
 
 class SessionCore:
-    """Base of :class:`~.agent.AgentSession` and :class:`~.client.ClientSession`: one channel folded
-    into a :class:`~.tree.Tree` (live and from history), an event emitter, connect / close steps.
+    """Base of :class:`~.agent.AgentSession` and :class:`~.client.ClientSession`: the asyncio shell
+    over one :class:`~ai_transport.conversation.core.Conversation` (the sans-I/O core that folds the
+    channel, live and from history, into its tree), an event emitter, connect / close steps.
 
-    A subclass provides ``_on_live`` (the channel listener) and ``_on_wire`` (folds one message) and
-    sets ``_log`` (its module's logger).
+    The shell subscribes, hands every wire to the core (``receive_live`` / ``receive_history``),
+    then drains the core's changes (:meth:`_dispatch`): ``skipped`` events here, the rest in the
+    subclass's ``_on_change`` (run futures, restores to publish, cancels, ``wait_seen``). A subclass
+    sets ``_log`` (its module's logger) and builds the core with :meth:`_make_core`.
 
     Untrusted input: every wire from the channel (live or history) is type-checked first
     (:func:`~.wire_check.wire_problem`); a malformed one, one the trust rules refuse and one the tree
@@ -59,7 +57,7 @@ class SessionCore:
     ``detached``, or ``attached`` with ``resumed`` false) is a loss of continuity: the session emits
     one ``error`` 104006 (``ChannelContinuityLost`` of 0.8.0), an agent aborts its open runs (their
     pipes end ``cancelled``), and history (as many pages as were folded before, up to the new attach
-    point) is refolded into a shadow tree (:mod:`.refold`) while the views, runs and readers keep
+    point) is refolded into a shadow tree (:meth:`~ai_transport.conversation.core.Conversation.begin_refold`) while the views, runs and readers keep
     the conversation as it was at the loss — no view goes empty, none emits ``update`` for the
     refold. When the refold is complete the tree adopts it in one step and each view emits one
     ``update``; live wires that arrived meanwhile are held and folded after it, in order, so nothing
@@ -79,26 +77,30 @@ class SessionCore:
         history_page_size: int,
         history_retries: int,
         history_backoff: float,
+        **core_options: Any,
     ) -> None:
         self.channel = channel
         self.codec = codec if codec is not None else default_codec()
-        self.tree = Tree(self.codec)
-        self._live_applier = WireApplier(self.tree, self.codec.create_decoder())
-        #: Where wires are folded: the live tree, or the shadow tree while a refold runs.
-        self._applier = self._live_applier
+        channel_name = getattr(channel, "name", None)
+        #: The sans-I/O core: the tree, the trust rules, the ledgers (:mod:`ai_transport.conversation.core`).
+        self.core = Conversation(
+            self.codec,
+            channel_name=channel_name if isinstance(channel_name, str) else "",
+            log=self._log,
+            **core_options,
+        )
+        self.tree = self.core.tree
         self.hydrator = HistoryHydrator(
-            channel, self._applier, self._on_history, history_page_size, history_retries, history_backoff
+            channel, self.core.applier, self._on_history, history_page_size, history_retries, history_backoff
         )
         self._connected = False
         self._closed = False
         self._emitter = Emitter()
-        self._skipped = 0
-        self._skipped_wires: dict[tuple[str, str], None] = {}
-        self.tree.on("refused", self._skip)
         self._off_state: Callable[[], None] | None = None
         self._has_attached_once = False
         self._rebuild_task: asyncio.Task[None] | None = None
-        self._shadow: Shadow | None = None
+        #: The history cursor of the refold in flight (None when none runs).
+        self._shadow: HistoryHydrator | None = None
         #: Live wires held while the tree is refolded from history after a loss of continuity.
         self._holding: list[Mapping[str, Any]] | None = None
         #: How many times channel continuity was lost (each emitted one 104006 ``error``).
@@ -129,53 +131,26 @@ class SessionCore:
         """How many channel messages this session did not fold: malformed (a field of the wrong
         type), refused by the trust rules, or refused by the tree (see the class docstring). Each
         wire counts once for the life of the session (see the class docstring)."""
-        return self._skipped
-
-    def _first_skip(self, message: Any) -> bool:
-        """True the first time a wire (``serial``, version serial) is not folded; False when this
-        session already counted it (seen live and again in a refold, or in two refolds). A wire
-        without a string serial cannot be told apart and counts each time. The last
-        :data:`SKIP_MEMORY` wires are remembered."""
-        serial = message.get("serial") if isinstance(message, MAPPING) else None
-        if not isinstance(serial, str):
-            return True
-        version = message.get("version")
-        version_serial = version.get("serial") if isinstance(version, MAPPING) else None
-        key = (serial, version_serial if isinstance(version_serial, str) and version_serial else serial)
-        if key in self._skipped_wires:
-            return False
-        self._skipped_wires[key] = None
-        if len(self._skipped_wires) > SKIP_MEMORY:
-            del self._skipped_wires[next(iter(self._skipped_wires))]
-        return True
+        return self.core.skipped
 
     def _skip(self, message: Mapping[str, Any], why: str) -> None:
-        if self._first_skip(message):
-            self._count_skip(message, why)
+        """Count, log and emit ``skipped`` for a wire not folded (once per wire)."""
+        self.core._skip(message, why)
+        self._dispatch()
 
-    def _count_skip(self, message: Mapping[str, Any], why: str) -> None:
-        """Count, log and emit ``skipped`` for a wire :meth:`_first_skip` let through."""
-        self._skipped += 1
-        # the first 100, then every 1000th at warning level: a flood must not flood the logs too
-        level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG
-        self._log.log(
-            level,
-            "skipped %s from client %r (serial %r): %s (%d skipped so far)",
-            message.get("name") if isinstance(message, MAPPING) else None,
-            message.get("clientId") if isinstance(message, MAPPING) else None,
-            message.get("serial") if isinstance(message, MAPPING) else None,
-            why,
-            self._skipped,
-        )
-        self._emitter.emit("skipped", message, why)
+    def _dispatch(self) -> None:
+        """Act on what the core reports changed since the last call, in order."""
+        changes = self.core.changes()
+        if not changes:
+            return
+        for change in changes:
+            if isinstance(change, Skipped):
+                self._emitter.emit("skipped", change.wire, change.why)
+            else:
+                self._on_change(change)
 
-    def _well_formed(self, message: Any) -> bool:
-        """Type-check a wire; a malformed one is skipped (logged, counted) and False returned."""
-        problem = wire_problem(message)
-        if problem is None:
-            return True
-        self._skip(message if isinstance(message, MAPPING) else {}, f"malformed: {problem}")
-        return False
+    def _on_change(self, change: Change) -> None:
+        """Subclass hook: one change of the core other than a skip."""
 
     @property
     def presence(self) -> Presence:
@@ -183,7 +158,11 @@ class SessionCore:
         return presence_of(self.channel)
 
     def _on_live(self, message: Mapping[str, Any]) -> None:
-        raise NotImplementedError
+        """Fold one live wire (the channel listener, once no refold holds it back)."""
+        if self._closed:
+            return
+        self.core.receive_live(message)
+        self._dispatch()
 
     def _listen(self, message: Mapping[str, Any]) -> None:
         # After a loss of continuity, live wires wait until history (the aggregates up to the new
@@ -194,11 +173,14 @@ class SessionCore:
         self._on_live(message)
 
     def _on_wire(self, message: Mapping[str, Any]) -> None:
-        raise NotImplementedError
+        """Fold one wire through the trust rules and the tree only (:meth:`~.Conversation.fold`)."""
+        self.core.fold(message)
+        self._dispatch()
 
     def _on_history(self, message: Mapping[str, Any]) -> None:
         """Fold one history aggregate (the agent checks integrity here first)."""
-        self._on_wire(message)
+        self.core.receive_history(message)
+        self._dispatch()
 
     async def connect(self) -> None:
         """Subscribe to every message (unfiltered) and attach."""
@@ -233,26 +215,16 @@ class SessionCore:
     def _before_rebuild(self) -> None:
         """Subclass hook, called on a loss of continuity before the refold starts."""
 
-    def _shadow_begin(self) -> None:
-        """Subclass hook: fold-side state besides the tree goes to fresh twins (a refold starts)."""
-
-    def _shadow_commit(self) -> None:
-        """Subclass hook: the live state adopts the twins (the refold completed)."""
-
-    def _shadow_discard(self) -> None:
-        """Subclass hook: the twins are dropped (the refold failed or the session closed)."""
-
     def _apply_local(self, change: Callable[[Tree], Any]) -> None:
         """Apply a local change (an optimistic input, a run's own start) to the tree, and to the
         shadow tree too while a refold runs, so the change survives the swap."""
-        change(self.tree)
-        if self._shadow is not None:
-            change(self._shadow.tree)
-            self._shadow.local.append(change)
+        self.core.apply_local(change)
+        self._dispatch()
 
     def _apply_local_lifecycle(self, event: RunLifecycleEvent) -> None:
         """:meth:`_apply_local` of a run lifecycle event (an agent run's own start)."""
-        self._apply_local(lambda tree: tree.apply_run_lifecycle(event))
+        self.core.apply_local_lifecycle(event)
+        self._dispatch()
 
     def _lose_continuity(self, change: ChannelStateChange) -> None:
         """Emit 104006 and refold as many history pages as were folded before into a shadow tree."""
@@ -269,13 +241,12 @@ class SessionCore:
         # the session's hydrator is paused during a refold: its count is still the pre-loss one
         pages = max(1, self.hydrator.pages_folded)
         self.hydrator.pause()
-        previous, self._shadow = self._shadow, Shadow(self.codec, self.tree, self.hydrator, self._skip)
-        shadow = self._shadow
-        for local in previous.local if previous is not None else ():
-            local(shadow.tree)  # a local change made during the refold this one restarts
-            shadow.local.append(local)
-        self._applier = shadow.applier
-        self._shadow_begin()
+        shadow_tree = self.core.begin_refold()
+        live_tree, hydrator = self.tree, self.hydrator
+        # a run locating its trigger listens on the live tree: tell it what the refold finds
+        shadow_tree.on("ably-message", lambda message: hydrator.announce(live_tree, message))
+        shadow = self._shadow = self.hydrator.spawn(self.core.applier)
+        self._dispatch()
         if self._holding is None:
             self._holding = []
         self._emitter.emit("error", err)
@@ -283,10 +254,10 @@ class SessionCore:
             self._rebuild_task.cancel()
         self._rebuild_task = asyncio.ensure_future(self._rebuild(shadow, pages))
 
-    async def _rebuild(self, shadow: Shadow, pages: int) -> None:
+    async def _rebuild(self, shadow: HistoryHydrator, pages: int) -> None:
         failure: Exception | None = None
         try:
-            await shadow.hydrator.fold_until(lambda: shadow.hydrator.pages_folded >= pages)
+            await shadow.fold_until(lambda: shadow.pages_folded >= pages)
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -311,24 +282,22 @@ class SessionCore:
         for message in held:
             self._on_live(message)
 
-    def _commit(self, shadow: Shadow) -> None:
-        """Swap the refold in: decoder, history cursor, subclass ledgers, then the tree (views update)."""
+    def _commit(self, shadow: HistoryHydrator) -> None:
+        """Swap the refold in: history cursor, then the core's decoder, ledgers and tree (views update)."""
         self._shadow = None
-        self._live_applier.decoder = shadow.applier.decoder
-        self._applier = self._live_applier
-        self.hydrator.adopt(shadow.hydrator)
+        self.hydrator.adopt(shadow)
         self.hydrator.resume()
-        self._shadow_commit()
-        self.tree.adopt(shadow.tree)
+        self.core.commit_refold()
+        self._dispatch()
 
     def _end_shadow(self) -> None:
         """Drop the refold in flight (if any): folds go to the live tree again, paused reads resume."""
         if self._shadow is None:
             return
         self._shadow = None
-        self._applier = self._live_applier
         self.hydrator.resume()
-        self._shadow_discard()
+        self.core.discard_refold()
+        self._dispatch()
 
     async def rebuilt(self) -> None:
         """Wait until the refold from history after the latest loss of continuity is done (a loss

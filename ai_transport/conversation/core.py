@@ -1,0 +1,587 @@
+"""The conversation as a state machine: wires and local intents in, what changed out.
+
+:class:`Conversation` is the sans-I/O core of a session (like ``websockets``' ``protocol.py`` under
+its ``asyncio/``, or h11's connection): it never touches a channel, a clock or an event loop. Its
+shell (:class:`~ai_transport.sessions.agent.AgentSession`, :class:`~ai_transport.sessions.client.ClientSession`)
+feeds it every wire the channel delivers and every local intent, then drains :meth:`~Conversation.changes`
+and acts on them (emit session events, schedule publishes, wake futures, start cancel tasks).
+
+Inputs:
+
+* :meth:`~Conversation.receive_live` — a wire of the live subscription (channel order);
+* :meth:`~Conversation.receive_history` — an aggregate from a history page (pages in any order; an
+  agent checks its integrity first, :mod:`.signing`);
+* :meth:`~Conversation.fold` — one wire through the trust rules and the tree, no more (what both
+  of the above end in);
+* local intents: :meth:`~Conversation.apply_local` (an optimistic input),
+  :meth:`~Conversation.apply_local_lifecycle` (an agent run's own start),
+  :meth:`~Conversation.defer_cancel`, and the refold after a loss of continuity:
+  :meth:`~Conversation.begin_refold` / :meth:`~Conversation.commit_refold` /
+  :meth:`~Conversation.discard_refold` (history is folded into a shadow tree meanwhile; the tree
+  the views read keeps the conversation as it was at the loss, then adopts the refold in one step).
+
+Outputs (:data:`Change`, small frozen dataclasses, in the order they happened): :class:`Skipped`
+(a wire not folded, counted once per wire for the core's life), :class:`Folded`, :class:`RunChanged`,
+:class:`RunFailed`, :class:`Publish`, :class:`CancelRequested`, :class:`Seen`.
+
+**Never raises on wire input**: whatever a publisher sends (any JSON-shaped value, any page order),
+it is folded, held, or skipped and counted. What the views render is still read from the tree (its
+``update`` / ``output`` / ``run`` events), which the core owns.
+
+Two flavours (one class): ``agent=True`` folds as an agent does (admission always on, claims,
+open / own streams, history integrity and, with a ``signing_key``, live verification, cancels);
+``agent=False`` as a client (admission only with ``trusted_agent_ids``; a live ``ai-run-end`` with
+reason ``error`` is reported as :class:`RunFailed`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .._shapes import MAPPING
+from ..channels.channel import action_name
+from ..codec.headers import transport_headers
+from ..errors import AITransportError
+from ..lease import LEASE_NAME, LeaseLedger
+from .admission import AcceptInput, Admission
+from .approvals import PublishedCalls
+from .held import HeldWires
+from .lifecycle import (
+    EVENT_AI_OUTPUT,
+    EVENT_CANCEL,
+    EVENT_RUN_END,
+    H_INPUT_CODEC_MESSAGE_ID,
+    H_RUN_ID,
+    H_RUN_REASON,
+    RunLifecycleEvent,
+    build_run_end_error,
+    read_cancel_target,
+)
+from .live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
+from .open_streams import OpenStreams
+from .own_streams import OwnStreams
+from .signing import HistoryIntegrity
+from .tree import Tree, WireApplier
+from .wire_check import wire_problem
+
+__all__ = [
+    "DEFERRED_CANCEL_LIMIT",
+    "SKIP_MEMORY",
+    "CancelRequested",
+    "Change",
+    "Conversation",
+    "Folded",
+    "Publish",
+    "RunChanged",
+    "RunFailed",
+    "Seen",
+    "Skipped",
+    "adopt_state",
+]
+
+#: How many skipped wires the core remembers so that a refold does not count them again.
+SKIP_MEMORY: Final = 100_000
+
+#: Cancels one publisher has held for inputs whose run is not known yet (0.8.0's limit, per
+#: publisher here); its oldest is dropped beyond. One per publisher and input: a later one of the
+#: same publisher replaces its earlier one, another publisher's never does.
+DEFERRED_CANCEL_LIMIT: Final = 200
+
+_RESTORING_ACTIONS: Final = ("message.append", "message.update")
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A wire not folded (malformed, refused by the trust rules or the tree, tampered), with why.
+    Reported once per wire (``serial`` and version serial) for the core's life."""
+
+    wire: Mapping[str, Any]
+    why: str
+
+
+@dataclass(frozen=True)
+class Folded:
+    """A live wire the trust rules let through and the tree folded (a refusal by the tree's
+    ownership ledger is a :class:`Skipped` besides)."""
+
+    wire: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class RunChanged:
+    """A run lifecycle event folded (from ``wire``; ``live`` when it came from the subscription)."""
+
+    event: RunLifecycleEvent
+    wire: Mapping[str, Any]
+    live: bool
+
+    @property
+    def input_codec_message_id(self) -> str | None:
+        """The ``input-codec-message-id`` the lifecycle wire names (the input that woke the run)."""
+        value = transport_headers(self.wire.get("extras")).get(H_INPUT_CODEC_MESSAGE_ID)
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class RunFailed:
+    """A live ``ai-run-end`` with reason ``error`` (client flavour): the agent's error."""
+
+    run_id: Any
+    error: AITransportError
+
+
+@dataclass(frozen=True)
+class Publish:
+    """A wire the core asks its shell to publish as an update of message ``wire["serial"]`` (the
+    update restoring one of the agent's own streams after someone else appended to it, signed
+    with the key if any, :mod:`.own_streams`)."""
+
+    wire: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class CancelRequested:
+    """A live ``ai-cancel`` naming a run (``run_id``: its own, or the run the input it names woke)
+    or an input whose run is not known here yet (``run_id`` None: the shell defers it with
+    :meth:`Conversation.defer_cancel` unless it knows the run)."""
+
+    wire: Mapping[str, Any]
+    run_id: str | None
+    input_codec_message_id: str | None
+
+
+@dataclass(frozen=True)
+class Seen:
+    """The live subscription delivered a wire at ``serial`` (the highest so far): every earlier wire
+    has been folded (delivery is in channel order)."""
+
+    serial: str
+
+
+#: What :meth:`Conversation.changes` returns.
+Change = Skipped | Folded | RunChanged | RunFailed | Publish | CancelRequested | Seen
+
+
+def adopt_state(target: Any, source: Any) -> None:
+    """Give ``target`` every attribute of ``source`` (an object of the same class) in one step:
+    ``target`` keeps its identity, so whoever holds it sees the new state."""
+    state = vars(target)
+    state.clear()
+    state.update(vars(source))
+
+
+class _Refold:
+    """What one refold writes: a fresh tree (same codec, reorder window and lease as ``tree``)
+    with its own decoder, the local changes applied meanwhile, and (agent) fresh ledgers."""
+
+    def __init__(self, codec: Any, tree: Tree, on_refused: Callable[[Mapping[str, Any], str], None]) -> None:
+        self.tree = Tree(codec)
+        self.tree.retention.window_ms = tree.retention.window_ms
+        self.tree.fence.lease_ms = tree.fence.lease_ms
+        self.tree.on("refused", on_refused)
+        self.applier = WireApplier(self.tree, codec.create_decoder())
+        self.local: list[Callable[[Tree], Any]] = []
+
+
+class Conversation:
+    """One channel's conversation, folded; see the module docstring.
+
+    Args:
+        codec: the codec class (``create_decoder()``).
+        agent: fold as an agent (see the module docstring) rather than as a client.
+        trusted_agent_ids: publisher ids whose outputs / lifecycle count (from configuration only;
+            a client without them trusts every publisher, as 0.8.0).
+        trusted_client_ids: client ids always accepted for inputs into a run.
+        accept_input: ``(client_id, run_node) -> bool`` replacing the default input rule (agent).
+        signing_key: the agent's key (:mod:`.signing`, :mod:`.live_integrity`).
+        channel_name: the channel the conversation is on (signatures are bound to it).
+        log: where skipped wires and dropped cancels are logged (the shell's logger).
+    """
+
+    def __init__(
+        self,
+        codec: Any,
+        *,
+        agent: bool = False,
+        trusted_agent_ids: Iterable[Any] | None = None,
+        trusted_client_ids: Iterable[str] = (),
+        accept_input: AcceptInput | None = None,
+        signing_key: bytes | str | None = None,
+        channel_name: str = "",
+        log: logging.Logger | None = None,
+    ) -> None:
+        self.codec = codec
+        self.agent = agent
+        self.log = log if log is not None else logging.getLogger(__name__)
+        #: The tree the views read (a refold adopts into it, keeping its identity).
+        self.tree = Tree(codec)
+        self._live_applier = WireApplier(self.tree, codec.create_decoder())
+        #: Where wires are folded: the live tree, or the shadow tree while a refold runs.
+        self.applier = self._live_applier
+        self._changes: list[Change] = []
+        self._skipped = 0
+        self._skipped_wires: dict[tuple[str, str], None] = {}
+        self.tree.on("refused", self._skip)
+        self._refold: _Refold | None = None
+        #: The trust rules (always for an agent; for a client only with ``trusted_agent_ids``).
+        self.admission: Admission | None = None
+        if agent or trusted_agent_ids is not None:
+            self.admission = Admission(
+                trusted_agent_ids if trusted_agent_ids is not None else (),
+                trusted_client_ids,
+                accept_input,
+                self.reject if agent else self._skip,
+            )
+        trusted: set[Any] = self.admission.trusted_agent_ids if self.admission is not None else set()
+        self._trusted = trusted  # shared with admission and integrity: updated in place
+        #: Messages ignored by the trust rules or tampered (agent; most recent last).
+        self.rejected: list[Mapping[str, Any]] = []
+        #: Every trusted claim folded, by run (:mod:`ai_transport.lease.ledger`).
+        self.claims = LeaseLedger()
+        #: Every trusted stream folded, by run (what a recovering worker closes).
+        self.open_streams = OpenStreams()
+        #: What this agent's live runs wrote to their streams (:mod:`.own_streams`).
+        self.own_streams = OwnStreams()
+        #: Call ids the agent's trusted output declared (:mod:`.approvals`).
+        self.published_calls = PublishedCalls()
+        #: Integrity of agent output folded from history (and the signer of the agent's output).
+        self.integrity = HistoryIntegrity(signing_key if agent else None, trusted, channel_name)
+        #: With a key: checks every live agent output wire's tag (:mod:`.live_integrity`).
+        self.live_verifier = (
+            LiveVerifier(self.integrity.key, self._skip, self.integrity.channel) if self.integrity.key else None
+        )
+        if self.live_verifier is not None:
+            self.integrity.pending = self.live_verifier.pending
+        #: Where folds record claims / streams / verified history: the live objects, or twins in a refold.
+        self._claims_sink, self._streams_sink = self.claims, self.open_streams
+        self._verifier_sink = self.live_verifier
+        #: Input codec-message-id -> the run it woke (filled by the agent's runs).
+        self.run_by_input_cmid: dict[str, str] = {}
+        #: Cancels held for inputs whose run is not known yet (bounded per publisher).
+        self.deferred_cancels = HeldWires(
+            1,
+            DEFERRED_CANCEL_LIMIT,
+            self._dropped_cancel,
+            "a later cancel of the same input by the same publisher",
+            f"more than {DEFERRED_CANCEL_LIMIT} cancels held for inputs not yet run",
+        )
+        self._cancel_arrivals = itertools.count()
+        #: The highest serial (or version serial) the live subscription delivered.
+        self.high_water = ""
+
+    # -- output ----------------------------------------------------------------------------------
+
+    def changes(self) -> list[Change]:
+        """What happened since the last call, in order (and forget it)."""
+        out, self._changes = self._changes, []
+        return out
+
+    @property
+    def skipped(self) -> int:
+        """How many wires were not folded (each counted once for the core's life)."""
+        return self._skipped
+
+    @property
+    def tampered(self) -> list[Mapping[str, Any]]:
+        """Agent messages that failed the integrity check (history and, with a key, live)."""
+        return self.integrity.tampered
+
+    @property
+    def trusted_agent_ids(self) -> set[Any] | None:
+        """The trusted agent identities the trust rules use (None: a client trusting everyone)."""
+        return self.admission.trusted_agent_ids if self.admission is not None else None
+
+    @property
+    def refolding(self) -> bool:
+        """True between :meth:`begin_refold` and its commit / discard."""
+        return self._refold is not None
+
+    # -- skips -----------------------------------------------------------------------------------
+
+    def first_skip(self, message: Any) -> bool:
+        """True the first time a wire (``serial``, version serial) is not folded; False when it was
+        counted already (seen live and again in a refold). A wire without a string serial cannot be
+        told apart and counts each time. The last :data:`SKIP_MEMORY` wires are remembered."""
+        serial = message.get("serial") if isinstance(message, MAPPING) else None
+        if not isinstance(serial, str):
+            return True
+        version = message.get("version")
+        version_serial = version.get("serial") if isinstance(version, MAPPING) else None
+        key = (serial, version_serial if isinstance(version_serial, str) and version_serial else serial)
+        if key in self._skipped_wires:
+            return False
+        self._skipped_wires[key] = None
+        if len(self._skipped_wires) > SKIP_MEMORY:
+            del self._skipped_wires[next(iter(self._skipped_wires))]
+        return True
+
+    def _skip(self, message: Mapping[str, Any], why: str) -> None:
+        if self.first_skip(message):
+            self._count_skip(message, why)
+
+    def _count_skip(self, message: Mapping[str, Any], why: str) -> None:
+        self._skipped += 1
+        # the first 100, then every 1000th at warning level: a flood must not flood the logs too
+        level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG
+        mapping = isinstance(message, MAPPING)
+        self.log.log(
+            level,
+            "skipped %s from client %r (serial %r): %s (%d skipped so far)",
+            message.get("name") if mapping else None,
+            message.get("clientId") if mapping else None,
+            message.get("serial") if mapping else None,
+            why,
+            self._skipped,
+        )
+        self._changes.append(Skipped(message, why))
+
+    def _well_formed(self, message: Any) -> bool:
+        problem = wire_problem(message)
+        if problem is None:
+            return True
+        self._skip(message if isinstance(message, MAPPING) else {}, f"malformed: {problem}")
+        return False
+
+    def reject(self, message: Mapping[str, Any], why: str) -> None:
+        """A wire the agent's trust rules refused: kept in :attr:`rejected`, counted once; a refused
+        append / update of one of the agent's live streams asks for its restore (:class:`Publish`)."""
+        self._foreign_mutation(message)
+        if self.first_skip(message):
+            self.rejected.append(message)
+            self._count_skip(message, why)
+
+    def _refuse_tampered(self, message: Mapping[str, Any], problem: str) -> None:
+        self._foreign_mutation(message)
+        if self.first_skip(message):
+            self.integrity.record(message, problem)
+            self.published_calls.note_tampered(message)
+            self.rejected.append(message)
+            self._count_skip(message, f"tampered: {problem}")
+
+    def _foreign_mutation(self, message: Mapping[str, Any]) -> None:
+        serial = message.get("serial")
+        if serial not in self.own_streams or action_name(message.get("action")) not in _RESTORING_ACTIONS:
+            return
+        restore = self.own_streams.foreign(serial)
+        if restore is not None:
+            self.integrity.sign_update(restore)
+            self._changes.append(Publish(restore))
+
+    # -- input -----------------------------------------------------------------------------------
+
+    def receive_live(self, message: Any) -> None:
+        """Fold one wire the live subscription delivered (never raises)."""
+        if not self._well_formed(message):
+            return
+        if self.agent:
+            self._fold_agent(message, live=True)
+            version = message.get("version")
+            mark = max(
+                str(message.get("serial") or ""),
+                str(version.get("serial") or "") if isinstance(version, MAPPING) else "",
+            )
+            if mark > self.high_water:
+                self.high_water = mark
+                self._changes.append(Seen(mark))
+            if message.get("name") == EVENT_CANCEL:
+                self.route_cancel(message)
+        elif self._fold_client(message, live=True):
+            self._changes.append(Folded(message))
+
+    def receive_history(self, message: Any) -> None:
+        """Fold one aggregate read from history (an agent checks its integrity first; never raises)."""
+        if not self._well_formed(message):
+            return
+        if not self.agent:
+            self._fold_client(message, live=False)
+            return
+        problem = self.integrity.problem(message)
+        if problem is not None:
+            self._refuse_tampered(message, problem)
+            return
+        verifier = self._verifier_sink
+        if (
+            verifier is not None
+            and message.get("name") == EVENT_AI_OUTPUT
+            and message.get("clientId") in self._trusted
+        ):
+            verifier.adopt(message)  # verified (problem() checked the tag): live appends go on from it
+        self._fold_agent(message)
+        if verifier is not None and verifier is self.live_verifier:
+            self._settle(verifier)
+
+    def fold(self, message: Any) -> None:
+        """Fold one wire through the trust rules and the tree only (no history integrity check, no
+        live-only step; never raises)."""
+        if not self._well_formed(message):
+            return
+        if self.agent:
+            self._fold_agent(message)
+        else:
+            self._fold_client(message, live=False)
+
+    def _settle(self, verifier: LiveVerifier) -> None:
+        """Report the pending appends the verifier found foreign; fold the ones it released."""
+        if not verifier.unsettled:
+            return
+        for refused, why in verifier.take_refused():
+            self._refuse_tampered(refused, why)
+        for released in verifier.take_released():
+            self._fold_agent(released, live=True)
+
+    def _fold_agent(self, message: Mapping[str, Any], live: bool = False) -> None:
+        trusted = self._trusted
+        if message.get("name") == LEASE_NAME:
+            refused = self._claims_sink.note(message, trusted)
+            if refused is not None:
+                self.reject(message, refused)
+            else:
+                self.applier.tree.note_lease(message)  # fences a superseded holder's late outputs
+            return
+        tree = self.applier.tree  # the shadow tree while a refold runs
+        admission = self.admission
+        assert admission is not None  # an agent always has its trust rules
+        verdict = admission.admit(message, tree)
+        if verdict is None:
+            admission.hold(message)
+            return
+        if not verdict:
+            return
+        verifier = self.live_verifier if live else None
+        if verifier is not None:
+            outcome = verifier.check(message)
+            if outcome == SPLIT:  # a rolled-up delivery: fold the agent's part (the wire is reported)
+                message, outcome = verifier.take_substitute(), FOLD
+            if outcome != FOLD:
+                if outcome != HOLD and outcome != DROP:
+                    self._refuse_tampered(message, outcome)
+                self._settle(verifier)
+                return
+        self._streams_sink.note(message)
+        if message.get("clientId") in trusted:
+            self.published_calls.note(message)
+        event = self.applier.apply(message)
+        tree.emit_ably_message(message)
+        if verifier is not None:
+            self._settle(verifier)
+        if isinstance(event, RunLifecycleEvent):
+            self._changes.append(RunChanged(event, message, live))
+            if event.type == "start":
+                for held in admission.release(event.run_id):
+                    self._fold_agent(held)
+
+    def _fold_client(self, message: Mapping[str, Any], live: bool) -> bool:
+        tree = self.applier.tree  # the shadow tree while a refold runs
+        admission = self.admission
+        if admission is not None:
+            verdict = admission.admit(message, tree)
+            if verdict is None:
+                admission.hold(message)
+                return False
+            if not verdict:
+                return False
+        if live and message.get("name") == EVENT_RUN_END:
+            headers = transport_headers(message.get("extras"))
+            if headers.get(H_RUN_REASON) == "error":
+                err = build_run_end_error(headers)
+                self.log.error("run %s ended with an agent error: %s", headers.get(H_RUN_ID), err.message)
+                self._changes.append(RunFailed(headers.get(H_RUN_ID), err))
+        event = self.applier.apply(message)
+        if isinstance(event, RunLifecycleEvent):
+            self._changes.append(RunChanged(event, message, live))
+        tree.emit_ably_message(message)
+        if admission is not None and isinstance(event, RunLifecycleEvent) and event.type == "start":
+            for held in admission.release(event.run_id):
+                self._fold_client(held, live)
+        return True
+
+    # -- cancels ---------------------------------------------------------------------------------
+
+    def route_cancel(self, message: Mapping[str, Any]) -> None:
+        """Report a live ``ai-cancel`` as :class:`CancelRequested` (one naming neither a run nor an
+        input is logged and ignored)."""
+        target = read_cancel_target(message)
+        cmid = target.input_codec_message_id
+        if target.run_id is None and cmid is None:
+            self.log.warning("ai-cancel without run-id or input-codec-message-id ignored")
+            return
+        run_id = target.run_id
+        if run_id is None and cmid is not None:
+            run_id = self.run_by_input_cmid.get(cmid)
+        self._changes.append(CancelRequested(message, run_id, cmid))
+
+    def defer_cancel(self, message: Mapping[str, Any], input_codec_message_id: str) -> None:
+        """Hold a cancel of an input whose run is not open here yet (per publisher: another member's
+        cancels never replace or evict this one); the run takes it when it starts."""
+        self.deferred_cancels.hold(input_codec_message_id, next(self._cancel_arrivals), message)
+
+    def _dropped_cancel(self, message: Mapping[str, Any], why: str) -> None:
+        self.log.warning("deferred cancel from %r dropped: %s", message.get("clientId"), why)
+
+    # -- local intents ---------------------------------------------------------------------------
+
+    def apply_local(self, change: Callable[[Tree], Any]) -> None:
+        """Apply a local change (an optimistic input, a run's own start) to the tree, and to the
+        shadow tree too while a refold runs, so the change survives the swap."""
+        change(self.tree)
+        if self._refold is not None:
+            change(self._refold.tree)
+            self._refold.local.append(change)
+
+    def apply_local_lifecycle(self, event: RunLifecycleEvent) -> None:
+        """:meth:`apply_local` of a run lifecycle event (an agent run's own start)."""
+        self.apply_local(lambda tree: tree.apply_run_lifecycle(event))
+
+    # -- refold after a loss of continuity -------------------------------------------------------
+
+    def begin_refold(self) -> Tree:
+        """Start folding into a fresh shadow tree (returned): wires go there until
+        :meth:`commit_refold` or :meth:`discard_refold`; the tree the views read is left as it is.
+        A refold already running is dropped (its local changes are carried over)."""
+        previous = self._refold
+        refold = self._refold = _Refold(self.codec, self.tree, self._skip)
+        for local in previous.local if previous is not None else ():
+            local(refold.tree)  # a local change made during the refold this one restarts
+            refold.local.append(local)
+        self.applier = refold.applier
+        if self.agent:  # readers keep the pre-loss ledgers; the refold fills fresh twins
+            if self.admission is not None:
+                self.admission.clear_held()
+            self._claims_sink, self._streams_sink = LeaseLedger(), self.open_streams.twin()
+            if self.live_verifier is not None:  # what the refold verifies from history replaces it
+                self._verifier_sink = self.live_verifier.twin()
+        return refold.tree
+
+    def commit_refold(self) -> None:
+        """Adopt the refold: decoder, ledgers, then the tree (each view emits one ``update``)."""
+        refold, self._refold = self._refold, None
+        if refold is None:
+            return
+        self._live_applier.decoder = refold.applier.decoder
+        self.applier = self._live_applier
+        if self.agent:
+            adopt_state(self.claims, self._claims_sink)
+            adopt_state(self.open_streams, self._streams_sink)
+            if self.live_verifier is not None and self._verifier_sink is not None:
+                adopt_state(self.live_verifier, self._verifier_sink)
+            self._reset_sinks()
+        self.tree.adopt(refold.tree)
+
+    def discard_refold(self) -> None:
+        """Drop the refold in flight (if any): folds go to the live tree again."""
+        if self._refold is None:
+            return
+        self._refold = None
+        self.applier = self._live_applier
+        if self.agent:
+            if self.live_verifier is not None:  # the gap is unknown: appends wait for a verified aggregate
+                self.live_verifier.clear()
+            self._reset_sinks()
+
+    def _reset_sinks(self) -> None:
+        self._claims_sink, self._streams_sink = self.claims, self.open_streams
+        self._verifier_sink = self.live_verifier
