@@ -4,6 +4,9 @@ Pure state, no event loop and no channel (like the codec's reducer): it takes wi
 history pages in any order — and folds them; the asyncio sessions in :mod:`ai_transport.sessions`
 are shells that feed it what the channel delivers and publish what it asks for.
 
+* :mod:`.core` — :class:`~.core.Conversation`, the state machine itself: wires (live, or from
+  history) and local intents in, :data:`~.core.Change` s out (skips, run events, restores to
+  publish, cancels, the high-water mark); it owns the tree, the trust rules and every ledger below.
 * :mod:`.lifecycle` — the wire vocabulary: header names, run / step lifecycle events, cancels.
 * :mod:`.wire_check` — the shape checks every wire passes before it is folded.
 * :mod:`.admission` — who may say what: the authority rule (trusted agent identities come from the
@@ -14,11 +17,17 @@ are shells that feed it what the channel delivers and publish what it asks for.
 * :mod:`.branch` (client views: forks, selections) and :mod:`.leaf_branch` (an agent run's view:
   what the model reads); :mod:`.steers` — steer stamps and the per-run steer tracker.
 * :mod:`.run` — the read models (``RunInfo``, ``StepInfo``, ``PipeResult``).
+* integrity and the agent's ledgers: :mod:`.signing` (tags bound to channel, run and kind; history
+  checks), :mod:`.live_integrity` (live verification with a key), :mod:`.own_streams` (restoring
+  the agent's stream after a foreign append), :mod:`.open_streams` (what a recovering worker
+  closes), :mod:`.approvals` (approvals of calls the agent never made); the claims ledger is
+  :mod:`ai_transport.lease.ledger`.
 
 Nothing here imports asyncio, nor any module that does (``tests/test_layout.py`` checks it).
 """
 
 from .branch import BranchHandle, NavigableBranch
+from .core import Change, Conversation
 from .leaf_branch import LeafBranch
 from .lifecycle import CancelTarget, RunLifecycleEvent
 from .run import PipeResult, RunInfo, StepInfo
@@ -27,6 +36,8 @@ from .tree import Tree, WireApplier
 __all__ = [
     "BranchHandle",
     "CancelTarget",
+    "Change",
+    "Conversation",
     "LeafBranch",
     "NavigableBranch",
     "PipeResult",

@@ -36,6 +36,7 @@ reason ``error`` is reported as :class:`RunFailed`).
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 from collections.abc import Callable, Iterable, Mapping
@@ -172,6 +173,16 @@ def adopt_state(target: Any, source: Any) -> None:
     state = vars(target)
     state.clear()
     state.update(vars(source))
+
+
+def _apply_optimistic(inp: dict[str, Any], headers: Mapping[str, str], client_id: str | None, tree: Tree) -> None:
+    tree.apply_message([inp], [], headers, client_id=client_id)
+
+
+def _drop_optimistic(key: str, tree: Tree) -> None:
+    node = tree.get_node(key)
+    if node is not None and getattr(node, "serial", None) is None:
+        tree.delete(key)
 
 
 class _Refold:
@@ -535,6 +546,15 @@ class Conversation:
     def apply_local_lifecycle(self, event: RunLifecycleEvent) -> None:
         """:meth:`apply_local` of a run lifecycle event (an agent run's own start)."""
         self.apply_local(lambda tree: tree.apply_run_lifecycle(event))
+
+    def send_input(self, input: Mapping[str, Any], headers: Mapping[str, str], client_id: str | None) -> None:
+        """Fold a fresh user message locally before it is published (optimistic; its echo, same
+        ``codec-message-id``, replaces it)."""
+        self.apply_local(functools.partial(_apply_optimistic, dict(input), headers, client_id))
+
+    def withdraw_input(self, codec_message_id: str) -> None:
+        """Drop an optimistic input whose publish failed (one already echoed stays)."""
+        self.apply_local(functools.partial(_drop_optimistic, codec_message_id))
 
     # -- refold after a loss of continuity -------------------------------------------------------
 

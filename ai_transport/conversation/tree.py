@@ -144,7 +144,7 @@ class Tree(LifecycleFold, TreeOwnership):
 
     def adopt(self, shadow: Tree) -> None:
         """Take every node and index of ``shadow`` in one step (the refold after a loss of channel
-        continuity, :mod:`.refold`): this object, its listeners and every reference to it stay valid,
+        continuity, :mod:`.core`): this object, its listeners and every reference to it stay valid,
         versions keep increasing, ``replaced`` is emitted (views then update once)."""
         version = max(self.version, shadow.version) + 1
         status_version = max(self.status_version, shadow.status_version) + 1

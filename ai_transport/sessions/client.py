@@ -21,7 +21,6 @@ band: POST ``run.invocation.to_json()`` (``{inputEventId, sessionName}``) to it 
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -47,16 +46,6 @@ from .view import DEFAULT_HISTORY_PAGE_SIZE, View
 __all__ = ["ClientRun", "ClientSession", "ClientView"]
 
 logger = logging.getLogger("ai_transport.sessions.client")
-
-
-def _apply_optimistic(inp: dict[str, Any], headers: Mapping[str, str], client_id: str | None, tree: Tree) -> None:
-    tree.apply_message([inp], [], headers, client_id=client_id)
-
-
-def _drop_optimistic(key: str, tree: Tree) -> None:
-    node = tree.get_node(key)
-    if node is not None and getattr(node, "serial", None) is None:
-        tree.delete(key)
 
 
 def _is_wire_only(inp: Mapping[str, Any]) -> bool:
@@ -393,7 +382,8 @@ class ClientSession(SessionCore):
                 input_event_id=event_id,
             )
             if not _is_wire_only(inp):
-                self._apply_local(functools.partial(_apply_optimistic, dict(inp), headers, self._client_id()))
+                self.core.send_input(inp, headers, self._client_id())
+                self._dispatch()
                 optimistic = cmid
             items.append((inp, cmid, event_id, headers))
         trigger = items[-1]
@@ -405,7 +395,8 @@ class ClientSession(SessionCore):
         except Exception as exc:
             self._pending.pop(trigger[1], None)
             if optimistic is not None:
-                self._apply_local(functools.partial(_drop_optimistic, optimistic))
+                self.core.withdraw_input(optimistic)
+                self._dispatch()
             status = getattr(exc, "status_code", None) or getattr(exc, "statusCode", None)
             if status in (401, 403):
                 raise AITransportError(
