@@ -31,6 +31,7 @@ from ai_transport.conversation.core import (
     RunFailed,
     Seen,
     Skipped,
+    Tampered,
 )
 from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
 from ai_transport.conversation.nodes import RunNode
@@ -142,6 +143,18 @@ def test_skipped_wires_are_counted_once_each_and_reported_with_why() -> None:
     assert core.skipped == 2
     assert core.rejected == [forged]  # the trust rules' refusals are kept; a malformed wire is not
     assert core.tree.get_run_node("r-forged") is None
+
+
+def test_a_tampered_history_aggregate_is_reported_as_tampered() -> None:
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={AGENT})
+    output = copy.deepcopy(next(w for w in FULL["history"] if w["name"] == "ai-output"))
+    output["action"] = "message.update"  # rewritten by mallory (message-update-any)
+    output["version"] = {**(output.get("version") or {}), "serial": "99999999999999999999-0", "clientId": "mallory"}
+    core.receive_history(output)
+    tampered = _kinds(core.changes(), Tampered)
+    assert [t.wire for t in tampered] == [output] and core.tampered == [output]
+    assert tampered[0].why == f"tampered: {tampered[0].problem}" and "mallory" in tampered[0].problem
+    assert core.skipped == 1
 
 
 def test_a_client_core_reports_a_live_agent_error_and_skips_untrusted_outputs() -> None:

@@ -21,7 +21,8 @@ Inputs:
   the views read keeps the conversation as it was at the loss, then adopts the refold in one step).
 
 Outputs (:data:`Change`, small frozen dataclasses, in the order they happened): :class:`Skipped`
-(a wire not folded, counted once per wire for the core's life), :class:`Folded`, :class:`RunChanged`,
+(a wire not folded, counted once per wire for the core's life; :class:`Tampered` for one that
+failed the integrity check), :class:`Folded`, :class:`RunChanged`,
 :class:`RunFailed`, :class:`Publish`, :class:`CancelRequested`, :class:`Seen`.
 
 **Never raises on wire input**: whatever a publisher sends (any JSON-shaped value, any page order),
@@ -81,6 +82,7 @@ __all__ = [
     "RunFailed",
     "Seen",
     "Skipped",
+    "Tampered",
     "adopt_state",
 ]
 
@@ -102,6 +104,14 @@ class Skipped:
 
     wire: Mapping[str, Any]
     why: str
+
+
+@dataclass(frozen=True)
+class Tampered(Skipped):
+    """An agent wire that failed the integrity check (from history, or live with a key): a
+    :class:`Skipped` whose ``why`` is ``"tampered: <problem>"``; kept in ``tampered`` too."""
+
+    problem: str = ""
 
 
 @dataclass(frozen=True)
@@ -334,7 +344,7 @@ class Conversation:
         if self.first_skip(message):
             self._count_skip(message, why)
 
-    def _count_skip(self, message: Mapping[str, Any], why: str) -> None:
+    def _count_skip(self, message: Mapping[str, Any], why: str, tampered: str | None = None) -> None:
         self._skipped += 1
         # the first 100, then every 1000th at warning level: a flood must not flood the logs too
         level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG
@@ -348,7 +358,7 @@ class Conversation:
             why,
             self._skipped,
         )
-        self._changes.append(Skipped(message, why))
+        self._changes.append(Skipped(message, why) if tampered is None else Tampered(message, why, tampered))
 
     def _well_formed(self, message: Any) -> bool:
         problem = wire_problem(message)
@@ -371,7 +381,7 @@ class Conversation:
             self.integrity.record(message, problem)
             self.published_calls.note_tampered(message)
             self.rejected.append(message)
-            self._count_skip(message, f"tampered: {problem}")
+            self._count_skip(message, f"tampered: {problem}", problem)
 
     def _foreign_mutation(self, message: Mapping[str, Any]) -> None:
         serial = message.get("serial")
