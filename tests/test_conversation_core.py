@@ -238,6 +238,47 @@ def test_a_foreign_append_to_the_agents_own_stream_asks_for_a_restore(key: bytes
     assert _kinds(again, Skipped) == [] and core.skipped == 1 and core.rejected == [rogue]
 
 
+def _agent_wire(name: str, serial: str, **transport: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "clientId": AGENT,
+        "serial": serial,
+        "action": "message.create",
+        "data": "",
+        "extras": {"ai": {"transport": transport, **({"codec": {"kind": "output_text"}} if name == "ai-output" else {})}},
+    }
+
+
+@pytest.mark.parametrize("key", [None, KEY], ids=["no key", "key"])
+def test_a_resume_closes_only_what_was_opened_before_its_trigger(key: bytes | None) -> None:
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={AGENT}, signing_key=key, channel_name="chat")
+    start = copy.deepcopy(next(w for w in FULL["wires"] if w["name"] == "ai-run-start"))
+    run_id = _transport(start)["run-id"]
+    core.fold(start)
+    stream = {"run-id": run_id, "role": "assistant", "stream": "true", "status": "streaming"}
+    for serial, cmid, step in (("50000000000000000010-0", "m-old", "s-old"), ("50000000000000000030-0", "m-new", "s-new")):
+        core.fold(_agent_wire("ai-step-start", serial.replace("-0", "-1"), **{"run-id": run_id, "step-id": step}))
+        core.fold(_agent_wire("ai-output", serial, **stream, **{"codec-message-id": cmid}))
+    closed = _agent_wire("ai-output", "50000000000000000005-0", **stream, **{"codec-message-id": "m-done"})
+    closed["extras"]["ai"]["transport"]["status"] = "complete"
+    core.fold(closed)
+    trigger = "50000000000000000020-0"  # the input that woke this worker sits between the two
+    closes = core.dangling_streams(run_id, before=trigger)
+    assert [c["serial"] for c in closes] == ["50000000000000000010-0"]
+    assert [s[0] for s in core.dangling_steps(run_id, before=trigger)] == ["s-old"]
+    assert _transport(closes[0])["status"] == "cancelled" and closes[0]["data"] == ""
+    assert _transport(closes[0])["codec-message-id"] == "m-old"
+    # no verified text to vouch for (the wires carry no tags): closed unsigned, never laundered
+    assert "x-ait-sig" not in _transport(closes[0])
+    # adopting (no trigger) closes every stream and step still open, never a finished one
+    assert sorted(c["serial"] for c in core.dangling_streams(run_id)) == [
+        "50000000000000000010-0",
+        "50000000000000000030-0",
+    ]
+    assert sorted(s[0] for s in core.dangling_steps(run_id)) == ["s-new", "s-old"]
+    assert core.skipped == 0
+
+
 def test_a_refold_leaves_the_tree_alone_until_committed() -> None:
     core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={AGENT})
     half = len(FULL["wires"]) // 2

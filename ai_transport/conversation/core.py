@@ -46,7 +46,7 @@ from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..channels.channel import action_name
-from ..codec.headers import transport_headers
+from ..codec.headers import NAME_OUTPUT, transport_headers
 from ..errors import AITransportError
 from ..lease import LEASE_NAME, LeaseLedger
 from .admission import AcceptInput, Admission
@@ -66,7 +66,7 @@ from .lifecycle import (
 from .live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
 from .open_streams import OpenStreams
 from .own_streams import OwnStreams
-from .signing import HistoryIntegrity
+from .signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
 from .tree import Tree, WireApplier
 from .wire_check import wire_problem
 
@@ -542,6 +542,43 @@ class Conversation:
 
     def _dropped_cancel(self, message: Mapping[str, Any], why: str) -> None:
         self.log.warning("deferred cancel from %r dropped: %s", message.get("clientId"), why)
+
+    # -- recovery: what a worker taking a run over closes ----------------------------------------
+
+    def dangling_streams(self, run_id: str, before: str | None = None) -> list[dict[str, Any]]:
+        """The closing append (empty data, the stream's own tiers with ``status: cancelled``) of each
+        stream of ``run_id`` still open, created before serial ``before`` if given (a resume closes
+        only what was opened before its trigger: a later stream belongs to another worker woken by
+        the same input, which may still be streaming). With a key, a close is tagged over the
+        stream's text only when the live verifier vouched for all of it (:mod:`.live_integrity`);
+        otherwise it goes out unsigned and the stream stays reported (never laundered)."""
+        key = self.integrity.key
+        closes: list[dict[str, Any]] = []
+        for stream in self.open_streams.open_streams(run_id, before):
+            transport = {k: v for k, v in stream.transport.items() if k != SIGNATURE_HEADER}
+            transport["status"] = "cancelled"
+            ai: dict[str, Any] = {"transport": transport}
+            if stream.codec:
+                ai["codec"] = stream.codec
+            if key:
+                verifier = self.live_verifier
+                sha = verifier.accepted_sha256(stream.serial) if verifier is not None else None
+                if sha is not None:  # the text is the dead agent's own: vouch for it as closed
+                    transport[SIGNATURE_HEADER] = stream_digest(key, self.integrity.channel, NAME_OUTPUT, sha, {"ai": ai})
+                else:
+                    self.log.warning(
+                        "stream %s of run %s closed unsigned: its text is not vouched for by a tag (it stays reported)",
+                        stream.serial,
+                        run_id,
+                    )
+            closes.append({"serial": stream.serial, "data": "", "extras": {"ai": ai}})
+        return closes
+
+    def dangling_steps(self, run_id: str, before: str | None = None) -> list[tuple[str, str, str | None]]:
+        """``(step_id, step_start_serial, step_client_id)`` of each step attempt of ``run_id`` left
+        open (started before serial ``before`` if given): what a worker taking the run over closes
+        ``failed``."""
+        return [s for s in self.tree.open_step_attempts(run_id) if before is None or s[1] < before]
 
     # -- local intents ---------------------------------------------------------------------------
 

@@ -2,9 +2,11 @@
 
 A worker that dies mid-stream (SIGKILL, OOM, a lost host) leaves its ``ai-output`` stream with
 transport ``status: streaming`` for good: every client shows that message ``in_progress`` forever.
-The agent session keeps an :class:`~ai_transport.conversation.open_streams.OpenStreams` ledger of every trusted stream it folds (live and
-from history; the latest version of a stream wins), and the next worker that takes the run over
-closes each stream still open with the closing append 0.8.0's cancellation publishes (the stream's
+The agent session's core keeps an :class:`~ai_transport.conversation.open_streams.OpenStreams`
+ledger of every trusted stream it folds (live and from history; the latest version of a stream
+wins) and decides what is dangling (:meth:`~ai_transport.conversation.core.Conversation.dangling_streams`,
+:meth:`~ai_transport.conversation.core.Conversation.dangling_steps`); the next worker that takes
+the run over publishes the close of each stream still open with the closing append 0.8.0's cancellation publishes (the stream's
 own transport and codec tiers with ``status: cancelled``, empty data), before it publishes anything
 else:
 
@@ -35,11 +37,7 @@ import logging
 from typing import Any, Protocol
 
 from ..channels.channel import Channel
-from ..codec.headers import NAME_OUTPUT
-from ..conversation.live_integrity import LiveVerifier
-from ..conversation.open_streams import OpenStreams
-from ..conversation.signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
-from ..conversation.tree import Tree
+from ..conversation.core import Conversation
 
 __all__ = ["RecoveringRun", "close_dangling_streams"]
 
@@ -51,16 +49,7 @@ class _RecoveringSession(Protocol):
     def channel(self) -> Channel: ...
 
     @property
-    def tree(self) -> Tree: ...
-
-    @property
-    def integrity(self) -> HistoryIntegrity: ...
-
-    @property
-    def live_verifier(self) -> LiveVerifier | None: ...
-
-    @property
-    def open_streams(self) -> OpenStreams: ...
+    def core(self) -> Conversation: ...
 
 
 class _Fence(Protocol):
@@ -97,40 +86,21 @@ async def close_dangling_streams(run: RecoveringRun, before: str | None = None) 
     closing append, and its step attempt left open with ``ai-step-end`` ``failed``; returns the
     serials of the streams closed."""
     closed: list[str] = []
-    key = run.session.integrity.key
-    verifier = run.session.live_verifier
-    for stream in run.session.open_streams.open_streams(run.run_id, before):
-        transport = {k: v for k, v in stream.transport.items() if k != SIGNATURE_HEADER}
-        transport["status"] = "cancelled"
-        ai: dict[str, Any] = {"transport": transport}
-        if stream.codec:
-            ai["codec"] = stream.codec
-        if key:
-            sha = verifier.accepted_sha256(stream.serial) if verifier is not None else None
-            if sha is not None:  # the text is the dead agent's own: vouch for it as closed
-                transport[SIGNATURE_HEADER] = stream_digest(
-                    key, run.session.integrity.channel, NAME_OUTPUT, sha, {"ai": ai}
-                )
-            else:
-                logger.warning(
-                    "stream %s of run %s closed unsigned: its text is not vouched for by a tag (it stays reported)",
-                    stream.serial,
-                    run.run_id,
-                )
+    core = run.session.core
+    for close in core.dangling_streams(run.run_id, before):  # the decision is the core's
+        serial = close["serial"]
         await run.lease.ensure()  # the fence: a worker that lost the run closes nothing
         try:
             version = await run.session.channel.append_message(
-                {"serial": stream.serial, "data": "", "extras": {"ai": ai}}
+                {"serial": serial, "data": close["data"], "extras": close["extras"]}
             )
         except Exception:
-            logger.exception("could not close dangling stream %s of run %s", stream.serial, run.run_id)
+            logger.exception("could not close dangling stream %s of run %s", serial, run.run_id)
             continue
         run._note(version)
-        closed.append(stream.serial)
-        logger.warning("closed stream %s of run %s left open by a dead worker", stream.serial, run.run_id)
-    for step_id, step_start_serial, step_client_id in run.session.tree.open_step_attempts(run.run_id):
-        if before is not None and step_start_serial >= before:
-            continue
+        closed.append(serial)
+        logger.warning("closed stream %s of run %s left open by a dead worker", serial, run.run_id)
+    for step_id, step_start_serial, step_client_id in core.dangling_steps(run.run_id, before):
         try:
             await run._close_step(step_id, step_start_serial, "failed", step_client_id)
         except Exception:

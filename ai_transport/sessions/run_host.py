@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from ..conversation.core import Conversation
 from ..conversation.held import HeldWires
 from ..conversation.lifecycle import RunLifecycleEvent
 from ..conversation.live_integrity import LiveVerifier
@@ -35,6 +36,10 @@ class AgentSessionHost(Protocol):
     @property
     def codec(self) -> Any:
         """``codec`` of the agent session (``AgentSession``)."""
+
+    @property
+    def core(self) -> Conversation:
+        """``core`` of the agent session (``AgentSession``): the sans-I/O conversation core."""
 
     @property
     def tree(self) -> Tree:
