@@ -279,6 +279,22 @@ def test_a_resume_closes_only_what_was_opened_before_its_trigger(key: bytes | No
     assert core.skipped == 0
 
 
+def test_a_worker_never_acts_on_a_copied_event_id_while_older_history_is_unread() -> None:
+    prompt = copy.deepcopy(next(w for w in FULL["history"] if w["name"] == "ai-input" and w["clientId"] == ALICE))
+    event_id = _transport(prompt)["event-id"]
+    hijack = copy.deepcopy(prompt)  # mallory's own prompt, later on the channel, carrying alice's event-id
+    hijack.update(clientId="mallory", serial="99999999999999999999-0", id="x")
+    hijack["extras"]["ai"]["transport"].update({"codec-message-id": "m-mallory", "run-client-id": "mallory"})
+    for publisher in (None, ALICE):
+        core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={AGENT})
+        core.receive_history(copy.deepcopy(hijack))  # newest page first: the copy is folded first
+        assert core.trigger(event_id, publisher, history_complete=False) is None
+        core.receive_history(copy.deepcopy(prompt))  # the older page: alice's own, the id's first publisher
+        found = core.trigger(event_id, publisher, history_complete=publisher is None)
+        assert found is not None and found["clientId"] == ALICE and found["serial"] == prompt["serial"]
+        assert core.trigger(event_id, "mallory", history_complete=True) is None  # bound to its publisher
+
+
 def test_a_refold_leaves_the_tree_alone_until_committed() -> None:
     core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={AGENT})
     half = len(FULL["wires"]) // 2

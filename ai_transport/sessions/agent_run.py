@@ -149,14 +149,9 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         when no older wire can still take it from the one found — the invocation names its
         publisher (``input_client_id``) and the match is theirs, or history has been read to its
         start. A match a member copied the id into is never acted on while history is unread."""
-        eid = self.invocation.input_event_id
-        found = self.session.tree.find_message_by_event_id(eid)
-        if found is None:
-            return None
-        bound = self.invocation.input_client_id
-        if bound is not None:
-            return found if found.get("clientId") == bound else None
-        return None if self.session.hydrator.has_next() else found
+        return self.session.core.trigger(
+            self.invocation.input_event_id, self.invocation.input_client_id, not self.session.hydrator.has_next()
+        )
 
     async def _locate(self, timeout: float) -> None:
         found = self._match()
