@@ -67,6 +67,7 @@ from .live_integrity import DROP, FOLD, HOLD, SPLIT, LiveVerifier
 from .open_streams import OpenStreams
 from .own_streams import OwnStreams
 from .signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
+from .steers import SteerLedger
 from .tree import Tree, WireApplier
 from .wire_check import wire_problem
 
@@ -293,6 +294,8 @@ class Conversation:
         self._cancel_arrivals = itertools.count()
         #: The highest serial (or version serial) the live subscription delivered.
         self.high_water = ""
+        #: Steers folded by run since the core was made (agent: a run created later seeds them).
+        self.steer_ledger = SteerLedger(self.tree) if agent else None
 
     # -- output ----------------------------------------------------------------------------------
 

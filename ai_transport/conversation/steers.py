@@ -8,10 +8,18 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol, TypeVar
 
-__all__ = ["SteerTracker", "defer_unresponded_steers", "parse_steer_stamp"]
+__all__ = [
+    "RUNS_HELD",
+    "STEERS_HELD",
+    "SteerLedger",
+    "SteerTracker",
+    "carries_a_message",
+    "defer_unresponded_steers",
+    "parse_steer_stamp",
+]
 
 logger = logging.getLogger("ai_transport.sessions.steer")
 
@@ -83,3 +91,63 @@ class SteerTracker:
     def is_unresponded(self, codec_message_id: str) -> bool:
         """True for a steer still pending or drained but not yet stamped on an output."""
         return codec_message_id in self._pending or codec_message_id in self._recent
+
+
+#: Steers buffered per run before the run opens (admission lets only the run's own client, or a
+#: trusted one, steer it, so the bound is per publisher); the oldest beyond it are forgotten.
+STEERS_HELD = 1000
+
+#: Runs a session's :class:`SteerLedger` remembers (the least recently steered beyond it go).
+RUNS_HELD = 1000
+
+
+def carries_a_message(inputs: Any) -> bool:
+    """True when a fold's inputs hold a user message: only a message steers a run. An approval or
+    a tool result amends the message holding its call (its ``codecMessageId`` is that message's):
+    the resume answers it (``run_owed_calls``), and taking it for a steer would move the call's
+    message to the tail of ``run.view`` until a ``has_input()`` the standard loop never calls."""
+    return isinstance(inputs, (list, tuple)) and any(
+        isinstance(i, Mapping) and i.get("message") is not None for i in inputs
+    )
+
+
+class _OutputEvents(Protocol):
+    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]: ...
+
+
+class SteerLedger:
+    """The steers (and answered-stamps) a session folded, by run id, since it was made: a run
+    created later in a session that stays alive seeds the steers that arrived before it (its own
+    watch starts at ``create_run``; history already folded is not read again). Bounded:
+    :data:`STEERS_HELD` per run, :data:`RUNS_HELD` runs."""
+
+    def __init__(self, tree: _OutputEvents) -> None:
+        self.folded: dict[str, dict[str, None]] = {}
+        self.responded: dict[str, set[str]] = {}
+        self._off = tree.on("output", self._on_output)
+
+    def _on_output(self, event: Mapping[str, Any]) -> None:
+        run_id = event.get("run_id")
+        if not isinstance(run_id, str):
+            return
+        stamped = event.get("steer_codec_message_ids") or ()
+        if stamped:
+            self._bounded(self.responded, run_id, set()).update(str(i) for i in stamped)
+        cmid = event.get("codec_message_id")
+        if carries_a_message(event.get("inputs")) and isinstance(cmid, str):
+            folded = self._bounded(self.folded, run_id, {})
+            folded[cmid] = None
+            if len(folded) > STEERS_HELD:
+                del folded[next(iter(folded))]
+
+    @staticmethod
+    def _bounded(table: dict[str, Any], run_id: str, empty: Any) -> Any:
+        if run_id not in table:
+            table[run_id] = empty
+            if len(table) > RUNS_HELD:
+                del table[next(iter(table))]
+        return table[run_id]
+
+    def close(self) -> None:
+        """Stop watching the tree."""
+        self._off()

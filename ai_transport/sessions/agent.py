@@ -84,7 +84,6 @@ from .hooks import validate_hooks
 from .invocation import Invocation
 from .presence import AgentPresence
 from .session import SessionCore
-from .steer import SteerLedger
 from .step import RunStep
 from .tools import function_call_output, gate_calls
 from .view import DEFAULT_HISTORY_PAGE_SIZE
@@ -191,7 +190,7 @@ class AgentSession(SessionCore):
         # connecting may know no clientId yet (a cold start).
         self._own_identity_trusted = trusted_agent_ids is None
         #: Steers folded by run since the session was made (a run created later seeds them).
-        self.steer_ledger = SteerLedger(self.tree)
+        self.steer_ledger = core.steer_ledger
         assert core.admission is not None
         #: The trust rules (:mod:`~ai_transport.conversation.admission`).
         self.admission = core.admission
