@@ -13,12 +13,17 @@ Inputs:
   agent checks its integrity first, :mod:`.signing`);
 * :meth:`~Conversation.fold` — one wire through the trust rules and the tree, no more (what both
   of the above end in);
-* local intents: :meth:`~Conversation.apply_local` (an optimistic input),
-  :meth:`~Conversation.apply_local_lifecycle` (an agent run's own start),
-  :meth:`~Conversation.defer_cancel`, and the refold after a loss of continuity:
-  :meth:`~Conversation.begin_refold` / :meth:`~Conversation.commit_refold` /
-  :meth:`~Conversation.discard_refold` (history is folded into a shadow tree meanwhile; the tree
-  the views read keeps the conversation as it was at the loss, then adopts the refold in one step).
+* local intents: :meth:`~Conversation.send_input` / :meth:`~Conversation.withdraw_input` (an
+  optimistic input), :meth:`~Conversation.apply_local_lifecycle` (an agent run's own start),
+  :meth:`~Conversation.apply_local` (any local change), :meth:`~Conversation.defer_cancel`, and
+  the refold after a loss of continuity: :meth:`~Conversation.begin_refold` /
+  :meth:`~Conversation.commit_refold` / :meth:`~Conversation.discard_refold` (history is folded
+  into a shadow tree meanwhile; the tree the views read keeps the conversation as it was at the
+  loss, then adopts the refold in one step).
+
+Decisions read from the folded state: :meth:`~Conversation.trigger` (the input that woke a run,
+never a copy of its event-id an older wire could still own), :meth:`~Conversation.dangling_streams`
+/ :meth:`~Conversation.dangling_steps` (what a worker taking a run over closes).
 
 Outputs (:data:`Change`, small frozen dataclasses, in the order they happened): :class:`Skipped`
 (a wire not folded, counted once per wire for the core's life; :class:`Tampered` for one that
