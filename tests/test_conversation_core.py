@@ -316,6 +316,32 @@ def test_a_refold_leaves_the_tree_alone_until_committed() -> None:
     assert core.applier.tree is core.tree
 
 
+def test_live_wires_wait_for_the_refold_then_fold_in_order() -> None:
+    wires = copy.deepcopy(FULL["wires"])
+    half = len(wires) // 2
+    for commit in (True, False):
+        core = Conversation(ResponsesCodec)
+        for wire in wires[:half]:
+            core.receive_live(wire)
+        core.changes()
+        core.begin_refold()
+        for wire in wires[half:]:  # what arrives live during the refold waits
+            core.receive_live(wire)
+        assert core.changes() == []
+        for wire in _newest_first_pages(copy.deepcopy(FULL["history"][: len(FULL["history"]) // 2]), 4):
+            core.receive_history(wire)
+        core.commit_refold() if commit else core.discard_refold()
+        folded = [c.wire for c in _kinds(core.changes(), Folded)]
+        assert folded == wires[half:]  # then folded onto the adopted (or the pre-loss) tree, in order
+        assert _picture(core) == BASELINE_CLIENT and core.skipped == 0
+    core.begin_refold()
+    core.receive_live(copy.deepcopy(wires[0]))
+    core.discard_refold(release=False)
+    core.drop_live()  # the session closed: nothing held is folded
+    core.release_live()
+    assert _kinds(core.changes(), Folded) == []
+
+
 # -- nothing raises ------------------------------------------------------------------------------
 
 _SCALARS = st.one_of(
@@ -404,6 +430,16 @@ def _baseline() -> tuple[Any, ...]:
 
 
 BASELINE = _baseline()
+
+
+def _client_baseline() -> tuple[Any, ...]:
+    core = Conversation(ResponsesCodec)
+    for wire in copy.deepcopy(FULL["wires"]):
+        core.receive_live(wire)
+    return _picture(core)
+
+
+BASELINE_CLIENT = _client_baseline()
 
 _HOSTILE = [
     _forged_output("00000000000000000003-5"),

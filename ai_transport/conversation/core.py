@@ -254,6 +254,8 @@ class Conversation:
         self._skipped_wires: dict[tuple[str, str], None] = {}
         self.tree.on("refused", self._skip)
         self._refold: _Refold | None = None
+        #: Live wires held while a refold runs (folded after it, in arrival order).
+        self._held_live: list[Any] | None = None
         #: The trust rules (always for an agent; for a client only with ``trusted_agent_ids``).
         self.admission: Admission | None = None
         if agent or trusted_agent_ids is not None:
@@ -403,7 +405,12 @@ class Conversation:
     # -- input -----------------------------------------------------------------------------------
 
     def receive_live(self, message: Any) -> None:
-        """Fold one wire the live subscription delivered (never raises)."""
+        """Fold one wire the live subscription delivered (never raises). While a refold runs it is
+        held and folded after the refold, so a replayed append lands on its message rather than
+        starting it (history holds the aggregates up to the new attach point, live the rest)."""
+        if self._held_live is not None:
+            self._held_live.append(message)
+            return
         if not self._well_formed(message):
             return
         if self.agent:
@@ -630,14 +637,17 @@ class Conversation:
 
     def begin_refold(self) -> Tree:
         """Start folding into a fresh shadow tree (returned): wires go there until
-        :meth:`commit_refold` or :meth:`discard_refold`; the tree the views read is left as it is.
-        A refold already running is dropped (its local changes are carried over)."""
+        :meth:`commit_refold` or :meth:`discard_refold`; the tree the views read is left as it is,
+        and live wires are held meanwhile. A refold already running is dropped (its local changes
+        and held live wires are carried over)."""
         previous = self._refold
         refold = self._refold = _Refold(self.codec, self.tree, self._skip)
         for local in previous.local if previous is not None else ():
             local(refold.tree)  # a local change made during the refold this one restarts
             refold.local.append(local)
         self.applier = refold.applier
+        if self._held_live is None:
+            self._held_live = []
         if self.agent:  # readers keep the pre-loss ledgers; the refold fills fresh twins
             if self.admission is not None:
                 self.admission.clear_held()
@@ -646,8 +656,9 @@ class Conversation:
                 self._verifier_sink = self.live_verifier.twin()
         return refold.tree
 
-    def commit_refold(self) -> None:
-        """Adopt the refold: decoder, ledgers, then the tree (each view emits one ``update``)."""
+    def commit_refold(self, release: bool = True) -> None:
+        """Adopt the refold: decoder, ledgers, then the tree (each view emits one ``update``); then
+        fold the live wires held meanwhile (unless ``release`` is False: :meth:`release_live`)."""
         refold, self._refold = self._refold, None
         if refold is None:
             return
@@ -660,9 +671,12 @@ class Conversation:
                 adopt_state(self.live_verifier, self._verifier_sink)
             self._reset_sinks()
         self.tree.adopt(refold.tree)
+        if release:
+            self.release_live()
 
-    def discard_refold(self) -> None:
-        """Drop the refold in flight (if any): folds go to the live tree again."""
+    def discard_refold(self, release: bool = True) -> None:
+        """Drop the refold in flight (if any): folds go to the live tree again, and the live wires
+        held meanwhile are folded onto it (unless ``release`` is False: :meth:`release_live`)."""
         if self._refold is None:
             return
         self._refold = None
@@ -671,6 +685,19 @@ class Conversation:
             if self.live_verifier is not None:  # the gap is unknown: appends wait for a verified aggregate
                 self.live_verifier.clear()
             self._reset_sinks()
+        if release:
+            self.release_live()
+
+    def release_live(self) -> None:
+        """Fold the live wires held during a refold, in arrival order (once it is committed or
+        discarded)."""
+        held, self._held_live = self._held_live or [], None
+        for message in held:
+            self.receive_live(message)
+
+    def drop_live(self) -> None:
+        """Forget the live wires held during a refold (the session closed)."""
+        self._held_live = None
 
     def _reset_sinks(self) -> None:
         self._claims_sink, self._streams_sink = self.claims, self.open_streams

@@ -101,8 +101,6 @@ class SessionCore:
         self._rebuild_task: asyncio.Task[None] | None = None
         #: The history cursor of the refold in flight (None when none runs).
         self._shadow: HistoryHydrator | None = None
-        #: Live wires held while the tree is refolded from history after a loss of continuity.
-        self._holding: list[Mapping[str, Any]] | None = None
         #: How many times channel continuity was lost (each emitted one 104006 ``error``).
         self.continuity_losses = 0
         self.channel_modes: tuple[str, ...] | None = None
@@ -165,11 +163,7 @@ class SessionCore:
         self._dispatch()
 
     def _listen(self, message: Mapping[str, Any]) -> None:
-        # After a loss of continuity, live wires wait until history (the aggregates up to the new
-        # attach point) is folded, so a replayed append lands on its message rather than starting it.
-        if self._holding is not None:
-            self._holding.append(message)
-            return
+        # After a loss of continuity the core holds live wires until history is refolded.
         self._on_live(message)
 
     def _on_wire(self, message: Mapping[str, Any]) -> None:
@@ -247,8 +241,6 @@ class SessionCore:
         shadow_tree.on("ably-message", lambda message: hydrator.announce(live_tree, message))
         shadow = self._shadow = self.hydrator.spawn(self.core.applier)
         self._dispatch()
-        if self._holding is None:
-            self._holding = []
         self._emitter.emit("error", err)
         if self._rebuild_task is not None:
             self._rebuild_task.cancel()
@@ -272,15 +264,14 @@ class SessionCore:
                 "the conversation as it was at the loss, without what was published during the gap",
                 failure,
             )
-            self._end_shadow()
+            self._end_shadow(release=False)
             if not isinstance(failure, AITransportError):
                 failure = AITransportError(
                     f"unable to fetch history page; {failure}", ErrorCode.HISTORY_FETCH_FAILED, cause=failure
                 )
             self._emitter.emit("error", failure)
-        held, self._holding = self._holding or [], None
-        for message in held:
-            self._on_live(message)
+            self.core.release_live()  # what arrived during the gap goes onto the pre-loss tree
+            self._dispatch()
 
     def _commit(self, shadow: HistoryHydrator) -> None:
         """Swap the refold in: history cursor, then the core's decoder, ledgers and tree (views update)."""
@@ -290,13 +281,13 @@ class SessionCore:
         self.core.commit_refold()
         self._dispatch()
 
-    def _end_shadow(self) -> None:
+    def _end_shadow(self, release: bool = True) -> None:
         """Drop the refold in flight (if any): folds go to the live tree again, paused reads resume."""
         if self._shadow is None:
             return
         self._shadow = None
         self.hydrator.resume()
-        self.core.discard_refold()
+        self.core.discard_refold(release)
         self._dispatch()
 
     async def rebuilt(self) -> None:
@@ -314,8 +305,8 @@ class SessionCore:
                 self._log.debug("removing the state listener failed", exc_info=True)
         if self._rebuild_task is not None and not self._rebuild_task.done():
             self._rebuild_task.cancel()
-        self._end_shadow()
-        self._holding = None
+        self._end_shadow(release=False)
+        self.core.drop_live()
 
     def _unsubscribe_quietly(self) -> None:
         self._stop_continuity()
