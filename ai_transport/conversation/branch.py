@@ -16,7 +16,7 @@ view already showed stays pinned when someone else's edit adds a sibling.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,12 +149,19 @@ class NavigableBranch:
                     return r
         return replies[-1]
 
-    def on_visible_nodes_changed(self, previous: Sequence[str]) -> None:
-        """The tree changed: pin prompt forks this view showed, roll pending regenerates forward."""
+    def on_visible_nodes_changed(self, previous: Collection[str]) -> None:
+        """The tree changed: pin prompt forks this view showed, roll pending regenerates forward.
+
+        ``previous`` (the keys the view showed; a set or a dict for O(1) lookups) and the tree's
+        forked prompts are intersected from the smaller side: a fork-free tree costs nothing, and
+        a view of N prompts with a few edits costs the edits, never N."""
         forked = self.tree.forked_prompts()
-        for key in previous if forked else ():
-            if key not in forked:
-                continue
+        if forked and len(forked) < len(previous) and not isinstance(previous, (set, frozenset, dict)):
+            previous = set(previous)
+        shown = [k for k in forked if k in previous] if len(forked) < len(previous) else (
+            [k for k in previous if k in forked] if forked else []
+        )
+        for key in shown:
             root = self.tree.group_root(key)
             if root not in self._forks:
                 self._forks[root] = ("pinned", key)

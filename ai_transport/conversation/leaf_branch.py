@@ -42,60 +42,110 @@ class LeafBranch:
         #: ``(run_id, codec_message_id) -> bool``: a steer no output answered yet (moved to the tail
         #: of its run's messages, so the model input ends on the user's message).
         self.is_unresponded_steer: Callable[[str, str], bool] | None = None
-        self._cache: tuple[Any, list[Node]] | None = None
+        self._cache: tuple[Any, list[Node], list[Node], Any] | None = None
+        self._chain_cache: tuple[Any, int, list[Node], set[str]] | None = None
 
     def set_pin(self, anchor: str | None, run_id: str, regenerate_target: str | None) -> None:
         """Pin the view to ``anchor`` (trigger codec-message-id) and the run ``run_id``."""
         self.anchor, self.run_id, self.regenerate_target = anchor, run_id, regenerate_target
         self.pinned = True
-        self._cache = None
+        self._cache = self._chain_cache = None
 
     def _chain(self) -> list[Node]:
+        """The trigger's ancestors, root first, then the run (the tree's own list: never mutate it).
+
+        Kept across tree changes that cannot touch it: when the tree only appended nodes since it
+        was walked, the chain changes only if one of them is the run, the node holding the anchor
+        (unresolved then) or the missing parent of its oldest node; any other structural change
+        (a re-parenting, a new mapping of an id a node names, an eviction) walks it again. So a
+        live fold costs the agent's view O(1) a wire, not the depth of the conversation."""
         tree = self._tree()
+        cached = self._chain_cache
+        if cached is not None:
+            ident, version, held, waits = cached
+            if ident == (id(tree), self.anchor, self.run_id) and (
+                version == tree.version or self._untouched(tree, version, waits)
+            ):
+                if version != tree.version:
+                    self._chain_cache = (ident, tree.version, held, waits)
+                return held
         chain: list[Node] = []
         current = tree.get_node_by_codec_message_id(self.anchor) if self.anchor is not None else None
+        watched: set[str] = set()
+        if current is None and self.anchor is not None:
+            watched.add(self.anchor)  # the anchor's node may arrive
         seen: set[str] = set()
         while current is not None and current.key not in seen:
             seen.add(current.key)
-            chain.insert(0, current)
+            chain.append(current)
             if current.parent is None:
                 break
-            current = tree.get_node_by_codec_message_id(current.parent)
+            parent = tree.get_node_by_codec_message_id(current.parent)
+            if parent is None:
+                watched.add(current.parent)  # the oldest node's parent may arrive
+            current = parent
+        chain.reverse()
         run = tree.get_run_node(self.run_id) if self.run_id is not None else None
         if run is not None and not any(n is run for n in chain):
             chain.append(run)
+        if run is None and self.run_id is not None:
+            watched.add(self.run_id)
+        self._chain_cache = ((id(tree), self.anchor, self.run_id), tree.version, chain, watched)
         return chain
+
+    @staticmethod
+    def _untouched(tree: Tree, version: int, watched: set[str]) -> bool:
+        """Whether the chain walked at tree ``version`` still holds: only appends since, none of
+        them a node it waits for, and no id it waits for mapped since (``cmid_version``)."""
+        appended = tree._appended_since(version)
+        if appended is None:
+            return False
+        if any(n.key in watched for n in appended):
+            return False
+        return not any(tree.get_node_by_codec_message_id(w) is not None for w in watched)
 
     def cache_key(self) -> Any:
         """Changes whenever :meth:`visible_nodes` may change."""
         tree = self._tree()
-        return (id(tree), tree.version, tree.status_version, self.anchor, self.run_id, self.pinned)
+        return (id(tree), tree.version, tree.status_version, tree.cmid_version, self.anchor, self.run_id, self.pinned)
 
-    def visible_nodes(self) -> list[Node]:
-        """The chain minus incomplete ancestor runs and the inputs they answered."""
+    def visible_path(self) -> list[Node]:
+        """:meth:`visible_nodes` as the branch holds it (never mutate it): the same list object as
+        long as the nodes it shows are the same, so a view diffs only the nodes folded since. It
+        is rebuilt only when the chain is (:meth:`_chain`) or, after a run status changed
+        anywhere, when the status of one of the chain's ancestor runs did."""
         if not self.pinned:
             return []
         tree = self._tree()
-        key = self.cache_key()
-        if self._cache is not None and self._cache[0] == key:
-            return list(self._cache[1])
+        chain = self._chain()
+        cached = self._cache
+        if cached is not None and cached[2] is chain and cached[0] == tree.status_version:
+            return cached[1]
+        tail = chain[-1].run_id if chain and isinstance(chain[-1], RunNode) else None
         anchor_node = tree.get_node_by_codec_message_id(self.anchor) if self.anchor is not None else None
         leaf_run = anchor_node.run_id if isinstance(anchor_node, RunNode) else None
+        keep = (self.run_id, leaf_run)
+        statuses = (leaf_run, tail, tuple(n.status for n in chain if isinstance(n, RunNode) and n.run_id not in keep))
+        if cached is not None and cached[2] is chain and cached[3] == statuses:
+            self._cache = (tree.status_version, cached[1], chain, statuses)  # the same nodes
+            return cached[1]
         dropped: set[str] = set()
         kept: list[Node] = []
-        for node in self._chain():
-            if (
-                isinstance(node, RunNode)
-                and node.run_id not in (self.run_id, leaf_run)
-                and node.status != "complete"
-            ):
+        for node in chain:
+            if isinstance(node, RunNode) and node.run_id not in keep and node.status != "complete":
                 if node.parent is not None:
                     dropped.add(node.parent)
                 continue
             kept.append(node)
         result = [n for n in kept if not (isinstance(n, InputNode) and n.codec_message_id in dropped)]
-        self._cache = (key, result)
-        return list(result)
+        if cached is not None and len(result) == len(cached[1]) and all(x is y for x, y in zip(result, cached[1])):
+            result = cached[1]  # walked again, the same nodes: the same list (the view's fast diff)
+        self._cache = (tree.status_version, result, chain, statuses)
+        return result
+
+    def visible_nodes(self) -> list[Node]:
+        """The chain minus incomplete ancestor runs and the inputs they answered."""
+        return list(self.visible_path())
 
     def extract_messages(self, nodes: list[Node]) -> list[Any]:
         """Messages in node order, cut before the regenerate target (then, unlike 0.8.0, the run's

@@ -203,6 +203,9 @@ class _Internal:
     #: Agent output wire serial -> (Ably ``connectionId`` of its create's publisher, the serial the
     #: fence judges it at): what :mod:`.fence` checks.
     publishers: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: The key the tree's order sorted it by (``Tree._compare_key`` when last placed): what its
+    #: binary searches compare, so a node whose serial just changed is still found where it is.
+    sort_key: tuple[int, str, int] = (1, "", 0)
 
 
 def _sort_serial(node: Node) -> str | None:

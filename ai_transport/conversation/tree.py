@@ -90,6 +90,10 @@ def _append_version(append: tuple[int, Node]) -> int:
     return append[0]
 
 
+def _stored_key(entry: _Internal) -> tuple[int, str, int]:
+    return entry.sort_key
+
+
 #: Folds a tree remembers for :meth:`Tree.folded_since` (a view whose snapshot is older diffs in full).
 FOLD_JOURNAL = 1024
 
@@ -132,6 +136,14 @@ class Tree(LifecycleFold, TreeOwnership):
         self._appends: list[tuple[int, Node]] = []
         self._appends_base = 0
         self._children_cache: Any = None
+        #: Every key or codec-message-id a node names as its ``parent`` or ``fork-of`` (kept on
+        #: insert and on every re-parenting; never shrinks, so it errs on the structural side): a
+        #: message id mapped to its node for the first time changes the tree's shape only when a
+        #: node names it, else the caches stay valid (a run's new message in a live fold is O(1)).
+        self._referenced: set[str] = set()
+        #: Bumped when a message id is mapped to its node without a structural change (a cache
+        #: that resolved an id still unmapped keys on it, see :class:`~.leaf_branch.LeafBranch`).
+        self.cmid_version = 0
         #: The nodes folded most recently (:meth:`_fold_into`, :meth:`_refold`), so a view diffs
         #: only those against its snapshot (:meth:`folded_since`); ``_folds`` counts every fold.
         self._folded: deque[Node] = deque(maxlen=FOLD_JOURNAL)
@@ -198,13 +210,8 @@ class Tree(LifecycleFold, TreeOwnership):
 
     def reply_runs(self, input_codec_message_id: str) -> list[RunNode]:
         """Runs whose parent is ``input_codec_message_id`` (reply + regenerates), oldest first."""
-        return [
-            e.node
-            for e in self._sorted
-            if isinstance(e.node, RunNode)
-            and e.node.parent == input_codec_message_id
-            and e.node.run_id not in self._superseded
-        ]
+        runs = self._groups()[0].get(input_codec_message_id, ())  # superseded runs left out
+        return [n for n in runs if isinstance(n, RunNode)]
 
     def messages_of(self, node: Node) -> list[Any]:
         """``codec.get_messages`` of the node's projection (cached until the node folds again)."""
@@ -222,24 +229,37 @@ class Tree(LifecycleFold, TreeOwnership):
         return (1, "", e.seq) if s is None else (0, s, e.seq)
 
     def _insert_sorted(self, entry: _Internal) -> bool:
-        key = self._compare_key(entry)
-        lo, hi = 0, len(self._sorted)
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if self._compare_key(self._sorted[mid]) <= key:
-                lo = mid + 1
-            else:
-                hi = mid
+        key = entry.sort_key = self._compare_key(entry)
+        lo = bisect.bisect_right(self._sorted, key, key=_stored_key)
         self._sorted.insert(lo, entry)
         return lo == len(self._sorted) - 1
 
-    def _promote(self, entry: _Internal) -> None:
-        self._sorted.remove(entry)
+    def _promote(self, entry: _Internal) -> bool:
+        """Re-sort ``entry`` after its serial changed (a prompt published, a run's earlier wire);
+        returns whether that moved it (a structural change). Found by a binary search on the key it
+        was sorted by, never a scan; a node whose place stays the same (the optimistic prompt that
+        was already the latest) changes nothing a cache holds."""
+        order = self._sorted
+        i = bisect.bisect_left(order, entry.sort_key, key=_stored_key)
+        while order[i] is not entry:  # keys are unique (the insert sequence breaks ties)
+            i += 1
+        key = self._compare_key(entry)
+        if (i == 0 or order[i - 1].sort_key <= key) and (i == len(order) - 1 or key <= order[i + 1].sort_key):
+            entry.sort_key = key
+            return False
+        del order[i]
         self._insert_sorted(entry)
-        self._changed()
+        return self._changed()
+
+    def _reference(self, node: Node) -> None:
+        """Note the ids ``node`` names (its parent, its fork): see :attr:`_referenced`."""
+        for ref in (node.parent, node.fork_of):
+            if ref is not None:
+                self._referenced.add(ref)
 
     def _insert(self, key: str, entry: _Internal) -> None:
         self._nodes[key] = entry
+        self._reference(entry.node)
         if self._insert_sorted(entry) and key not in self._supersedes:
             self.version += 1  # appended at the end (the live case): caches extend by it
             self._appends.append((self.version, entry.node))
@@ -294,9 +314,11 @@ class Tree(LifecycleFold, TreeOwnership):
         roots: dict[str, str] = {}
         referenced: set[str] = set()
         forked: dict[str, None] = {}
+        by_root: dict[str, list[str]] = {}
+        forked_keys: set[str] = set()
         for e in self._sorted:
-            self._group_node(e.node, runs, inputs, roots, referenced, forked)
-        self._children_cache = (self.version, runs, inputs, roots, referenced, forked)
+            self._group_node(e.node, runs, inputs, roots, referenced, forked, by_root, forked_keys)
+        self._children_cache = (self.version, runs, inputs, roots, referenced, forked, by_root, forked_keys)
         return runs, inputs, roots
 
     def _group_node(
@@ -307,14 +329,22 @@ class Tree(LifecycleFold, TreeOwnership):
         roots: dict[str, str],
         referenced: set[str],
         forked: dict[str, None],
+        by_root: dict[str, list[str]],
+        forked_keys: set[str],
     ) -> None:
         """Add ``node`` (the latest in serial order) to the groups (``forked``: the roots of the
-        prompt groups with more than one member)."""
+        prompt groups with more than one member; ``by_root``: every prompt of each group root,
+        superseded ones included; ``forked_keys``: the prompts whose root is forked, what
+        :meth:`forked_prompts` answers, kept here so that no reader walks every prompt)."""
         for ref in (node.parent, node.fork_of):
             if ref is not None:
                 referenced.add(ref)
         if isinstance(node, InputNode):  # superseded ones too: a view may still hold one
-            roots[node.key] = self._input_group_root(node).key
+            root = self._input_group_root(node).key
+            roots[node.key] = root
+            by_root.setdefault(root, []).append(node.key)
+            if root in forked:
+                forked_keys.add(node.key)
         if node.key in self._superseded:
             return
         if isinstance(node, RunNode):
@@ -326,8 +356,9 @@ class Tree(LifecycleFold, TreeOwnership):
             if target is not None and target.node.kind == node.kind and target.node.parent == node.parent:
                 members = inputs.setdefault(reached, [])
                 members.append(node)
-                if len(members) > 1:
+                if len(members) > 1 and reached not in forked:
                     forked[reached] = None
+                    forked_keys.update(by_root.get(reached, ()))
 
     def _appended_since(self, version: int) -> list[Node] | None:
         """The nodes appended after ``version``, when appends are all that changed since; else None.
@@ -338,23 +369,23 @@ class Tree(LifecycleFold, TreeOwnership):
         return [node for _, node in self._appends[start:]]
 
     def _extend_groups(self, cached: Any) -> Any:
-        version, runs, inputs, roots, referenced, forked = cached
+        version, runs, inputs, roots, referenced, forked, by_root, forked_keys = cached
         appended = self._appended_since(version)
         if appended is None or any(n.key in referenced for n in appended):
             return None
         for node in appended:
-            self._group_node(node, runs, inputs, roots, referenced, forked)
-        extended = (self.version, runs, inputs, roots, referenced, forked)
+            self._group_node(node, runs, inputs, roots, referenced, forked, by_root, forked_keys)
+        extended = (self.version, runs, inputs, roots, referenced, forked, by_root, forked_keys)
         self._children_cache = extended
         return extended
 
     def forked_prompts(self) -> set[str]:
-        """The prompts that have an alternative (an edit, or the prompt an edit replaces)."""
-        roots = self._groups()[2]
-        forked = self._children_cache[5]
-        if not forked:
-            return set()
-        return {key for key, root in roots.items() if root in forked}
+        """The prompts that have an alternative (an edit, or the prompt an edit replaces).
+
+        The tree's own set, kept as prompts fold (never walked per call): do not mutate it."""
+        self._groups()
+        forked_keys: set[str] = self._children_cache[7]
+        return forked_keys
 
     def _fork_chain(self, node: Node) -> list[str]:
         """The keys an input's ``fork-of`` chain reaches (what :meth:`sibling_group` walks)."""
@@ -684,8 +715,7 @@ class Tree(LifecycleFold, TreeOwnership):
             structural = True
         elif isinstance(entry.node, InputNode) and serial and not entry.node.serial:
             entry.node.serial = serial
-            self._promote(entry)
-            structural = self._changed()
+            structural |= self._promote(entry)
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
         self.emitter.emit(
             "output",
@@ -755,8 +785,7 @@ class Tree(LifecycleFold, TreeOwnership):
         ):
             # the earliest serial seen orders the run (history arrives newest page first)
             entry.node.start_serial = serial
-            self._promote(entry)
-            structural = self._changed()
+            structural |= self._promote(entry)
         owner = entry.node.key
         if cmid and not fork:
             self._run_message_ids.add(cmid)
@@ -768,7 +797,10 @@ class Tree(LifecycleFold, TreeOwnership):
         mapped = self._cmid_to_key.get(cmid) if cmid else None
         if cmid and mapped != owner and (mapped is None or mapped not in self._nodes):
             self._cmid_to_key[cmid] = owner
-            structural = self._changed()
+            if mapped is not None or cmid in self._referenced:
+                structural = self._changed()  # a node names it: its place in the tree changes
+            else:
+                self.cmid_version += 1  # a new message no node names yet: the shape is the same
         step_id = headers.get(H_STEP_ID)
         step_start_serial = headers.get(H_STEP_START_SERIAL)
         if step_id is not None and step_start_serial is not None and serial is not None:

@@ -6,7 +6,7 @@ import itertools
 from typing import TYPE_CHECKING, Any
 
 from .lifecycle import RunLifecycleEvent, StepLifecycleEvent
-from .nodes import Emitter, RunNode, _Internal
+from .nodes import Emitter, Node, RunNode, _Internal
 from .retention import LogRetention
 from .run import StepInfo
 
@@ -26,8 +26,10 @@ class LifecycleFold:
         retention: LogRetention
 
         def _changed(self) -> bool: ...
+
+        def _reference(self, node: Node) -> None: ...
         def _insert(self, key: str, entry: _Internal) -> None: ...
-        def _promote(self, entry: _Internal) -> None: ...
+        def _promote(self, entry: _Internal) -> bool: ...
         def _rekey_fork_run(self, fork_cmid: str | None, run_id: str) -> _Internal | None: ...
         def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool: ...
         def _refold(self, entry: _Internal) -> None: ...
@@ -51,20 +53,22 @@ class LifecycleFold:
                     self.status_version += 1
                 if event.serial and (not node.start_serial or event.serial < node.start_serial):
                     node.start_serial = event.serial
-                    self._promote(entry)
-                    structural = self._changed()
+                    structural |= self._promote(entry)
                 if event.parent is not None and node.parent != event.parent and event.serial is not None:
                     # the agent's run-start is authoritative for the run's place in the tree (a node
                     # created from a later wire of a resumed run may carry another parent)
                     node.parent = event.parent
+                    self._reference(node)
                     structural = self._changed()
                 elif node.parent is None and event.parent is not None:
                     node.parent = event.parent
+                    self._reference(node)
                     structural = self._changed()
                 if node.fork_of is None and event.fork_of is not None:
                     fk = self._cmid_to_key.get(event.fork_of)
                     if fk is not None and fk != event.run_id:
                         node.fork_of = fk
+                        self._reference(node)
                         structural = self._changed()
                 if node.regenerates is None and event.regenerates is not None:
                     node.regenerates = event.regenerates

@@ -346,7 +346,7 @@ class View:
             return
         reconcile = getattr(self._source, "on_visible_nodes_changed", None)
         if reconcile is not None:
-            reconcile(self._snap_keys)
+            reconcile(self._snap_set)  # the keys shown, as a dict: O(1) lookups, never a walk
         self._recompute_and_emit(only_if_changed=True)
 
     def _on_replaced(self, *_: Any) -> None:
