@@ -43,7 +43,7 @@ class LeafBranch:
         #: of its run's messages, so the model input ends on the user's message).
         self.is_unresponded_steer: Callable[[str, str], bool] | None = None
         self._cache: tuple[Any, list[Node], list[Node], Any] | None = None
-        self._chain_cache: tuple[Any, int, list[Node], set[str]] | None = None
+        self._chain_cache: tuple[Any, tuple[int, int], list[Node], set[str]] | None = None
 
     def set_pin(self, anchor: str | None, run_id: str, regenerate_target: str | None) -> None:
         """Pin the view to ``anchor`` (trigger codec-message-id) and the run ``run_id``."""
@@ -62,12 +62,13 @@ class LeafBranch:
         tree = self._tree()
         cached = self._chain_cache
         if cached is not None:
-            ident, version, held, waits = cached
+            ident, versions, held, waits = cached
+            now = (tree.version, tree.cmid_version)
             if ident == (id(tree), self.anchor, self.run_id) and (
-                version == tree.version or self._untouched(tree, version, waits)
+                versions == now or self._untouched(tree, versions[0], waits)
             ):
-                if version != tree.version:
-                    self._chain_cache = (ident, tree.version, held, waits)
+                if versions != now:
+                    self._chain_cache = (ident, now, held, waits)
                 return held
         chain: list[Node] = []
         current = tree.get_node_by_codec_message_id(self.anchor) if self.anchor is not None else None
@@ -90,13 +91,14 @@ class LeafBranch:
             chain.append(run)
         if run is None and self.run_id is not None:
             watched.add(self.run_id)
-        self._chain_cache = ((id(tree), self.anchor, self.run_id), tree.version, chain, watched)
+        self._chain_cache = ((id(tree), self.anchor, self.run_id), (tree.version, tree.cmid_version), chain, watched)
         return chain
 
     @staticmethod
     def _untouched(tree: Tree, version: int, watched: set[str]) -> bool:
         """Whether the chain walked at tree ``version`` still holds: only appends since, none of
-        them a node it waits for, and no id it waits for mapped since (``cmid_version``)."""
+        them a node it waits for, and no id it waits for mapped since (a new message id is mapped
+        without a structural change: ``Tree.cmid_version``)."""
         appended = tree._appended_since(version)
         if appended is None:
             return False

@@ -350,15 +350,25 @@ class Tree(LifecycleFold, TreeOwnership):
         if isinstance(node, RunNode):
             runs.setdefault(node.parent, []).append(node)
             return
-        inputs.setdefault(node.key, []).append(node)
+        own = inputs.setdefault(node.key, [])
+        own.append(node)
+        if len(own) > 1:  # its edits sorted before it (an edit's serial below the prompt's)
+            self._mark_forked(node.key, forked, by_root, forked_keys)
         for reached in self._fork_chain(node):
             target = self._nodes.get(reached)
             if target is not None and target.node.kind == node.kind and target.node.parent == node.parent:
                 members = inputs.setdefault(reached, [])
                 members.append(node)
-                if len(members) > 1 and reached not in forked:
-                    forked[reached] = None
-                    forked_keys.update(by_root.get(reached, ()))
+                if len(members) > 1:
+                    self._mark_forked(reached, forked, by_root, forked_keys)
+
+    @staticmethod
+    def _mark_forked(
+        key: str, forked: dict[str, None], by_root: dict[str, list[str]], forked_keys: set[str]
+    ) -> None:
+        if key not in forked:
+            forked[key] = None
+            forked_keys.update(by_root.get(key, ()))
 
     def _appended_since(self, version: int) -> list[Node] | None:
         """The nodes appended after ``version``, when appends are all that changed since; else None.
@@ -711,6 +721,8 @@ class Tree(LifecycleFold, TreeOwnership):
             node = InputNode(cmid, headers.get(H_PARENT), headers.get(H_FORK_OF), self._codec.init(), serial)
             entry = _Internal(node, next(self._seq), owner=self._client)
             self._insert(cmid, entry)
+            if self._cmid_to_key.get(cmid, cmid) != cmid:
+                self._changed()  # the id named another node (a run's client-fork link): a re-mapping
             self._cmid_to_key[cmid] = cmid
             structural = True
         elif isinstance(entry.node, InputNode) and serial and not entry.node.serial:
