@@ -86,3 +86,90 @@ def test_the_extended_caches_equal_a_full_recompute(steps: list[tuple[str, int, 
         assert [n.key for n in tree.visible_nodes()] == extended
         assert {k: [m.key for m in tree.sibling_group(k)] for k in cmids} == groups
         tree._visible_cache, tree._children_cache = kept  # ... then the next wire extends these again
+
+
+# -- the work per live wire, counted as Python function calls (deterministic, unlike a timing) ----
+
+
+def _calls(fn: Any) -> int:
+    import cProfile
+
+    profile = cProfile.Profile()
+    profile.enable()
+    fn()
+    profile.disable()
+    return sum(entry.callcount for entry in profile.getstats())
+
+
+def client_calls_per_wire(held: int) -> float:
+    """Calls a client session (a UI listening) spends per new live prompt and answer, with ``held``
+    prompts already folded, one in five an edit of alice's previous prompt (forked prompts exist)."""
+    session = ClientSession(InProcessHub().client("alice").channel("chat"))
+    session.view.on("update", lambda *_: None)
+    last: str | None = None
+    for n in range(held):
+        cmid = f"c{n}"
+        edit = last if n % 5 == 4 else None
+        session._on_live(prompt_wire(n, "alice", cmid, fork_of=edit))
+        last = cmid
+    assert session.tree.forked_prompts()
+
+    def more() -> None:
+        for n in range(held, held + 20):
+            session._on_live(prompt_wire(n, "mallory", f"c{n}"))
+
+    spent = _calls(more)
+    assert len(session.view.get_messages()) > held // 2
+    return spent / 20
+
+
+def test_a_live_wire_costs_a_client_the_same_with_50_or_400_prompts_and_their_edits_held() -> None:
+    small, large = client_calls_per_wire(50), client_calls_per_wire(400)
+    # before: every prompt of the channel was walked (forked prompts) and every shown key
+    # checked against them on each structural change: ~+1,000 calls a wire at 400
+    assert large <= small * 1.15 + 20, (small, large)
+
+
+async def agent_calls_per_wire(depth: int) -> float:
+    """Calls an agent session with a run in progress (its view: the trigger's chain, ``depth``
+    prompts and answers deep) spends per new live wire of another member."""
+    from ai_transport.sessions.agent import AgentSession
+
+    hub = InProcessHub()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    serial = 0
+
+    def feed(wire: dict[str, Any]) -> None:
+        nonlocal serial
+        serial += 1
+        s = f"{serial:020d}"
+        wire.update(serial=s, version={"serial": s, "clientId": wire["clientId"]}, timestamp=serial)
+        agent._on_live(wire)
+
+    parent: str | None = None
+    for n in range(depth):  # alice's conversation: each prompt answers the one before
+        wire = prompt_wire(0, "alice", f"q{n}", parent=parent)
+        feed(wire)
+        parent = f"q{n}"
+    trigger = wire
+    event_id = trigger["extras"]["ai"]["transport"]["event-id"]
+    run = await agent.create_run({"inputEventId": event_id, "sessionName": "chat", "inputClientId": "alice"})
+    run._resolve_trigger(trigger)  # located (what start() does first), without publishing
+    run.view._recompute_and_emit()  # the view shows the pinned branch
+    updates = [0]
+    run.view.on("update", lambda *_: updates.__setitem__(0, updates[0] + 1))
+    assert len(run.view.get_messages()) == depth
+
+    def more() -> None:
+        for n in range(20):
+            feed(prompt_wire(0, "mallory", f"junk{n}"))
+
+    spent = _calls(more)
+    assert len(run.view.get_messages()) == depth and updates[0] == 0  # none of it on the branch
+    return spent / 20
+
+
+async def test_a_live_wire_costs_an_agent_run_the_same_with_a_chain_50_or_400_deep() -> None:
+    small, large = await agent_calls_per_wire(50), await agent_calls_per_wire(400)
+    # before: the run's view walked the trigger's whole chain (and diffed every node of it) per wire
+    assert large <= small * 1.15 + 20, (small, large)

@@ -155,6 +155,21 @@ def arrival(wires: list[dict[str, Any]], how: str, page: int, seed: int) -> list
     return shuffled
 
 
+class RecomputedPins(NavigableBranch):
+    """The fork pinning as it was: every shown prompt checked against every forked prompt."""
+
+    def on_visible_nodes_changed(self, previous: Any) -> None:
+        forked = self.tree.forked_prompts()
+        for key in previous if forked else ():
+            if key not in forked:
+                continue
+            root = self.tree.group_root(key)
+            if root not in self._forks:
+                self._forks[root] = ("pinned", key)
+                self._version += 1
+        self._resolve_pending()
+
+
 def answers_of(tree: Tree, leaf: LeafBranch, nav: NavigableBranch, prompts: list[str], runs: list[str],
                selections: dict[str, str]) -> Any:
     """Every answer the incremental structures give (read through their caches)."""
@@ -165,6 +180,7 @@ def answers_of(tree: Tree, leaf: LeafBranch, nav: NavigableBranch, prompts: list
         "nav": [n.key for n in nav.visible_path()],
         "groups": {k: [m.key for m in tree.sibling_group(k)] for k in keys},
         "roots": {k: tree.group_root(k) for k in keys},
+        "root_of": {k: tree.root_of(k) for k in keys if isinstance(tree.get_node(k), InputNode)},
         "forked": sorted(tree.forked_prompts()),
         # the definition, read through the groups (what the kept set must equal)
         "forked_by_definition": sorted(
@@ -207,6 +223,7 @@ def test_incremental_structures_equal_a_recomputation_after_every_wire(
     applier = WireApplier(tree, decoder)
     leaf = LeafBranch(lambda: tree)
     nav = NavigableBranch(tree)
+    pins = [NavigableBranch(tree), RecomputedPins(tree)]  # two views pinning the forks they showed
     anchors = prompts + answers  # a prompt, or an assistant message (a continuation's trigger)
     anchor = anchors[pin % len(anchors)] if anchors else None
     run_id = runs[pin % len(runs)] if runs and pin % 3 == 0 else "r-current"  # often a run not folded yet
@@ -218,6 +235,7 @@ def test_incremental_structures_equal_a_recomputation_after_every_wire(
         headers = local["extras"]["ai"]["transport"]
         tree.apply_message(list(decoder.decode(local).inputs), [], headers, client_id=local["clientId"])
     for i, message in enumerate(order):
+        shown = [{n.key: at for at, n in enumerate(view.visible_path())} for view in pins]  # as a view holds them
         applier.apply(message)
         tree.emit_ably_message(message)
         if i in refolds and tree.nodes():
@@ -229,7 +247,18 @@ def test_incremental_structures_equal_a_recomputation_after_every_wire(
             pick = nodes[choice % len(nodes)]
             selections[tree.group_root(pick.key)] = pick.key
             nav.select(pick.key)
+            if i in refolds:
+                for view in pins:
+                    view.select(pick.key)
+        if i == optimistic:
+            for view in pins:
+                view.clear()
+        for view, before in zip(pins, shown):
+            view.on_visible_nodes_changed(before)
+        assert pins[0]._forks == pins[1]._forks
+        assert [n.key for n in pins[0].visible_path()] == [n.key for n in pins[1].visible_path()]
         cached = answers_of(tree, leaf, nav, prompts, runs, selections)
         assert cached == from_scratch(tree, leaf, nav, prompts, runs, selections), (i, json.dumps(message)[:200])
         assert cached["forked"] == cached["forked_by_definition"]
+        assert cached["root_of"] == {k: cached["roots"][k] for k in cached["root_of"]}
         assert cached["replies"] == cached["replies_by_definition"]

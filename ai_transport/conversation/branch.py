@@ -16,6 +16,7 @@ view already showed stays pinned when someone else's edit adds a sibling.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
@@ -111,6 +112,10 @@ class NavigableBranch:
         self._regens: dict[str, tuple[str, str]] = {}  # group root -> (user|auto|pending, run id | carrier)
         self._non_head: dict[str, tuple[str, str]] = {}  # anchor cmid -> (user|auto|pending, run id | carrier)
         self._version = 0
+        #: The tree's forked index last read and how much of it (:meth:`on_visible_nodes_changed`),
+        #: and the forked prompts read from it whose group is not pinned yet.
+        self._fork_seen: tuple[dict[str, None], int] | None = None
+        self._unpinned: dict[str, None] = {}
 
     # -- branch source -------------------------------------------------------------------------
 
@@ -152,20 +157,34 @@ class NavigableBranch:
     def on_visible_nodes_changed(self, previous: Collection[str]) -> None:
         """The tree changed: pin prompt forks this view showed, roll pending regenerates forward.
 
-        ``previous`` (the keys the view showed; a set or a dict for O(1) lookups) and the tree's
-        forked prompts are intersected from the smaller side: a fork-free tree costs nothing, and
-        a view of N prompts with a few edits costs the edits, never N."""
-        forked = self.tree.forked_prompts()
-        if forked and len(forked) < len(previous) and not isinstance(previous, (set, frozenset, dict)):
-            previous = set(previous)
-        shown = [k for k in forked if k in previous] if len(forked) < len(previous) else (
-            [k for k in previous if k in forked] if forked else []
-        )
-        for key in shown:
-            root = self.tree.group_root(key)
-            if root not in self._forks:
-                self._forks[root] = ("pinned", key)
-                self._version += 1
+        ``previous`` holds the keys the view showed (a dict or set: O(1) lookups). Only the forked
+        prompts whose group is not pinned yet are checked against it; they are read from the
+        tree's forked index as it grows (:meth:`Tree.forked_index`), and leave once their group is
+        pinned, so a view with N prompts and their edits shown costs O(1) a change, not N."""
+        index = self.tree.forked_index()
+        seen = self._fork_seen
+        if seen is None or seen[0] is not index:  # a rebuild of the tree's groups: read it all again
+            self._unpinned = dict(index)
+        elif len(index) > seen[1]:
+            self._unpinned.update(dict.fromkeys(itertools.islice(index, seen[1], None)))
+        self._fork_seen = (index, len(index))
+        if self._unpinned:
+            if not isinstance(previous, (set, frozenset, dict)):
+                previous = {k: i for i, k in enumerate(previous)}
+            shown: list[tuple[Any, str, str]] = []
+            for key in list(self._unpinned):
+                root = self.tree.root_of(key)
+                if root in self._forks:
+                    del self._unpinned[key]  # pinned (or selected): never again
+                elif key in previous:
+                    at = previous.get(key) if isinstance(previous, dict) else None
+                    shown.append((at if isinstance(at, int) else 0, key, root))
+            shown.sort(key=lambda t: t[0])  # two members shown (a prompt and its edit, just grouped): the first
+            for _, key, root in shown:
+                if root not in self._forks:
+                    self._forks[root] = ("pinned", key)
+                    self._version += 1
+                self._unpinned.pop(key, None)
         self._resolve_pending()
 
     # -- selection -------------------------------------------------------------------------------
@@ -223,6 +242,7 @@ class NavigableBranch:
 
     def clear(self) -> None:
         """Forget every selection."""
+        self._fork_seen = None  # every forked prompt may be pinned again
         self._forks.clear()
         self._regens.clear()
         self._non_head.clear()

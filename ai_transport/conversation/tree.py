@@ -315,7 +315,7 @@ class Tree(LifecycleFold, TreeOwnership):
         referenced: set[str] = set()
         forked: dict[str, None] = {}
         by_root: dict[str, list[str]] = {}
-        forked_keys: set[str] = set()
+        forked_keys: dict[str, None] = {}
         for e in self._sorted:
             self._group_node(e.node, runs, inputs, roots, referenced, forked, by_root, forked_keys)
         self._children_cache = (self.version, runs, inputs, roots, referenced, forked, by_root, forked_keys)
@@ -330,7 +330,7 @@ class Tree(LifecycleFold, TreeOwnership):
         referenced: set[str],
         forked: dict[str, None],
         by_root: dict[str, list[str]],
-        forked_keys: set[str],
+        forked_keys: dict[str, None],
     ) -> None:
         """Add ``node`` (the latest in serial order) to the groups (``forked``: the roots of the
         prompt groups with more than one member; ``by_root``: every prompt of each group root,
@@ -344,7 +344,7 @@ class Tree(LifecycleFold, TreeOwnership):
             roots[node.key] = root
             by_root.setdefault(root, []).append(node.key)
             if root in forked:
-                forked_keys.add(node.key)
+                forked_keys[node.key] = None
         if node.key in self._superseded:
             return
         if isinstance(node, RunNode):
@@ -364,11 +364,11 @@ class Tree(LifecycleFold, TreeOwnership):
 
     @staticmethod
     def _mark_forked(
-        key: str, forked: dict[str, None], by_root: dict[str, list[str]], forked_keys: set[str]
+        key: str, forked: dict[str, None], by_root: dict[str, list[str]], forked_keys: dict[str, None]
     ) -> None:
         if key not in forked:
             forked[key] = None
-            forked_keys.update(by_root.get(key, ()))
+            forked_keys.update(dict.fromkeys(by_root.get(key, ())))
 
     def _appended_since(self, version: int) -> list[Node] | None:
         """The nodes appended after ``version``, when appends are all that changed since; else None.
@@ -390,12 +390,21 @@ class Tree(LifecycleFold, TreeOwnership):
         return extended
 
     def forked_prompts(self) -> set[str]:
-        """The prompts that have an alternative (an edit, or the prompt an edit replaces).
+        """The prompts that have an alternative (an edit, or the prompt an edit replaces)."""
+        return set(self.forked_index())
 
-        The tree's own set, kept as prompts fold (never walked per call): do not mutate it."""
+    def forked_index(self) -> dict[str, None]:
+        """:meth:`forked_prompts` as the tree keeps it while prompts fold (never walked per call;
+        do not mutate it): in the order they became forked, so a reader that consumed the first
+        ``n`` reads only the rest next time; a new object after a rebuild of the groups."""
         self._groups()
-        forked_keys: set[str] = self._children_cache[7]
+        forked_keys: dict[str, None] = self._children_cache[7]
         return forked_keys
+
+    def root_of(self, key: str) -> str:
+        """The group root of the prompt ``key`` (itself when it is none of the tree's prompts),
+        read from the groups (no ``fork-of`` walk)."""
+        return self._groups()[2].get(key, key)
 
     def _fork_chain(self, node: Node) -> list[str]:
         """The keys an input's ``fork-of`` chain reaches (what :meth:`sibling_group` walks)."""
