@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from ..lease import DEFAULT_LEASE, LeaseLedger, LeaseWire, parse_lease_wire
+from ..lease import DEFAULT_LEASE, LeaseLedger, LeaseWire, Poison, parse_lease_wire
 
 __all__ = ["Fence"]
 
@@ -43,11 +43,13 @@ class Fence:
         self.ledger = LeaseLedger()
         self._changes: dict[str, list[tuple[str, str, bool]]] = {}
 
-    def note(self, message: Mapping[str, Any]) -> str | None:
-        """Fold one lease wire (its publisher already admitted); returns its run id when it counts."""
+    def note(self, message: Mapping[str, Any], parsed: LeaseWire | Poison | str | None = None) -> str | None:
+        """Fold one lease wire (its publisher already admitted); returns its run id when it counts.
+        ``parsed``: what ``parse_lease_wire(message, {its clientId})`` answered, when the caller has it."""
         trusted = {message.get("clientId")}
-        parsed = parse_lease_wire(message, trusted)
-        if self.ledger.note(message, trusted) is not None:
+        if parsed is None:
+            parsed = parse_lease_wire(message, trusted)
+        if self.ledger.note(message, trusted, parsed) is not None:
             return None
         if not isinstance(parsed, LeaseWire):  # a poison: an unknown holder of every key
             self._changes.clear()

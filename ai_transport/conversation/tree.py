@@ -576,13 +576,16 @@ class Tree(LifecycleFold, TreeOwnership):
         """Fold a lease wire (its publisher already admitted): a run whose folded outputs it fences
         (or un-fences: it landed out of serial order) is refolded and announced."""
         parsed = parse_lease_wire(message, {message.get("clientId")})
+        if isinstance(parsed, str):  # refused (malformed): counted by the ledger, no run changes
+            self.fence.note(message, parsed)
+            return
         if isinstance(parsed, LeaseWire):
             found = self._nodes.get(parsed.run_id)
             entries = [found] if found is not None and found.publishers else []
-        else:  # a poison (or refused): any run may change
+        else:  # a poison: any run may change
             entries = [e for e in self._nodes.values() if e.publishers]
         before = [{s for s in e.publishers if self._fenced(e, s)} for e in entries]
-        self.fence.note(message)
+        self.fence.note(message, parsed)  # parsed once, for the fence and its ledger too
         for entry, was in zip(entries, before):
             if {s for s in entry.publishers if self._fenced(entry, s)} == was:
                 continue  # nothing folded changes (a re-delivery, a renewal, another run's wire)

@@ -271,9 +271,13 @@ class LeaseLedger:
         self.refused[why] = self.refused.get(why, 0) + 1
         return why
 
-    def note(self, message: Mapping[str, Any], trusted: Iterable[Any]) -> str | None:
-        """Fold one lease wire; returns why it was refused, or None when it counts."""
-        parsed = parse_lease_wire(message, trusted)
+    def note(
+        self, message: Mapping[str, Any], trusted: Iterable[Any], parsed: LeaseWire | Poison | str | None = None
+    ) -> str | None:
+        """Fold one lease wire; returns why it was refused, or None when it counts. ``parsed``: what
+        :func:`parse_lease_wire` answered for ``message`` and ``trusted``, when the caller has it."""
+        if parsed is None:
+            parsed = parse_lease_wire(message, trusted)
         if isinstance(parsed, str):
             return self._refuse(parsed)
         if parsed.serial in self._seen:
