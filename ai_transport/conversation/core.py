@@ -560,17 +560,22 @@ class Conversation:
 
     # -- the trigger of a run -------------------------------------------------------------------
 
-    def trigger(self, event_id: str, publisher: str | None, history_complete: bool) -> Mapping[str, Any] | None:
+    def trigger(
+        self, event_id: str, publisher: str | None, history_complete: bool, *, serial: str | None = None
+    ) -> Mapping[str, Any] | None:
         """The input that woke a run, once it is settled: the wire that owns ``event_id`` (its first
         publisher in serial order, :meth:`~.tree.Tree.find_message_by_event_id`) when no older wire
-        can still take the id from it — the invocation names its ``publisher`` and the match is
-        theirs, or ``history_complete`` (read to its start). A match a member copied the id into is
-        never acted on while older history is unread; None until then."""
+        can still take the id from it — the invocation names its ``publisher`` and / or the wire's
+        ``serial`` and the match is that wire, or ``history_complete`` (read to its start). A match
+        a member copied the id into is never acted on while older history is unread; None until
+        then."""
         found = self.tree.find_message_by_event_id(event_id)
         if found is None:
             return None
-        if publisher is not None:
-            return found if found.get("clientId") == publisher else None
+        if publisher is not None or serial is not None:
+            if publisher is not None and found.get("clientId") != publisher:
+                return None
+            return found if serial is None or found.get("serial") == serial else None
         return found if history_complete else None
 
     # -- recovery: what a worker taking a run over closes ----------------------------------------

@@ -147,10 +147,14 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         """The trigger, once it is settled: the wire that owns the invocation's ``event-id`` (the
         first in serial order, :meth:`~ai_transport.conversation.tree.Tree.find_message_by_event_id`)
         when no older wire can still take it from the one found — the invocation names its
-        publisher (``input_client_id``) and the match is theirs, or history has been read to its
-        start. A match a member copied the id into is never acted on while history is unread."""
+        publisher (``input_client_id``) and / or its serial (``input_serial``) and the match is
+        that wire, or history has been read to its start. A match a member copied the id into is
+        never acted on while history is unread."""
         return self.session.core.trigger(
-            self.invocation.input_event_id, self.invocation.input_client_id, not self.session.hydrator.has_next()
+            self.invocation.input_event_id,
+            self.invocation.input_client_id,
+            not self.session.hydrator.has_next(),
+            serial=self.invocation.input_serial,
         )
 
     async def _locate(self, timeout: float) -> None:

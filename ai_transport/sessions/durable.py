@@ -14,7 +14,10 @@
   Then ``pipe`` / ``send`` / ``create_step`` / ``suspend`` / ``end`` work as on a started run. Unlike
   0.8.0, once history is exhausted ``load`` keeps waiting live for the rest of ``timeout``.
 * :func:`page_until_located` (``pageUntilLocated``): page history until a freshly created run's
-  trigger is folded, at most ``max_pages`` pages, then wait ``trigger_wait`` seconds live.
+  trigger is located, then wait ``trigger_wait`` seconds live. ``max_pages`` bounds only the
+  search for an ``event-id`` not seen at all: once a wire carrying it is folded, paging goes on
+  until the trigger is settled (an unbound invocation reads history to its start, see
+  :mod:`.invocation`).
 * :func:`with_agent_session` (``withAgentSession``): ``async with with_agent_session(channel) as
   session:`` connects, runs the body, then *detaches* (never ends): a run the body left open stays
   open on the wire for the next attempt to adopt.
@@ -46,12 +49,19 @@ async def page_until_located(
     page_size: int = 100,
     trigger_wait: float = 5.0,
 ) -> None:
-    """Page ``run.view`` history until the run's trigger is folded (``pageUntilLocated`` of 0.8.0).
+    """Page ``run.view`` history until the run's trigger is located (``pageUntilLocated`` of 0.8.0).
 
-    At most ``max_pages`` pages of ``page_size`` messages; when history is exhausted first, waits
-    ``trigger_wait`` seconds for the trigger to arrive live. Raises 104010 (504) when it is not
-    located, 40033 when the run was cancelled. Opening a run then costs about one history page
-    whatever the conversation's length (the trigger is the newest thing in history).
+    Pages of ``page_size`` messages, newest first. ``max_pages`` bounds the search for an
+    ``event-id`` no folded wire carries yet; once one does, paging goes on while the trigger is
+    unsettled (``run.located``), because a wire further back may own the id (its first publisher
+    in serial order, :mod:`.invocation`): a long channel whose trigger is present never fails
+    here. When history is exhausted first, waits ``trigger_wait`` seconds for the trigger to
+    arrive live. Raises 104010 (504) when it is not located, 40033 when the run was cancelled.
+
+    Cost: a bound invocation (``inputClientId``, or ``inputSerial``) stops at the trigger, about
+    one page when it is the newest thing in history (0.8.0's figure); an unbound one (what a
+    0.8.0 client POSTs) that finds the id reads history to its start, one page per ``page_size``
+    messages on the channel.
     """
     for label, value, low in (("max_pages", max_pages, 0), ("page_size", page_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -65,9 +75,15 @@ async def page_until_located(
     hydrator = run.session.hydrator
     hydrator.prefer_page_size(page_size)
     start = hydrator.pages_folded
-    await hydrator.fold_until(
-        lambda: run.located or run.abort_signal.is_set() or hydrator.pages_folded - start >= max_pages
-    )
+    tree = run.session.tree
+
+    def settled() -> bool:
+        if run.located or run.abort_signal.is_set():
+            return True
+        # the cap ends only a search that never saw the id; a seen one is read on until settled
+        return hydrator.pages_folded - start >= max_pages and tree.find_message_by_event_id(input_event_id) is None
+
+    await hydrator.fold_until(settled)
     pages = hydrator.pages_folded - start
     if not run.located:
         await wait_live(lambda: run.located, run, float(trigger_wait))

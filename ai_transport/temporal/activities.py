@@ -102,21 +102,31 @@ async def page_history_for_trigger(
     *,
     max_pages: int = DEFAULT_MAX_HISTORY_PAGES,
     on_page: Callable[[], None] | None = None,
+    located: Callable[[], bool] | None = None,
 ) -> int:
     """Fold channel history pages (newest first, the session's page size) until the trigger
-    ``input_event_id`` is in the tree; returns the pages read.
+    ``input_event_id`` is located; returns the pages read.
 
-    Stops as soon as it surfaces: opening a run needs no inference, so it never reads the rest of the
-    conversation. Raises 104010 when ``max_pages`` pages did not reveal it and history has more;
-    when history is exhausted, ``run.start()`` then waits a bounded moment for a live arrival.
-    Works on the session before any run exists (``sessions.durable.page_until_located`` needs the
-    run) and calls ``on_page`` per page read, so the activity can heartbeat.
+    ``located()`` says when the trigger is settled (a run's ``located``: the match is bound to the
+    invocation's publisher or serial, or history is read to its start, see
+    :mod:`ai_transport.sessions.invocation`); without it, when a wire carrying the id is folded.
+    It stops there: opening a run needs no inference, so it never reads more of the conversation
+    than settling its trigger takes. ``max_pages`` bounds only the search for an id no folded wire
+    carries: 104010 when that many pages did not reveal it and history has more; once the id is
+    seen, paging goes on while the trigger is unsettled (a long channel whose trigger is present
+    never fails here). When history is exhausted, ``run.start()`` then waits a bounded moment for
+    a live arrival. Works on the session (``sessions.durable.page_until_located`` needs a run) and
+    calls ``on_page`` per page read, so the activity can heartbeat.
     """
     pages = 0
+    tree = session.tree
+
+    def seen() -> bool:
+        return tree.find_message_by_event_id(input_event_id) is not None
 
     def stop() -> bool:
         nonlocal pages
-        if session.tree.find_message_by_event_id(input_event_id) is not None or pages >= max_pages:
+        if (located() if located is not None else seen()) or (pages >= max_pages and not seen()):
             return True
         pages += 1
         if on_page is not None:
@@ -124,7 +134,7 @@ async def page_history_for_trigger(
         return False
 
     exhausted = await session.hydrator.fold_until(stop)
-    if session.tree.find_message_by_event_id(input_event_id) is None and not exhausted:
+    if not seen() and not exhausted:
         raise AITransportError(
             f"unable to open run; trigger event {input_event_id} not located within {pages} history pages",
             ErrorCode.INPUT_EVENT_NOT_FOUND,
@@ -241,6 +251,7 @@ class FramingActivities:
                 inv.input_event_id,
                 max_pages=self.options.max_history_pages,
                 on_page=heartbeat_now if self.options.heartbeat else None,
+                located=lambda: run.located,
             )
             await run.start(timeout=TRIGGER_WAIT)
             return {"runId": run.run_id, "invocationId": run.invocation_id}
