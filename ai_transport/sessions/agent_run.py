@@ -279,9 +279,13 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             await self._recover_before_resume()
         if self.input_codec_message_id is not None:
             for deferred in self.session._deferred_cancels.release(self.input_codec_message_id):
-                if self.abort_signal.is_set():
-                    break
-                await self._cancel(deferred)  # each judged by its own author (one may be refused)
+                if not self._cancel_accepted(deferred):
+                    # refused here (counted once), held again for another run of the same input
+                    # its author may cancel: this run never consumes another member's cancel
+                    self.session._reject(deferred, "cancel from a client this agent does not accept")
+                    self.session._defer_cancel(self.input_codec_message_id, deferred)
+                elif not self.abort_signal.is_set():
+                    await self._cancel(deferred)
         headers = build_lifecycle_headers(
             run_id=self.run_id,
             run_client_id=self.run_client_id or "",
@@ -430,15 +434,26 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         s = self.session
         s.own_streams.forget(self)
         s._forget(self)
-        if self.input_codec_message_id is not None:
-            s._run_by_input_cmid.pop(self.input_codec_message_id, None)
+        cmid = self.input_codec_message_id
+        if cmid is not None and s._run_by_input_cmid.get(cmid) == self.run_id:
+            del s._run_by_input_cmid[cmid]  # only its own mapping (another run may hold the input's)
 
-    async def _cancel(self, message: Mapping[str, Any]) -> None:
+    def _cancel_accepted(self, message: Mapping[str, Any]) -> bool:
+        """Whether ``message`` (an ``ai-cancel``, by run id or by input codec-message-id) may cancel
+        this run: its author (who Ably says published it) is a trusted agent identity, or is
+        accepted for inputs into the run — by default the run's input client (the publisher of the
+        prompt that triggered it) or one of ``trusted_client_ids``."""
+        author = author_of(message)
+        if author is not None and author in self.session.trusted_agent_ids:
+            return True
         node = self.session.tree.get_run_node(self.run_id)
         if node is None or node.input_client_id is None:
             # not folded yet: judge against the client whose input triggered this invocation
             node = RunNode(self.run_id, None, None, None, "", "", None, input_client_id=self.input_client_id)
-        if not self.session._input_accepted(author_of(message), node):
+        return self.session._input_accepted(author, node)
+
+    async def _cancel(self, message: Mapping[str, Any]) -> None:
+        if not self._cancel_accepted(message):
             self.session._reject(message, "cancel from a client this agent does not accept")
             return
         veto = self.hooks.get("on_cancel")

@@ -89,6 +89,13 @@ class AgentSessionHost(Protocol):
     def _deferred_cancels(self) -> HeldWires:
         """``_deferred_cancels`` of the agent session (``AgentSession``)."""
 
+    @property
+    def trusted_agent_ids(self) -> set[Any]:
+        """``trusted_agent_ids`` of the agent session (``AgentSession``)."""
+
+    def _defer_cancel(self, input_codec_message_id: str, message: Mapping[str, Any]) -> None:
+        """``_defer_cancel`` of the agent session (``AgentSession``)."""
+
     def _require_connected(self, method: str) -> None:
         """``_require_connected`` of the agent session (``AgentSession``)."""
 

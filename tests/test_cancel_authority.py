@@ -1,0 +1,282 @@
+"""Who may cancel a run (issue 21's authority rule, break #4).
+
+A cancel by ``run-id`` counts from the run's input client (the publisher of its trigger), a trusted
+agent identity (configuration) or a client ``trusted_client_ids`` / ``accept_input`` admit; a cancel
+by ``input-codec-message-id`` counts from the same, judged against the run that input triggered.
+0.8.0's agent checks nothing (only an ``on_cancel`` hook); its clients cancel their own runs
+(``ClientRun.cancel``: ``input-codec-message-id`` plus ``run-id`` once known;
+``ClientSession.cancel(run_id)``: ``run-id``), so a JS client still cancels what it started.
+
+* in process: mallory's cancels of alice's run (by run id, by input, both, live or deferred) are
+  refused and counted; alice's, a trusted agent's and a trusted client's count; a copy of alice's
+  prompt that mallory made a trigger never captures alice's cancel (live or deferred);
+* over the emulator with the real ``ably`` SDK and least-privilege tokens (:mod:`ai_transport.auth`):
+  break #4 (mallory's second cancel of the same input, and a flood of fresh ones, neither replace
+  nor evict alice's early cancel) and mallory's live cancels refused while alice's counts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_sessions import eventually, user_message
+
+from ai_transport.auth import agent_token_params, browser_token_params, token_request_callback
+from ai_transport.channels.ably_channel import AblyChannel
+from ai_transport.channels.memory import InProcessHub
+from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
+from ai_transport.emulator.client import client_options
+from ai_transport.sessions import agent as agent_module
+from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.client import ClientSession
+
+
+def cancels_refused(agent: AgentSession, who: str) -> int:
+    return sum(1 for m in agent.rejected if m.get("name") == "ai-cancel" and m.get("clientId") == who)
+
+
+def target(kind: str, run_id: str, cmid: str) -> CancelTarget:
+    return {
+        "run-id": CancelTarget(run_id, None),
+        "input": CancelTarget(None, cmid),
+        "both": CancelTarget(run_id, cmid),
+    }[kind]
+
+
+async def settle() -> None:
+    for _ in range(20):
+        await asyncio.sleep(0)
+
+
+async def alices_run(**agent_options: Any) -> tuple[InProcessHub, ClientSession, AgentSession, Any, Any]:
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"), **agent_options)
+    await agent.connect()
+    sent = await alice.view.send(user_message("Count to a million"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    return hub, alice, agent, sent, run
+
+
+async def close(agent: AgentSession, *clients: ClientSession) -> None:
+    for c in clients:
+        await c.close()
+    await agent.end()
+
+
+# -- live runs ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind", ["run-id", "input", "both"])
+async def test_only_the_prompts_publisher_cancels_a_live_run(kind: str) -> None:
+    hub, alice, agent, sent, run = await alices_run()
+    mallory = hub.client("mallory").channel("chat")
+    await mallory.publish(build_cancel_message(target(kind, run.run_id, sent.input_codec_message_id)))
+    await eventually(lambda: cancels_refused(agent, "mallory") == 1)
+    await settle()
+    assert not run.abort_signal.is_set()
+    alice_raw = hub.client("alice").channel("chat")
+    await alice_raw.publish(build_cancel_message(target(kind, run.run_id, sent.input_codec_message_id)))
+    await eventually(run.abort_signal.is_set)
+    await run.end("cancelled")
+    await close(agent, alice)
+
+
+@pytest.mark.parametrize("who", ["agent", "support"])
+async def test_a_trusted_agent_or_trusted_client_may_cancel(who: str) -> None:
+    # the agent identity is trusted by default (its own); ``support`` only by configuration
+    hub, alice, agent, sent, run = await alices_run(trusted_client_ids={"support"})
+    other = hub.client(who).channel("chat")
+    await other.publish(build_cancel_message(CancelTarget(None, sent.input_codec_message_id)))
+    await eventually(run.abort_signal.is_set)
+    assert cancels_refused(agent, who) == 0
+    await run.end("cancelled")
+    await close(agent, alice)
+
+
+async def test_a_trusted_identity_comes_from_configuration_only() -> None:
+    # eve calls herself "agent" in her data: she is still eve, and her cancel is refused
+    hub, alice, agent, _sent, run = await alices_run(trusted_client_ids={"support"})
+    eve = hub.client("eve").channel("chat")
+    message = build_cancel_message(CancelTarget(run.run_id, None))
+    message["data"] = {"role": "agent", "clientId": "agent"}
+    await eve.publish(message)
+    await eventually(lambda: cancels_refused(agent, "eve") == 1)
+    assert not run.abort_signal.is_set()
+    await run.end("complete")
+    await close(agent, alice)
+
+
+# -- deferred cancels -----------------------------------------------------------------------------
+
+
+async def test_mallorys_early_cancel_of_alices_input_is_refused_at_start() -> None:
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    await agent.connect()
+    sent = await alice.view.send(user_message("hi"))
+    mallory = hub.client("mallory").channel("chat")
+    await mallory.publish(build_cancel_message(CancelTarget(None, sent.input_codec_message_id)))
+    await agent.wait_seen((await mallory.history(limit=1)).items[0]["serial"])
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    await settle()
+    assert not run.abort_signal.is_set()
+    assert cancels_refused(agent, "mallory") == 1  # refused and counted, once
+    await run.end("complete")
+    await close(agent, alice)
+
+
+async def copy_of(hub: InProcessHub, sent: Any) -> str:
+    """mallory republishes alice's prompt (her codec-message-id) under a fresh event-id; returns it."""
+    page = await hub.client("x").channel("chat").history(limit=50)
+    original = next(m for m in page.items if m.get("clientId") == "alice" and m.get("name") == "ai-input")
+    wire = {k: copy.deepcopy(original[k]) for k in ("name", "data", "extras")}
+    event_id = str(uuid.uuid4())
+    wire["extras"]["ai"]["transport"]["event-id"] = event_id
+    await hub.client("mallory").channel("chat").publish(wire)
+    return event_id
+
+
+@pytest.mark.parametrize("when", ["live", "deferred"])
+async def test_a_copy_of_alices_prompt_made_a_trigger_never_captures_her_cancel(when: str) -> None:
+    # mallory copies alice's prompt (same codec-message-id, fresh event-id) and invokes a run on it:
+    # that run's input id is alice's; alice's cancel by input id must still reach alice's run
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    await agent.connect()
+    sent = await alice.view.send(user_message("hi"))
+    copied = await copy_of(hub, sent)
+    await agent.wait_seen((await hub.client("x").channel("chat").history(limit=1)).items[0]["serial"])
+    if when == "deferred":
+        await sent.cancel()  # before either run exists
+        await agent.wait_seen((await hub.client("x").channel("chat").history(limit=1)).items[0]["serial"])
+    runs: dict[str, Any] = {}
+    if when == "live":
+        runs["alice"] = await agent.create_run(sent.invocation.to_json())
+        await runs["alice"].start()
+    runs["mallory"] = await agent.create_run({"inputEventId": copied, "sessionName": "chat"})
+    await runs["mallory"].start(timeout=1)
+    assert runs["mallory"].input_codec_message_id == sent.input_codec_message_id  # the copy's id
+    assert not runs["mallory"].abort_signal.is_set()  # alice's cancel is not mallory's to consume
+    if when == "live":
+        await sent.cancel()
+    else:
+        runs["alice"] = await agent.create_run(sent.invocation.to_json())
+        await runs["alice"].start()
+    await eventually(runs["alice"].abort_signal.is_set)
+    assert not runs["mallory"].abort_signal.is_set()
+    await runs["mallory"].end("complete")  # its end never drops alice's run from the input's index
+    await runs["alice"].end("cancelled")
+    await close(agent, alice)
+
+
+async def test_ending_another_run_of_the_same_input_keeps_alices_run_cancellable() -> None:
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    await agent.connect()
+    sent = await alice.view.send(user_message("hi"))
+    copied = await copy_of(hub, sent)
+    mine = await agent.create_run(sent.invocation.to_json())
+    await mine.start()
+    theirs = await agent.create_run({"inputEventId": copied, "sessionName": "chat"})
+    await theirs.start(timeout=1)
+    await theirs.end("complete")  # the run mapped last for the input ends
+    await sent.cancel()
+    await eventually(mine.abort_signal.is_set)
+    await mine.end("cancelled")
+    await close(agent, alice)
+
+
+# -- over the emulator, real SDK, least-privilege tokens ------------------------------------------
+
+
+async def open_as(emu: Any, name: str, client_id: str, params: Callable[[str, str], dict[str, Any]]) -> AblyChannel:
+    callback = token_request_callback(emu.key, params(client_id, name))
+    return await asyncio.wait_for(
+        AblyChannel.connect(name, **client_options(emu, client_id=client_id, auth_callback=callback)), 15
+    )
+
+
+@pytest.mark.timeout(90)
+@pytest.mark.parametrize("flood", ["same input", "fresh inputs"])
+async def test_break_4_deferred_cancels_over_the_ably_sdk(
+    emulator_thread: Any, monkeypatch: pytest.MonkeyPatch, flood: str
+) -> None:
+    monkeypatch.setattr(agent_module, "DEFERRED_CANCEL_LIMIT", 10)  # the bound, scaled to a short test
+    name = unique_channel("cancel")
+    alice_ch = await open_as(emulator_thread, name, "alice", browser_token_params)
+    mallory_ch = await open_as(emulator_thread, name, "mallory", browser_token_params)
+    agent_ch = await open_as(emulator_thread, name, "agent", agent_token_params)
+    alice = ClientSession(alice_ch, trusted_agent_ids={"agent"})
+    agent = AgentSession(agent_ch)
+    try:
+        await alice.connect()
+        await agent.connect()
+        sent = await alice.view.send(user_message("Weather in Paris?"))
+        await sent.cancel()  # alice's early cancel, by input codec-message-id
+        if flood == "same input":
+            await mallory_ch.publish(build_cancel_message(CancelTarget(None, sent.input_codec_message_id)))
+        else:
+            await mallory_ch.publish(
+                [build_cancel_message(CancelTarget(None, str(uuid.uuid4()))) for _ in range(15)]
+            )
+        last = (await mallory_ch.history(limit=1)).items[0]
+        assert last["clientId"] == "mallory"
+        assert await agent.wait_seen(last["serial"])
+        run = await agent.create_run(sent.invocation.to_json())
+        await run.start(timeout=10)
+        await settle()
+        assert run.abort_signal.is_set()  # alice's early cancel applied
+        if flood == "same input":
+            assert cancels_refused(agent, "mallory") == 1  # mallory's copy judged, refused, counted
+        await run.end("cancelled")
+    finally:
+        await alice.close()
+        await agent.end()
+        for ch in (alice_ch, mallory_ch, agent_ch):
+            await ch.close()
+
+
+@pytest.mark.timeout(90)
+async def test_mallorys_cancels_of_alices_live_run_are_refused_over_the_ably_sdk(emulator_thread: Any) -> None:
+    name = unique_channel("cancel-live")
+    alice_ch = await open_as(emulator_thread, name, "alice", browser_token_params)
+    mallory_ch = await open_as(emulator_thread, name, "mallory", browser_token_params)
+    agent_ch = await open_as(emulator_thread, name, "agent", agent_token_params)
+    alice = ClientSession(alice_ch, trusted_agent_ids={"agent"})
+    mallory = ClientSession(mallory_ch, trusted_agent_ids={"agent"})
+    agent = AgentSession(agent_ch)
+    try:
+        for s in (alice, mallory, agent):
+            await s.connect()
+        sent = await alice.view.send(user_message("Count to a million"))
+        run = await agent.create_run(sent.invocation.to_json())
+        await run.start(timeout=10)
+        await mallory.cancel(run.run_id)
+        await mallory_ch.publish(build_cancel_message(CancelTarget(None, sent.input_codec_message_id)))
+        await eventually(lambda: cancels_refused(agent, "mallory") == 2, timeout=10)
+        assert not run.abort_signal.is_set()
+        await sent.cancel()
+        await eventually(run.abort_signal.is_set, timeout=10)
+        await run.end("cancelled")
+    finally:
+        for s in (alice, mallory):
+            await s.close()
+        await agent.end()
+        for ch in (alice_ch, mallory_ch, agent_ch):
+            await ch.close()
