@@ -1,0 +1,140 @@
+"""Tests that catch a broken rule (issue 21's last bullet): each case here is the test that fails
+when one rule of the session layer is removed or inverted by hand, for the rules no other test
+caught (the list of mutations tried, and the test catching each, is in the issue's report).
+
+* resume closes only the step attempts opened before its trigger (a live worker's later step is
+  never ended ``failed`` by a duplicate wake-up), as it does for streams;
+* seeding a run's steers skips its trigger and every steer an earlier pass answered (by the run's
+  own watch, without a session ledger, and after seeding);
+* no test ``importorskip``\\ s the project's own modules (a broken import must fail, not skip).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support_sessions import Worker, approve_call, open_session, open_text_stream, user_message, wait_status
+
+from ai_transport.sessions.agent import AgentSession
+
+TESTS = Path(__file__).parent
+
+
+async def test_resume_never_ends_a_step_opened_after_its_trigger() -> None:
+    # a duplicate wake-up (same approval) resumes while the first worker streams its answer: only
+    # step attempts opened before the trigger are a dead worker's
+    hub, client, agent = await open_session()
+    worker = Worker()
+    sent = await client.view.send(user_message("Weather in Rome?"))
+    run = await worker.handle(agent, sent.invocation.to_json())
+    await wait_status(client.view, run.run_id, "suspended")
+    answer, _ = await approve_call(client.view, run.run_id)
+    live = await agent.create_run(answer.invocation.to_json())
+    await live.start()
+    await live.view.load_all()
+    step, _encoder = await open_text_stream(live, "msg_live", "Rome is")
+    duplicate_session = AgentSession(hub.client("agent").channel("chat"))
+    await duplicate_session.connect()
+    duplicate = await duplicate_session.create_run(answer.invocation.to_json())
+    await duplicate.start()
+    history = await hub.client("x").channel("chat").history(limit=1000)
+    ends = [
+        m["extras"]["ai"]["transport"]
+        for m in history.items
+        if m.get("name") == "ai-step-end" and m["extras"]["ai"]["transport"].get("step-id") == step.step_id
+    ]
+    assert ends == []  # the live worker's step stays open
+    await duplicate_session.close()
+    await agent.close()
+    await client.close()
+
+
+def test_no_test_importorskips_the_projects_own_modules() -> None:
+    offenders = []
+    for path in sorted(TESTS.rglob("*.py")):
+        if "node_modules" in path.parts:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "importorskip"
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and str(node.args[0].value).split(".")[0] in ("ai_transport", "examples", "benchmarks")
+            ):
+                offenders.append(f"{path.relative_to(TESTS)}:{node.lineno}")
+    assert offenders == []
+
+
+# -- steer seeding (sessions/steer.py) ------------------------------------------------------------
+
+
+def steering_of(trigger: str, with_ledger: bool) -> tuple[Any, Any, Any]:
+    """A RunSteering of run ``run-1`` (trigger ``trigger``) on a bare tree emitter; with a
+    SteerLedger on the session when ``with_ledger``."""
+    from ai_transport.conversation.nodes import Emitter
+    from ai_transport.sessions.steer import RunSteering, SteerLedger
+
+    emitter = Emitter()
+
+    class Tree:
+        def on(self, event: str, handler: Any) -> Any:
+            return emitter.on(event, handler)
+
+    class Session:
+        tree = Tree()
+
+    if with_ledger:
+        Session.steer_ledger = SteerLedger(Session.tree)  # type: ignore[attr-defined]
+
+    class Run:
+        run_id = "run-1"
+        abort_signal = asyncio.Event()
+        session = Session()
+        input_codec_message_id = trigger
+
+        def _report(self, err: Any) -> None:
+            raise AssertionError(err)
+
+    return emitter, RunSteering(Run(), None), Session
+
+
+def steer(emitter: Any, cmid: str, stamped: list[str] | None = None) -> None:
+    event: dict[str, Any] = {"run_id": "run-1", "codec_message_id": cmid}
+    if stamped is None:
+        event["inputs"] = [{"type": "message", "message": {"role": "user"}}]
+    else:  # an agent output answering ``stamped``
+        event["steer_codec_message_ids"] = stamped
+    emitter.emit("output", event)
+
+
+@pytest.mark.parametrize("with_ledger", [False, True], ids=["run watch", "session ledger"])
+def test_seeding_skips_the_trigger_and_every_steer_already_answered(with_ledger: bool) -> None:
+    emitter, steering, _ = steering_of("trigger", with_ledger)
+    steer(emitter, "trigger")  # the user message that woke the run (a continuation's trigger)
+    steer(emitter, "s1")
+    steer(emitter, "out-1", stamped=["s1"])  # an earlier pass answered s1
+    steer(emitter, "s2")
+    steering.seed()
+    assert list(steering.tracker._pending) == ["s2"]
+
+
+def test_after_seeding_a_refolded_trigger_or_answered_steer_is_no_new_steer() -> None:
+    emitter, steering, _ = steering_of("trigger", False)
+    steer(emitter, "s1")
+    steer(emitter, "out-1", stamped=["s1"])
+    steering.seed()
+    assert not steering.tracker.has_pending()
+    steer(emitter, "trigger")  # a refold re-reads history: neither is a steer to answer
+    steer(emitter, "s1")
+    assert not steering.tracker.has_pending()
+    steer(emitter, "s3")
+    assert list(steering.tracker._pending) == ["s3"]
+    steer(emitter, "out-2", stamped=["s3"])  # another pass (a duplicate worker) answered it
+    assert not steering.tracker.has_pending()
