@@ -138,3 +138,87 @@ def test_after_seeding_a_refolded_trigger_or_answered_steer_is_no_new_steer() ->
     assert list(steering.tracker._pending) == ["s3"]
     steer(emitter, "out-2", stamped=["s3"])  # another pass (a duplicate worker) answered it
     assert not steering.tracker.has_pending()
+
+
+# -- admission (conversation/admission.py) --------------------------------------------------------
+
+
+class Runs:
+    """The part of a tree admission reads: run nodes by id, nodes by codec-message-id."""
+
+    def __init__(self, *runs: Any, messages: dict[str, Any] | None = None) -> None:
+        self.runs = {r.run_id: r for r in runs}
+        self.messages = messages or {}
+
+    def get_run_node(self, run_id: str) -> Any:
+        return self.runs.get(run_id)
+
+    def get_node_by_codec_message_id(self, cmid: str) -> Any:
+        return self.messages.get(cmid)
+
+
+def admission_of(accept_input: Any = None) -> tuple[Any, list[tuple[Any, str]]]:
+    from ai_transport.conversation.admission import Admission
+
+    rejected: list[tuple[Any, str]] = []
+    return Admission({"agent"}, (), accept_input, lambda m, why: rejected.append((m.get("serial"), why))), rejected
+
+
+def run_node(input_client_id: str | None = "alice") -> Any:
+    from ai_transport.conversation.nodes import RunNode
+
+    return RunNode("run-1", None, None, None, "", "", None, input_client_id=input_client_id)
+
+
+def answer(client_id: Any, run_id: str | None = "run-1", cmid: str = "c1") -> dict[str, Any]:
+    transport = {"codec-message-id": cmid}
+    if run_id is not None:
+        transport["run-id"] = run_id
+    wire = {"name": "ai-input", "action": "message.create", "serial": "s-answer",
+            "extras": {"ai": {"transport": transport, "codec": {"kind": "tool-approval-response"}}}}
+    if client_id is not None:
+        wire["clientId"] = client_id
+    return wire
+
+
+def test_a_lease_wire_from_an_untrusted_client_is_refused_and_reported() -> None:
+    admission, rejected = admission_of()
+    claim = {"name": "ai-claim", "clientId": "mallory", "action": "message.create", "serial": "s1", "data": "{}"}
+    assert admission.admit(claim, Runs()) is False
+    assert rejected == [("s1", "lease wire from untrusted client 'mallory'")]
+    assert admission.admit({**claim, "clientId": "agent"}, Runs()) is True
+
+
+def test_a_nameless_append_counts_for_an_accepted_stream_only_and_any_other_is_reported() -> None:
+    admission, rejected = admission_of()
+    output = {"name": "ai-output", "clientId": "agent", "action": "message.create", "serial": "s-out",
+              "extras": {"ai": {"transport": {"stream": "true"}}}}
+    assert admission.admit(output, Runs()) is True
+    append = {"action": "message.append", "serial": "s-out", "clientId": "agent", "data": "more",
+              "version": {"serial": "v1", "clientId": "agent"}}
+    assert admission.admit(append, Runs()) is True and rejected == []
+    stray = {**append, "serial": "s-other", "extras": {"ai": {"transport": {}}}}
+    assert admission.admit(stray, Runs()) is False
+    assert rejected == [("s-other", "mutation of a message that is not a trusted agent output")]
+
+
+def test_an_anonymous_input_never_matches_a_run_whose_input_client_is_unknown() -> None:
+    admission, _ = admission_of()
+    assert admission.input_accepted(None, run_node(None)) is False
+    assert admission.input_accepted("alice", run_node("alice")) is True
+
+
+def test_with_accept_input_an_answer_into_an_unknown_run_is_judged_at_once_not_held() -> None:
+    admission, rejected = admission_of(accept_input=lambda client_id, run: False)
+    assert admission.admit(answer("alice"), Runs()) is False  # the predicate said no: refused now
+    assert rejected and "tool-approval-response from a client" in rejected[0][1]
+    plain, _ = admission_of()
+    assert plain.admit(answer("alice"), Runs()) is None  # default: held until the run's start
+
+
+def test_an_answer_without_run_id_is_judged_by_the_run_holding_its_message() -> None:
+    admission, rejected = admission_of()
+    run = run_node("alice")
+    tree = Runs(run, messages={"c1": run})
+    assert admission.admit(answer("alice", run_id=None), tree) is True and rejected == []
+    assert admission.admit(answer("mallory", run_id=None), tree) is False
