@@ -222,3 +222,52 @@ def test_an_answer_without_run_id_is_judged_by_the_run_holding_its_message() -> 
     tree = Runs(run, messages={"c1": run})
     assert admission.admit(answer("alice", run_id=None), tree) is True and rejected == []
     assert admission.admit(answer("mallory", run_id=None), tree) is False
+
+
+# -- HeldWires (conversation/held.py) -------------------------------------------------------------
+
+
+def held_of(per_key: int, total: int) -> tuple[Any, list[Any]]:
+    from ai_transport.conversation.held import HeldWires
+
+    dropped: list[Any] = []
+    return HeldWires(per_key, total, lambda m, why: dropped.append(m["serial"]), "per key", "in all"), dropped
+
+
+def w(who: str, n: int) -> dict[str, Any]:
+    return {"clientId": who, "serial": f"{who}-{n}", "action": "message.create"}
+
+
+def test_a_redelivered_wire_is_held_once() -> None:
+    held, dropped = held_of(5, 5)
+    held.hold("k", "item", w("alice", 0))
+    held.hold("k", "item", w("alice", 0))
+    assert len(held) == 1 and held.held_by("alice") == 1
+    assert [m["serial"] for m in held.release("k")] == ["alice-0"] and dropped == []
+
+
+def test_beyond_the_per_key_bound_the_publishers_oldest_under_that_key_goes() -> None:
+    held, dropped = held_of(2, 10)
+    for n in range(3):
+        held.hold("k", n, w("alice", n))
+    held.hold("other", 9, w("alice", 9))
+    assert dropped == ["alice-0"]
+    assert [m["serial"] for m in held.release("k")] == ["alice-1", "alice-2"]
+
+
+def test_beyond_the_session_cap_the_publisher_holding_most_loses_its_oldest() -> None:
+    from ai_transport.conversation.held import PUBLISHERS_HELD
+
+    total = 3
+    held, dropped = held_of(total, total)
+    cap = total * PUBLISHERS_HELD
+    for n in range(total):
+        held.hold("k", ("big", n), w("big", n))
+    others = 0
+    while len(held) < cap:
+        who = f"p{others // 2}"
+        held.hold("k", (who, others), w(who, others))
+        others += 1
+    assert dropped == [] and len(held) == cap
+    held.hold("k", "one-more", w("late", 0))  # one over the cap: big (the most held) loses its oldest
+    assert dropped == ["big-0"] and len(held) == cap
