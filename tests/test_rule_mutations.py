@@ -271,3 +271,66 @@ def test_beyond_the_session_cap_the_publisher_holding_most_loses_its_oldest() ->
     assert dropped == [] and len(held) == cap
     held.hold("k", "one-more", w("late", 0))  # one over the cap: big (the most held) loses its oldest
     assert dropped == ["big-0"] and len(held) == cap
+
+
+# -- the reader's fence (conversation/fence.py) ---------------------------------------------------
+
+LEASE_MS = 200.0
+
+
+def lease_wire(serial: str, at: float, conn: str | None, key: str = "run:R", **extra: Any) -> dict[str, Any]:
+    import json
+
+    from ai_transport.lease import lease_body
+
+    wire: dict[str, Any] = {
+        "name": "ai-claim", "serial": serial, "timestamp": at, "clientId": "agent", "action": "message.create",
+        "data": json.dumps(lease_body("R", [key], f"claimant-{conn}", "inv")),
+    }
+    if conn is not None:
+        wire["connectionId"] = conn
+    wire.update(extra)
+    return wire
+
+
+def fence_of(*wires: dict[str, Any]) -> Any:
+    from ai_transport.conversation.fence import Fence
+
+    fence = Fence(LEASE_MS)
+    for wire in wires:
+        fence.note(wire)
+    return fence
+
+
+def test_a_takeover_fences_the_previous_connection_only() -> None:
+    fence = fence_of(lease_wire("0001", 0, "conn-a"), lease_wire("0003", 1000, "conn-b"))
+    assert fence.fenced("R", "conn-a", "0004") and not fence.fenced("R", "conn-a", "0002")
+    assert not fence.fenced("R", "conn-b", "0004") and not fence.fenced("R", None, "0004")
+
+
+def test_a_holder_of_unknown_connection_fences_no_one() -> None:
+    # a claim whose publisher's connection is unknown takes the key, but is no other connection
+    fence = fence_of(lease_wire("0001", 0, "conn-a"), lease_wire("0003", 1000, None))
+    assert not fence.fenced("R", "conn-a", "0004")
+
+
+def test_a_poisoned_lease_wire_fences_no_one_and_refreshes_what_was_judged_before() -> None:
+    fence = fence_of(lease_wire("0001", 0, "conn-a"), lease_wire("0005", 1000, "conn-b"))
+    assert fence.fenced("R", "conn-a", "0006")  # judged (and cached) before the poison lands
+    # a's lease lapsed; then a lease wire rewritten by mallory (content unknown) takes the key
+    poison = lease_wire("0003", 500, "conn-a", action="message.update",
+                        version={"serial": "0009", "clientId": "mallory"})
+    assert fence.note(poison) is None
+    assert not fence.fenced("R", "conn-a", "0006")  # b took the key from an unknown holder, not a
+    assert not fence.fenced("R", "conn-a", "0004")  # nor did the unknown holder fence a
+
+
+def test_a_refused_lease_wire_does_not_count() -> None:
+    from ai_transport.conversation.fence import Fence
+
+    fence = Fence(LEASE_MS)
+    first = lease_wire("0001", 0, "conn-a")
+    assert fence.note(first) == "R"
+    assert fence.note(dict(first)) == "R"  # the same wire again (live, then from history): it counts
+    rewritten = lease_wire("0001", 0, "conn-a", key="call_1")  # a later version of the same serial
+    assert fence.note(rewritten) is None
