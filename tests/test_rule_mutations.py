@@ -334,3 +334,63 @@ def test_a_refused_lease_wire_does_not_count() -> None:
     assert fence.note(dict(first)) == "R"  # the same wire again (live, then from history): it counts
     rewritten = lease_wire("0001", 0, "conn-a", key="call_1")  # a later version of the same serial
     assert fence.note(rewritten) is None
+
+
+# -- the steer tracker (conversation/steers.py) ---------------------------------------------------
+
+
+def test_a_steer_is_unresponded_from_its_fold_until_one_pass_stamps_it() -> None:
+    from ai_transport.conversation.steers import SteerTracker
+
+    tracker = SteerTracker()
+    tracker.add_pending("s1")
+    assert tracker.is_unresponded("s1")  # folded, not drained yet: the view already defers it
+    tracker.drain_pending()
+    assert not tracker.has_pending() and tracker.is_unresponded("s1")
+    assert tracker.consume_recently_processed() == ["s1"]  # the next pass stamps it ...
+    assert tracker.consume_recently_processed() == []  # ... and no later pass stamps it again
+    assert not tracker.is_unresponded("s1")
+
+
+# -- wire types (conversation/wire_check.py) ------------------------------------------------------
+# The untrusted-message property draws what a publisher controls; these are the fields Ably stamps
+# (``id``, ``connectionId``, ``version.*``) and header keys, which only a faulty or hostile relay
+# (a proxy, a history store) could get wrong: each is still checked, and named.
+
+GOOD = {"name": "ai-input", "clientId": "alice", "serial": "s1", "id": "m1", "connectionId": "c1",
+        "action": "message.update", "timestamp": 1,
+        "version": {"serial": "v1", "clientId": "alice", "timestamp": 2},
+        "extras": {"ai": {"transport": {"role": "user"}, "codec": {"kind": "user-message"}}}}
+
+
+def test_a_well_typed_wire_has_no_problem() -> None:
+    from ai_transport.conversation.wire_check import wire_problem
+
+    assert wire_problem(GOOD) is None
+
+
+@pytest.mark.parametrize(
+    ("path", "value", "named"),
+    [
+        (("id",), 7, "id is "),
+        (("connectionId",), {"c": 1}, "connectionId is "),
+        (("version", "clientId"), ["mallory"], "version.clientId is "),
+        (("version", "serial"), 3, "version.serial is "),
+        (("version", "timestamp"), "2", "version.timestamp is "),
+        (("version", "timestamp"), True, "version.timestamp is "),
+        (("extras", "ai", "transport"), {1: "x"}, "extras.ai.transport has a "),
+        (("extras", "ai", "codec"), {("k",): "x"}, "extras.ai.codec has a "),
+    ],
+)
+def test_every_field_a_session_reads_is_type_checked(path: tuple[str, ...], value: Any, named: str) -> None:
+    import copy
+
+    from ai_transport.conversation.wire_check import wire_problem
+
+    wire = copy.deepcopy(GOOD)
+    target = wire
+    for key in path[:-1]:
+        target = target[key]
+    target[path[-1]] = value
+    problem = wire_problem(wire)
+    assert problem is not None and problem.startswith(named), problem
