@@ -280,3 +280,22 @@ async def test_mallorys_cancels_of_alices_live_run_are_refused_over_the_ably_sdk
         await agent.end()
         for ch in (alice_ch, mallory_ch, agent_ch):
             await ch.close()
+
+
+async def test_an_anonymous_agent_trusts_no_anonymous_canceller() -> None:
+    # an agent connected without a client id trusts its own (None) identity for outputs; a cancel
+    # from an anonymous member still needs the run's input client
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    agent = AgentSession(hub.client(None).channel("chat"))
+    await agent.connect()
+    sent = await alice.view.send(user_message("hi"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
+    assert None in agent.trusted_agent_ids
+    await hub.client(None).channel("chat").publish(build_cancel_message(CancelTarget(run.run_id, None)))
+    await eventually(lambda: any(m.get("name") == "ai-cancel" for m in agent.rejected))
+    assert not run.abort_signal.is_set()
+    await run.end("complete")
+    await close(agent, alice)

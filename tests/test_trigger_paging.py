@@ -230,3 +230,17 @@ async def test_a_trigger_far_back_is_located_over_the_ably_sdk(emulator_thread: 
         await worker.close()
         for ch in opened:
             await ch.close()
+
+
+def test_the_invocation_body_round_trips_its_bindings_and_names_a_bad_one() -> None:
+    from ai_transport.errors import InvalidTypeError
+    from ai_transport.sessions.invocation import Invocation
+
+    body = {"inputEventId": "e", "sessionName": "chat", "inputClientId": "alice", "inputSerial": "s1"}
+    inv = Invocation.from_json(body)
+    assert (inv.input_client_id, inv.input_serial) == ("alice", "s1") and inv.to_json() == body
+    assert Invocation.from_json({"inputEventId": "e", "sessionName": "chat"}).to_json() == {
+        "inputEventId": "e", "sessionName": "chat"}  # 0.8.0's body, unchanged
+    with pytest.raises(InvalidTypeError) as info:
+        Invocation.from_json({**body, "inputSerial": 7})
+    assert "invocation.inputSerial must be a string" in info.value.message
