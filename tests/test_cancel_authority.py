@@ -32,8 +32,7 @@ from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
 from ai_transport.emulator.client import client_options
-from ai_transport.sessions import agent as agent_module
-from ai_transport.sessions.agent import AgentSession
+from ai_transport.sessions.agent import DEFERRED_CANCEL_LIMIT, AgentSession
 from ai_transport.sessions.client import ClientSession
 
 
@@ -214,10 +213,7 @@ async def open_as(emu: Any, name: str, client_id: str, params: Callable[[str, st
 
 @pytest.mark.timeout(90)
 @pytest.mark.parametrize("flood", ["same input", "fresh inputs"])
-async def test_break_4_deferred_cancels_over_the_ably_sdk(
-    emulator_thread: Any, monkeypatch: pytest.MonkeyPatch, flood: str
-) -> None:
-    monkeypatch.setattr(agent_module, "DEFERRED_CANCEL_LIMIT", 10)  # the bound, scaled to a short test
+async def test_break_4_deferred_cancels_over_the_ably_sdk(emulator_thread: Any, flood: str) -> None:
     name = unique_channel("cancel")
     alice_ch = await open_as(emulator_thread, name, "alice", browser_token_params)
     mallory_ch = await open_as(emulator_thread, name, "mallory", browser_token_params)
@@ -232,9 +228,9 @@ async def test_break_4_deferred_cancels_over_the_ably_sdk(
         if flood == "same input":
             await mallory_ch.publish(build_cancel_message(CancelTarget(None, sent.input_codec_message_id)))
         else:
-            await mallory_ch.publish(
-                [build_cancel_message(CancelTarget(None, str(uuid.uuid4()))) for _ in range(15)]
-            )
+            fresh = [build_cancel_message(CancelTarget(None, str(uuid.uuid4()))) for _ in range(DEFERRED_CANCEL_LIMIT + 5)]
+            for i in range(0, len(fresh), 50):  # more than the bound: mallory's own oldest go
+                await mallory_ch.publish(fresh[i : i + 50])
         last = (await mallory_ch.history(limit=1)).items[0]
         assert last["clientId"] == "mallory"
         assert await agent.wait_seen(last["serial"])
