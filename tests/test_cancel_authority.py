@@ -9,7 +9,9 @@ by ``input-codec-message-id`` counts from the same, judged against the run that 
 
 * in process: mallory's cancels of alice's run (by run id, by input, both, live or deferred) are
   refused and counted; alice's, a trusted agent's and a trusted client's count; a copy of alice's
-  prompt that mallory made a trigger never captures alice's cancel (live or deferred);
+  prompt (her codec-message-id, a fresh event-id) is never a trigger, and a run a fresh worker
+  opened on it before reading alice's original neither takes her cancel (refused there, counted,
+  held for her run) nor, ending, drops her run from the input's index;
 * over the emulator with the real ``ably`` SDK and least-privilege tokens (:mod:`ai_transport.auth`):
   break #4 (mallory's second cancel of the same input, and a flood of fresh ones, neither replace
   nor evict alice's early cancel) and mallory's live cancels refused while alice's counts.
@@ -32,6 +34,7 @@ from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
 from ai_transport.emulator.client import client_options
+from ai_transport.errors import AITransportError, ErrorCode
 from ai_transport.sessions.agent import DEFERRED_CANCEL_LIMIT, AgentSession
 from ai_transport.sessions.client import ClientSession
 
@@ -82,6 +85,9 @@ async def test_only_the_prompts_publisher_cancels_a_live_run(kind: str) -> None:
     await eventually(lambda: cancels_refused(agent, "mallory") == 1)
     await settle()
     assert not run.abort_signal.is_set()
+    # by input alone it is held for another run of that input (judged again there); naming the run,
+    # it is only refused
+    assert len(agent._deferred_cancels) == (1 if kind == "input" else 0)
     alice_raw = hub.client("alice").channel("chat")
     await alice_raw.publish(build_cancel_message(target(kind, run.run_id, sent.input_codec_message_id)))
     await eventually(run.abort_signal.is_set)
@@ -147,38 +153,101 @@ async def copy_of(hub: InProcessHub, sent: Any) -> str:
     return event_id
 
 
-@pytest.mark.parametrize("when", ["live", "deferred"])
-async def test_a_copy_of_alices_prompt_made_a_trigger_never_captures_her_cancel(when: str) -> None:
-    # mallory copies alice's prompt (same codec-message-id, fresh event-id) and invokes a run on it:
-    # that run's input id is alice's; alice's cancel by input id must still reach alice's run
+async def test_a_copy_of_alices_prompt_is_never_a_trigger_and_never_captures_her_cancel() -> None:
+    # mallory republishes alice's prompt (alice's codec-message-id, a fresh event-id) and invokes a
+    # run on it: the tree refused the copy (the id is alice's), so no run answers it in her place
     hub = InProcessHub()
     alice = ClientSession(hub.client("alice").channel("chat"))
     await alice.connect()
     agent = AgentSession(hub.client("agent").channel("chat"))
     await agent.connect()
     sent = await alice.view.send(user_message("hi"))
+    run = await agent.create_run(sent.invocation.to_json())
+    await run.start()
     copied = await copy_of(hub, sent)
-    await agent.wait_seen((await hub.client("x").channel("chat").history(limit=1)).items[0]["serial"])
-    if when == "deferred":
-        await sent.cancel()  # before either run exists
-        await agent.wait_seen((await hub.client("x").channel("chat").history(limit=1)).items[0]["serial"])
-    runs: dict[str, Any] = {}
-    if when == "live":
-        runs["alice"] = await agent.create_run(sent.invocation.to_json())
-        await runs["alice"].start()
-    runs["mallory"] = await agent.create_run({"inputEventId": copied, "sessionName": "chat"})
-    await runs["mallory"].start(timeout=1)
-    assert runs["mallory"].input_codec_message_id == sent.input_codec_message_id  # the copy's id
-    assert not runs["mallory"].abort_signal.is_set()  # alice's cancel is not mallory's to consume
-    if when == "live":
-        await sent.cancel()
-    else:
-        runs["alice"] = await agent.create_run(sent.invocation.to_json())
-        await runs["alice"].start()
-    await eventually(runs["alice"].abort_signal.is_set)
-    assert not runs["mallory"].abort_signal.is_set()
-    await runs["mallory"].end("complete")  # its end never drops alice's run from the input's index
-    await runs["alice"].end("cancelled")
+    for body in ({"inputEventId": copied, "sessionName": "chat"}, {"inputEventId": copied, "sessionName": "chat", "inputClientId": "mallory"}):
+        theirs = await agent.create_run(body)
+        with pytest.raises(AITransportError) as info:
+            await theirs.start(timeout=0.2)
+        assert info.value.code == ErrorCode.INPUT_EVENT_NOT_FOUND
+    assert [r.run_id for r in alice.view.runs()] == [run.run_id]
+    await sent.cancel()
+    await eventually(run.abort_signal.is_set)
+    await run.end("cancelled")
+    await close(agent, alice)
+
+
+async def copy_run_first(hub: InProcessHub, sent: Any, copied: str) -> tuple[AgentSession, Any]:
+    """A fresh worker reading one wire a page, woken first by mallory's invocation bound to her (the
+    copy is the newest wire: matched before alice's original is read): a run on alice's input id."""
+    worker = AgentSession(hub.client("agent").channel("chat"), history_page_size=1)
+    await worker.connect()
+    theirs = await worker.create_run({"inputEventId": copied, "sessionName": "chat", "inputClientId": "mallory"})
+    await theirs.start(timeout=1)
+    assert theirs.input_client_id == "mallory"
+    assert theirs.input_codec_message_id == sent.input_codec_message_id  # the copy's id: alice's
+    return worker, theirs
+
+
+async def test_a_run_on_a_copy_of_alices_prompt_never_takes_her_cancel() -> None:
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    sent = await alice.view.send(user_message("hi"))
+    copied = await copy_of(hub, sent)
+    worker, theirs = await copy_run_first(hub, sent, copied)
+    await sent.cancel()  # by input: routed to mallory's run (the only run of that input so far)
+    await eventually(lambda: cancels_refused(worker, "alice") == 1)  # refused there, counted ...
+    await settle()
+    assert not theirs.abort_signal.is_set()
+    mine = await worker.create_run(sent.invocation.to_json())
+    await mine.start()  # ... and held for a run of the input alice may cancel: hers takes it
+    assert mine.input_client_id == "alice" and mine.abort_signal.is_set()
+    assert not theirs.abort_signal.is_set()
+    await theirs.end("complete")
+    await mine.end("cancelled")
+    await close(worker, alice)
+
+
+async def test_alices_early_cancel_outlives_a_run_on_a_copy_that_starts_first() -> None:
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    sent = await alice.view.send(user_message("hi"))
+    copied = await copy_of(hub, sent)
+    worker = AgentSession(hub.client("agent").channel("chat"), history_page_size=1)
+    await worker.connect()
+    await sent.cancel()  # live, before any run of the input exists here: held
+    await worker.wait_seen((await hub.client("x").channel("chat").history(limit=1)).items[0]["serial"])
+    theirs = await worker.create_run({"inputEventId": copied, "sessionName": "chat", "inputClientId": "mallory"})
+    await theirs.start(timeout=1)  # takes the held cancels of alice's input id: alice's is refused ...
+    assert not theirs.abort_signal.is_set() and cancels_refused(worker, "alice") == 1
+    mine = await worker.create_run(sent.invocation.to_json())
+    await mine.start()  # ... and held again: her own run takes it
+    assert mine.abort_signal.is_set() and not theirs.abort_signal.is_set()
+    await theirs.end("complete")
+    await mine.end("cancelled")
+    await close(worker, alice)
+
+
+async def test_a_prompt_its_owner_published_again_is_still_a_trigger() -> None:
+    # alice's client republishes her prompt (same codec-message-id, a new event-id): still hers
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    agent = AgentSession(hub.client("agent").channel("chat"))
+    await agent.connect()
+    sent = await alice.view.send(user_message("hi"))
+    page = await hub.client("x").channel("chat").history(limit=5)
+    original = next(m for m in page.items if m.get("clientId") == "alice")
+    again = {k: copy.deepcopy(original[k]) for k in ("name", "data", "extras")}
+    event_id = str(uuid.uuid4())
+    again["extras"]["ai"]["transport"]["event-id"] = event_id
+    await hub.client("alice").channel("chat").publish(again)
+    run = await agent.create_run({"inputEventId": event_id, "sessionName": "chat"})
+    await run.start(timeout=1)
+    assert run.input_client_id == "alice" and run.input_codec_message_id == sent.input_codec_message_id
+    await run.end("complete")
     await close(agent, alice)
 
 
@@ -186,19 +255,16 @@ async def test_ending_another_run_of_the_same_input_keeps_alices_run_cancellable
     hub = InProcessHub()
     alice = ClientSession(hub.client("alice").channel("chat"))
     await alice.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
     sent = await alice.view.send(user_message("hi"))
     copied = await copy_of(hub, sent)
-    mine = await agent.create_run(sent.invocation.to_json())
+    worker, theirs = await copy_run_first(hub, sent, copied)
+    mine = await worker.create_run(sent.invocation.to_json())
     await mine.start()
-    theirs = await agent.create_run({"inputEventId": copied, "sessionName": "chat"})
-    await theirs.start(timeout=1)
-    await theirs.end("complete")  # the run mapped last for the input ends
+    await theirs.end("complete")  # the other run of the input ends: alice's keeps the input's index
     await sent.cancel()
     await eventually(mine.abort_signal.is_set)
     await mine.end("cancelled")
-    await close(agent, alice)
+    await close(worker, alice)
 
 
 # -- over the emulator, real SDK, least-privilege tokens ------------------------------------------

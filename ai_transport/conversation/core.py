@@ -56,11 +56,13 @@ from ..errors import AITransportError
 from ..lease import LEASE_NAME, LeaseLedger
 from .admission import AcceptInput, Admission
 from .approvals import PublishedCalls
+from .authority import author_of
 from .held import HeldWires
 from .lifecycle import (
     EVENT_AI_OUTPUT,
     EVENT_CANCEL,
     EVENT_RUN_END,
+    H_CODEC_MESSAGE_ID,
     H_INPUT_CODEC_MESSAGE_ID,
     H_RUN_ID,
     H_RUN_REASON,
@@ -568,15 +570,25 @@ class Conversation:
         can still take the id from it — the invocation names its ``publisher`` and / or the wire's
         ``serial`` and the match is that wire, or ``history_complete`` (read to its start). A match
         a member copied the id into is never acted on while older history is unread; None until
-        then."""
+        then. Nor is a prompt whose ``codec-message-id`` an older wire of the tree owns (a member's
+        copy of someone's prompt under a fresh ``event-id``): the tree refused it, so no run answers
+        it in the owner's place."""
         found = self.tree.find_message_by_event_id(event_id)
-        if found is None:
+        if found is None or not self._owns_its_prompt(found):
             return None
         if publisher is not None or serial is not None:
             if publisher is not None and found.get("clientId") != publisher:
                 return None
             return found if serial is None or found.get("serial") == serial else None
         return found if history_complete else None
+
+    def _owns_its_prompt(self, wire: Mapping[str, Any]) -> bool:
+        """False for a wire whose codec-message-id names a prompt another publisher owns (the
+        first in serial order of the wires folded, :meth:`~.tree.Tree.prompt_owner`), judged by
+        the wire's author (:func:`~.authority.author_of`)."""
+        cmid = transport_headers(wire.get("extras")).get(H_CODEC_MESSAGE_ID)
+        owner = self.tree.prompt_owner(cmid) if isinstance(cmid, str) else None
+        return owner is None or owner[0] == author_of(wire)
 
     # -- recovery: what a worker taking a run over closes ----------------------------------------
 

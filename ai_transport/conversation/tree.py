@@ -198,6 +198,14 @@ class Tree(LifecycleFold, TreeOwnership):
         key = self._cmid_to_key.get(codec_message_id)
         return self.get_node(key) if key is not None else None
 
+    def prompt_owner(self, codec_message_id: str) -> tuple[str | None] | None:
+        """``(clientId,)`` of the publisher that owns the prompt ``codec_message_id`` (its first
+        publisher in serial order, of the wires folded so far), or None when no prompt holds it."""
+        entry = self._nodes.get(codec_message_id)
+        if entry is None or not isinstance(entry.node, InputNode):
+            return None
+        return (entry.owner,)
+
     def find_message_by_event_id(self, event_id: str) -> dict[str, Any] | None:
         """The wire that owns the transport ``event-id`` ``event_id``: of those folded so far, the
         first in channel serial order (:meth:`claim_event_id`). Paging history newest first, an

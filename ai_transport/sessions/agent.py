@@ -76,7 +76,6 @@ from typing import Any
 from ..conversation.admission import AcceptInput
 from ..conversation.core import DEFERRED_CANCEL_LIMIT, CancelRequested, Change, Publish, Seen
 from ..conversation.held import HeldWires
-from ..conversation.lifecycle import read_cancel_target
 from ..conversation.tree import RunNode
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..lease import DEFAULT_LEASE, LeasePolicy
@@ -331,30 +330,14 @@ class AgentSession(SessionCore):
         self._dispatch()
 
     def _cancel_run(self, change: CancelRequested) -> None:
-        cmid = change.input_codec_message_id
-        if cmid is not None and read_cancel_target(change.wire).run_id is None:
-            run = self._run_for_input(cmid, change.wire)  # by input: the run its author may cancel
-        else:
-            run = self._runs.get(change.run_id) if change.run_id else None
+        run = self._runs.get(change.run_id) if change.run_id else None
         if run is None:
-            if cmid is not None:
-                self._defer_cancel(cmid, change.wire)
+            if change.input_codec_message_id is not None:
+                self._defer_cancel(change.input_codec_message_id, change.wire)
             return
         task = asyncio.ensure_future(run._cancel(change.wire))
         self._cancelling.add(task)
         task.add_done_callback(self._cancelling.discard)
-
-    def _run_for_input(self, input_codec_message_id: str, message: Mapping[str, Any]) -> AgentRun | None:
-        """The run a cancel by ``input-codec-message-id`` targets: of the runs whose trigger carries
-        that id (a member may have made a copy of the prompt a trigger), the one the cancel's
-        author may cancel, else the one mapped last (which refuses and counts it)."""
-        mapped = self._runs.get(self._run_by_input_cmid.get(input_codec_message_id) or "")
-        if mapped is not None and mapped._cancel_accepted(message):
-            return mapped
-        for run in self._runs.values():
-            if run.input_codec_message_id == input_codec_message_id and run._cancel_accepted(message):
-                return run
-        return mapped
 
     def _defer_cancel(self, input_codec_message_id: str, message: Mapping[str, Any]) -> None:
         """Hold a cancel of an input no run has taken yet, per publisher: another member's cancels

@@ -38,6 +38,7 @@ from ..conversation.lifecycle import (
     build_lifecycle_message,
     build_step_headers,
     build_transport_headers,
+    read_cancel_target,
     step_end_reason_for,
 )
 from ..conversation.run import TERMINAL_STATUSES, PipeResult
@@ -455,6 +456,11 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
     async def _cancel(self, message: Mapping[str, Any]) -> None:
         if not self._cancel_accepted(message):
             self.session._reject(message, "cancel from a client this agent does not accept")
+            target = read_cancel_target(message)
+            if target.run_id is None and target.input_codec_message_id is not None:
+                # by input: held for another run of that input its author may cancel (a member's
+                # run on a copy of the prompt, opened first, never takes the owner's cancel)
+                self.session._defer_cancel(target.input_codec_message_id, message)
             return
         veto = self.hooks.get("on_cancel")
         try:
