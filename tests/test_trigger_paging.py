@@ -9,6 +9,8 @@ without mallory's copy of alice's ``event-id`` as the newest wire:
   and the Temporal ``openRun``'s cap of 20 pages, which now bounds only the search for an id not seen
   at all — and answers alice, never mallory;
 * an id on no wire still fails with 104010 after 20 pages;
+* an adopted run (every Temporal activity after ``openRun``) is bound by its ``ai-run-start`` (the
+  input client a trusted agent stamped): it stops at its trigger, and never at mallory's copy;
 * over the emulator with the real ``ably`` SDK (a shorter channel, pages of 10: the same shape).
 """
 
@@ -244,3 +246,59 @@ def test_the_invocation_body_round_trips_its_bindings_and_names_a_bad_one() -> N
     with pytest.raises(InvalidTypeError) as info:
         Invocation.from_json({**body, "inputSerial": 7})
     assert "invocation.inputSerial must be a string" in info.value.message
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("copied", [False, True], ids=["original only", "hostile copy newest"])
+async def test_an_adopted_run_is_bound_by_its_run_start_and_stops_at_its_trigger(copied: bool) -> None:
+    # every Temporal activity after openRun adopts the run: its ai-run-start (a trusted agent's)
+    # names who started it, so an unbound invocation stops at the trigger instead of the start
+    hub = InProcessHub()
+    bob = hub.client("bob").channel("chat")
+    await publish_many(bob, [prompt(f"earlier {i}", str(uuid.uuid4()), "bob") for i in range(OLDER)], PAGE)
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    sent = await alice.view.send(user_message("alice's question"))
+    await alice.close()  # (a live client would fold all 3,000 wires: not what this test is about)
+    first = AgentSession(hub.client("agent").channel("chat"), lease=0.2)
+    await first.connect()
+    run = await first.create_run(sent.invocation.to_json())
+    await run.start()
+    await first.close()  # a worker gone: the run stays open for the next activity to adopt
+    fillers = [prompt(f"filler {i}", str(uuid.uuid4()), "mallory") for i in range(NEWER - 1)]
+    last = prompt("mallory's question", sent.input_event_id if copied else str(uuid.uuid4()), "mallory")
+    await publish_many(hub.client("mallory").channel("chat"), [*fillers, last], PAGE)
+    await asyncio.sleep(0.5)  # the first worker's lease lapses
+    worker = AgentSession(hub.client("agent").channel("chat"), lease=0.2, history_page_size=PAGE)
+    await worker.connect()
+    adopted = worker.adopt_run(sent.invocation, run.run_id, run.invocation_id)
+    await adopted.load(timeout=10)
+    assert worker.hydrator.pages_folded == NEWER // PAGE + 1  # not the whole channel (30 pages)
+    assert_answers_alice(adopted, sent)
+    await adopted.end("complete")
+    await worker.close()
+
+
+async def test_an_adopted_run_never_binds_to_a_copy_folded_after_its_run_start() -> None:
+    # mallory copies alice's event-id at once, before the agent's ai-run-start: paging one wire a
+    # page, the worker folds the run-start, then the copy, then alice's prompt
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    sent = await alice.view.send(user_message("alice's question"))
+    await alice.close()
+    await hub.client("mallory").channel("chat").publish(prompt("mallory's question", sent.input_event_id, "mallory"))
+    first = AgentSession(hub.client("agent").channel("chat"), lease=0.2)
+    await first.connect()
+    run = await first.create_run(sent.invocation.to_json())
+    await run.start()
+    assert run.input_client_id == "alice"
+    await first.close()
+    await asyncio.sleep(0.5)  # the first worker's lease lapses
+    worker = AgentSession(hub.client("agent").channel("chat"), lease=0.2, history_page_size=1)
+    await worker.connect()
+    adopted = worker.adopt_run(sent.invocation, run.run_id, run.invocation_id)
+    await adopted.load(timeout=10)
+    assert_answers_alice(adopted, sent)
+    await adopted.end("complete")
+    await worker.close()

@@ -150,13 +150,26 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         when no older wire can still take it from the one found — the invocation names its
         publisher (``input_client_id``) and / or its serial (``input_serial``) and the match is
         that wire, or history has been read to its start. A match a member copied the id into is
-        never acted on while history is unread."""
-        return self.session.core.trigger(
-            self.invocation.input_event_id,
+        never acted on while history is unread. An adopted run whose ``ai-run-start`` is folded is
+        bound by it: a trusted agent stamped who started the run (``input-client-id``), so a match
+        whose author may put inputs into the run settles it without reading the rest of history."""
+        core, eid = self.session.core, self.invocation.input_event_id
+        found = core.trigger(
+            eid,
             self.invocation.input_client_id,
             not self.session.hydrator.has_next(),
             serial=self.invocation.input_serial,
         )
+        if found is not None or not self._adopted or self.invocation.input_client_id is not None:
+            return found
+        node = self.session.tree.get_run_node(self.run_id)
+        candidate = self.session.tree.find_message_by_event_id(eid)
+        if node is None or node.input_client_id is None or candidate is None:
+            return None
+        author = author_of(candidate)
+        if self.invocation.input_serial is None and self.session._input_accepted(author, node):
+            return core.trigger(eid, author, False)  # the run's own input client (or a trusted one)
+        return None
 
     async def _locate(self, timeout: float) -> None:
         found = self._match()
