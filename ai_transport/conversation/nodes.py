@@ -206,6 +206,9 @@ class _Internal:
     #: The key the tree's order sorted it by (``Tree._compare_key`` when last placed): what its
     #: binary searches compare, so a node whose serial just changed is still found where it is.
     sort_key: tuple[int, str, int] = (1, "", 0)
+    #: Wires folded into this node that claim nothing (client inputs into a run): folded again
+    #: when the run changes owner (:mod:`.tree_owners`).
+    replays: list[Any] = field(default_factory=list)
 
 
 def _sort_serial(node: Node) -> str | None:

@@ -44,7 +44,7 @@ from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
 from ..lease import LEASE_NAME, LeaseWire, parse_lease_wire
-from .authority import author_of
+from .authority import MUTATIONS, author_of
 from .fence import Fence
 from .lifecycle import (
     EVENT_AI_INPUT,
@@ -72,10 +72,11 @@ from .lifecycle import (
     parse_step_lifecycle,
 )
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
+from .ownership import KIND_EVENT_ID, OwnershipLedger
 from .retention import LogRetention
 from .steers import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
-from .tree_owners import TreeOwnership
+from .tree_owners import Replay, TreeOwnership
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 
@@ -119,10 +120,12 @@ class Tree(LifecycleFold, TreeOwnership):
         self._wire: Mapping[str, Any] = {}
         self._run_message_ids: set[str] = set()
         self._client: str | None = None
-        self._event_ids: dict[str, dict[str, Any]] = {}
-        #: Earlier claims of an event-id by its current holder (refused if an older wire of another
-        #: publisher takes the id): the serial and clientId of each.
-        self._event_claims: dict[str, list[dict[str, Any]]] = {}
+        #: Who owns each identifier a wire claims (:mod:`.ownership`): prompt / fork codec-message-ids,
+        #: event-ids, run ids, step ids.
+        self.owners = OwnershipLedger()
+        #: Folds a change of owner let count, made at the end of the current fold.
+        self._replays: list[Replay] = []
+        self._replaying = False
         self._seq = itertools.count()
         self.emitter = Emitter()
         #: Bumped on every structural change (nodes, order, parents, supersedes).
@@ -210,7 +213,8 @@ class Tree(LifecycleFold, TreeOwnership):
         """The wire that owns the transport ``event-id`` ``event_id``: of those folded so far, the
         first in channel serial order (:meth:`claim_event_id`). Paging history newest first, an
         older claim may still be unread: see ``AgentRun`` for how a worker settles its trigger."""
-        return self._event_ids.get(event_id)
+        claim = self.owners.first(KIND_EVENT_ID, event_id)
+        return claim.payload if claim is not None else None
 
     def nodes(self) -> list[Node]:
         """Every node in sort order (serial; optimistic ones last)."""
@@ -685,7 +689,23 @@ class Tree(LifecycleFold, TreeOwnership):
         that published it first (lowest serial): the same id from another client is refused (or, when
         older, takes the node over), as is a prompt or client fork whose id names a node of another kind.
         """
-        self._wire = wire if wire is not None else {"serial": serial, "clientId": client_id}
+        replay = Replay("apply_message", (inputs, outputs, headers, serial, version, client_id, wire), serial,
+                        wire if wire is not None else {"serial": serial, "clientId": client_id})
+        self._apply_message(inputs, outputs, headers, serial, version, client_id, wire, replay)
+        self._flush_replays()
+
+    def _apply_message(
+        self,
+        inputs: list[dict[str, Any]],
+        outputs: list[dict[str, Any]],
+        headers: Mapping[str, str],
+        serial: str | None,
+        version: str | None,
+        client_id: str | None,
+        wire: Mapping[str, Any] | None,
+        replay: Replay,
+    ) -> None:
+        self._wire = replay.wire
         self._client = client_id
         run_id = headers.get(H_RUN_ID)
         cmid = headers.get(H_CODEC_MESSAGE_ID)
@@ -707,7 +727,7 @@ class Tree(LifecycleFold, TreeOwnership):
                 self._supersedes[supersedes] = self._client
                 structural = self._sync_superseded()
         if input_cmid is not None:
-            structural |= self._apply_input(input_cmid, headers, serial, version, events)
+            structural |= self._apply_input(input_cmid, headers, serial, version, events, replay)
         else:
             key = run_id
             if fork_cmid is not None:
@@ -720,7 +740,8 @@ class Tree(LifecycleFold, TreeOwnership):
                 )
             assert key is not None
             structural |= self._apply_run(
-                key, inputs, outputs, events, headers, serial, version, fork_cmid is not None
+                key, inputs, outputs, events, headers, serial, version, fork_cmid is not None, replay,
+                judged=wire is not None,
             )
         if structural:
             self.emitter.emit("update")
@@ -732,9 +753,10 @@ class Tree(LifecycleFold, TreeOwnership):
         serial: str | None,
         version: str | None,
         events: list[CodecEvent],
+        replay: Replay,
     ) -> bool:
         structural = False
-        ok, entry = self._claim_prompt_id(cmid, serial)
+        ok, entry = self._claim_prompt_id(cmid, serial, replay)
         if not ok:
             return False
         if entry is None:
@@ -771,7 +793,10 @@ class Tree(LifecycleFold, TreeOwnership):
         headers: Mapping[str, str],
         serial: str | None,
         version: str | None,
-        fork: bool = False,
+        fork: bool,
+        replay: Replay,
+        *,
+        judged: bool,
     ) -> bool:
         structural = False
         cmid = headers.get(H_CODEC_MESSAGE_ID)
@@ -780,6 +805,23 @@ class Tree(LifecycleFold, TreeOwnership):
         if entry is not None and not isinstance(entry.node, RunNode):
             self._refuse(self._wire, f"run-id {run_id!r} names a prompt")
             return False
+        mutation = action_name(self._wire.get("action")) in MUTATIONS
+        claims = False
+        if fork and cmid is not None:
+            # a client fork input claims its codec-message-id, as a prompt does
+            ok, _ = self._claim_fork_id(cmid, serial, replay)
+            if not ok:
+                return False
+            entry = self._nodes.get(run_id)
+        elif judged and (outputs or self._wire.get("name") == EVENT_AI_OUTPUT):
+            # an agent output claims its run (and its step): the first identity in serial order owns them
+            claims = True
+            if not self._claim_run(run_id, self._client, serial, replay, mutation=mutation):
+                return False
+            step = headers.get(H_STEP_ID)
+            if step is not None and not self._claim_step(run_id, step, self._client, serial, replay, mutation=mutation):
+                return False
+            entry = self._nodes.get(run_id)
         if fork and entry is not None and isinstance(entry.node, RunNode):
             node = entry.node
             if self._client not in (entry.owner, node.input_client_id):
@@ -819,6 +861,8 @@ class Tree(LifecycleFold, TreeOwnership):
             entry.node.start_serial = serial
             structural |= self._promote(entry)
         owner = entry.node.key
+        if not claims:
+            self._keep_replay(entry, replay)
         if cmid and not fork:
             self._run_message_ids.add(cmid)
             held = self._nodes.get(cmid)
@@ -885,40 +929,21 @@ class Tree(LifecycleFold, TreeOwnership):
         """``message`` claims ``event_id``: the id belongs to its first publisher in channel serial
         order, whatever order the wires arrive in (live, history newest page first, a refold).
 
-        The index keeps the claim with the lowest serial (a serial-less optimistic wire only until
-        a serial one arrives). Every claim by another publisher than the owner is refused (reported,
-        counted by the session) once it is known to lose — on arrival, or when an older wire of
-        another publisher turns up and takes the id from it (and from the owner's earlier claims).
+        The owner's first claim (lowest serial; a serial-less optimistic wire only until a serial one
+        arrives) is the wire :meth:`find_message_by_event_id` answers. Every claim by another
+        publisher than the owner is refused (reported, counted by the session) once it is known to
+        lose — on arrival, or when an older wire of another publisher turns up and takes the id from
+        it (and from the owner's earlier claims). An update or append of a claimed wire stands for it.
         """
-        held = self._event_ids.get(event_id)
-        if held is None:
-            self._event_ids[event_id] = dict(message)
-            return
-        serial, held_serial = message.get("serial"), held.get("serial")
-        if serial == held_serial:
-            return  # the same message again (a re-delivery, an update or append of it)
-        older = isinstance(serial, str) and (not isinstance(held_serial, str) or serial < held_serial)
-        claims = self._event_claims.setdefault(event_id, [])
-        if not older:
-            if author_of(message) != author_of(held):
-                self._refuse(message, f"event-id {event_id!r} belongs to client {author_of(held)!r}")
-            else:  # a later claim of the holder's: refused with the holder if an older wire turns up
-                claims.append(_claim_of(message))
-            return
-        self._event_ids[event_id] = dict(message)
-        claims.append(_claim_of(held))
-        displaced = claims
-        owner = author_of(message)
-        lost = [d for d in displaced if author_of(d) != owner]
-        if lost:
-            self._event_claims[event_id] = [d for d in displaced if author_of(d) == owner]
-            for claim in lost:
-                self._refuse(claim, f"event-id {event_id!r} belongs to client {owner!r}")
-
-
-def _claim_of(message: Mapping[str, Any]) -> dict[str, Any]:
-    """What the event-id ledger keeps of a claim it may refuse later (enough to report it once)."""
-    return {k: message[k] for k in ("serial", "version", "clientId", "name", "action") if k in message}
+        serial = message.get("serial")
+        self._claim(
+            KIND_EVENT_ID,
+            event_id,
+            author_of(message),
+            serial if isinstance(serial, str) else None,
+            dict(message),
+            mutation=action_name(message.get("action")) in MUTATIONS,
+        )
 
 
 class WireApplier:
@@ -936,13 +961,13 @@ class WireApplier:
         timestamp = message.get("timestamp")
         if isinstance(name, str) and is_run_lifecycle_name(name):
             event = parse_run_lifecycle(name, headers, serial, timestamp)
-            if event is not None:
-                self.tree.apply_run_lifecycle(event)
+            if event is not None and not self.tree.apply_run_lifecycle(event, author_of(message), message):
+                return None  # another identity owns the run: refused (reported)
             return event
         if isinstance(name, str) and is_step_lifecycle_name(name):
             step = parse_step_lifecycle(name, headers, serial, timestamp)
             if step is not None:
-                self.tree.apply_step_lifecycle(step)
+                self.tree.apply_step_lifecycle(step, author_of(message), message)
             return None
         if name == LEASE_NAME:
             self.tree.note_lease(message)

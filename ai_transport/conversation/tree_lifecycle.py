@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .lifecycle import RunLifecycleEvent, StepLifecycleEvent
 from .nodes import Emitter, Node, RunNode, _Internal
 from .retention import LogRetention
 from .run import StepInfo
+from .tree_owners import UNJUDGED, Replay
 
 __all__ = ["LifecycleFold"]
 
@@ -33,11 +35,34 @@ class LifecycleFold:
         def _rekey_fork_run(self, fork_cmid: str | None, run_id: str) -> _Internal | None: ...
         def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool: ...
         def _refold(self, entry: _Internal) -> None: ...
+        def _claim_run(
+            self, run_id: str, publisher: Any, serial: str | None, replay: Replay, *, mutation: bool = False
+        ) -> bool: ...
+        def _claim_step(
+            self, run_id: str, step_id: str, publisher: Any, serial: str | None, replay: Replay,
+            *, mutation: bool = False,
+        ) -> bool: ...
+        def _flush_replays(self) -> None: ...
 
     # -- lifecycle ---------------------------------------------------------------------------
 
-    def apply_run_lifecycle(self, event: RunLifecycleEvent) -> None:
-        """Apply a run lifecycle event (start/resume/suspend/end) to its run node."""
+    def apply_run_lifecycle(
+        self, event: RunLifecycleEvent, publisher: Any = UNJUDGED, wire: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Apply a run lifecycle event (start/resume/suspend/end) to its run node.
+
+        ``publisher``: who Ably says published the wire (``wire``); the run id belongs to the first
+        identity in serial order (:mod:`.ownership`): another's event is refused (False). Without a
+        publisher (a session's own run start) nothing is judged."""
+        replay = Replay("apply_run_lifecycle", (event, publisher, wire), event.serial,
+                        wire if wire is not None else {"serial": event.serial, "clientId": publisher})
+        if not self._claim_run(event.run_id, publisher, event.serial, replay):
+            return False
+        self._apply_run_lifecycle(event)
+        self._flush_replays()
+        return True
+
+    def _apply_run_lifecycle(self, event: RunLifecycleEvent) -> None:
         structural = False
         entry = self._nodes.get(event.run_id)
         if event.type == "start":
@@ -158,8 +183,23 @@ class LifecycleFold:
             node.error = event.error if event.reason == "error" else None
             node.end_serial = event.serial
 
-    def apply_step_lifecycle(self, event: StepLifecycleEvent) -> None:
-        """Apply ``step-start`` / ``step-end`` to the step read model of the run."""
+    def apply_step_lifecycle(
+        self, event: StepLifecycleEvent, publisher: Any = UNJUDGED, wire: Mapping[str, Any] | None = None
+    ) -> bool:
+        """Apply ``step-start`` / ``step-end`` to the step read model of the run; the run id and
+        ``(run id, step id)`` belong to their first publisher in serial order (another's is refused:
+        False)."""
+        replay = Replay("apply_step_lifecycle", (event, publisher, wire), event.serial,
+                        wire if wire is not None else {"serial": event.serial, "clientId": publisher})
+        if not self._claim_run(event.run_id, publisher, event.serial, replay):
+            return False
+        if not self._claim_step(event.run_id, event.step_id, publisher, event.serial, replay):
+            return False
+        self._apply_step_lifecycle(event)
+        self._flush_replays()
+        return True
+
+    def _apply_step_lifecycle(self, event: StepLifecycleEvent) -> None:
         entry = self._nodes.get(event.run_id)
         structural = False
         if entry is None:  # 0.8.0 creates the run only for a step-start; history may bring the end first

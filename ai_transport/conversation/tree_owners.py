@@ -1,16 +1,48 @@
-"""Who owns what in the conversation tree (and the client-fork bookkeeping): a prompt's ``codec-message-id`` belongs to the client that
-published it first, a ``supersedes`` counts only for the superseder's own node, and a node folded from
-an impostor's wire is evicted (reported with the tree's ``refused`` event, counted by the session).
+"""Who owns what in the conversation tree (and the client-fork bookkeeping), by the one ownership
+rule of :mod:`.ownership`: a prompt's (or client fork's) ``codec-message-id``, a wire's ``event-id``,
+a run id and a step id belong to their first publisher in channel serial order. A wire of another
+publisher is refused (the tree's ``refused`` event, counted by the session); when an older wire of
+another publisher arrives later (history folds newest page first), what was folded from the previous
+owner's wires is evicted and the new owner's wires refused meanwhile are folded again. A
+``supersedes`` counts only for the superseder's own node.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Hashable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
 
 from .nodes import Emitter, InputNode, RunNode, _Internal, _sort_serial
+from .ownership import (
+    KIND_CODEC_MESSAGE_ID,
+    KIND_RUN_ID,
+    KIND_STEP_ID,
+    Claim,
+    OwnershipLedger,
+    Ruling,
+)
 
-__all__ = ["TreeOwnership"]
+__all__ = ["UNJUDGED", "Replay", "TreeOwnership"]
+
+#: A fold call that names no publisher (a direct API call, not a wire): it claims nothing.
+UNJUDGED: Final[Any] = object()
+#: Wires kept per run to fold again when the run changes owner (inputs that claim nothing).
+REPLAYS_HELD: Final = 1000
+
+
+@dataclass(frozen=True)
+class Replay:
+    """A fold the tree can make again: ``method`` of the tree called with ``args``."""
+
+    method: str
+    args: tuple[Any, ...]
+    serial: str | None
+    wire: Mapping[str, Any]
+
+
+def _replay_order(replay: Replay) -> tuple[int, str]:
+    return (1, "") if replay.serial is None else (0, replay.serial)
 
 
 class TreeOwnership:
@@ -29,6 +61,20 @@ class TreeOwnership:
 
         def _changed(self) -> bool: ...
 
+    owners: OwnershipLedger
+    _replays: list[Replay]
+    _replaying: bool
+
+    def prompt_owner(self, codec_message_id: str) -> str | None:
+        """Who owns the prompt (or client fork) ``codec_message_id``: its first publisher in serial
+        order of those folded (None when none is folded). A client wire acting on a prompt by its
+        ``input-codec-message-id`` (a cancel, a steer) counts only from this publisher."""
+        return self.owners.owner(KIND_CODEC_MESSAGE_ID, codec_message_id)
+
+    def run_owner(self, run_id: str) -> str | None:
+        """The agent identity that owns ``run_id`` (its first publisher of a run wire in serial order)."""
+        return self.owners.owner(KIND_RUN_ID, run_id)
+
     def _sync_superseded(self) -> bool:
         """Recompute the superseded keys: a ``supersedes`` counts only for a node of the same client
         (the fork's creator or the run's input client), or one not folded yet."""
@@ -45,44 +91,125 @@ class TreeOwnership:
         self._superseded = hidden
         return self._changed()
 
-    def _claim_prompt_id(self, cmid: str, serial: str | None) -> tuple[bool, _Internal | None]:
+    # -- the ledger --------------------------------------------------------------------------
+
+    def _claim(
+        self, kind: str, ident: Hashable, publisher: Any, serial: str | None, payload: Any, *, mutation: bool = False
+    ) -> Ruling | None:
+        """Claim ``ident`` for the wire being folded (``payload``: a :class:`Replay` of it, or the
+        message); None when refused (reported)."""
+        ruling = self.owners.claim(kind, ident, publisher, serial, payload, mutation=mutation)
+        if not ruling.accepted:
+            self._refuse_claim(Claim(kind, ident, publisher, serial, payload), f"{kind} {ident!r} belongs to {ruling.owner!r}")
+            return None
+        for claim in ruling.lost:
+            self._refuse_claim(claim, f"{kind} {ident!r} belongs to {ruling.owner!r}")
+        return ruling
+
+    def _refuse_claim(self, claim: Claim, why: str) -> None:
+        payload = claim.payload
+        wire = payload.wire if isinstance(payload, Replay) else payload
+        if not isinstance(wire, Mapping):
+            wire = self._wire if claim.serial == self._wire.get("serial") else {}
+        if not wire:
+            wire = {"serial": claim.serial, "clientId": claim.publisher}
+        self._refuse(wire, why)
+
+    def _claim_run(self, run_id: str, publisher: Any, serial: str | None, replay: Replay,
+                   *, mutation: bool = False) -> bool:
+        """An agent wire of ``run_id`` (lifecycle, step, output): may it fold? A run taken over by an
+        older wire of another identity is folded again from the new owner's wires."""
+        if publisher is UNJUDGED:
+            return True
+        ruling = self._claim(KIND_RUN_ID, run_id, publisher, serial, replay, mutation=mutation)
+        if ruling is None:
+            return False
+        if ruling.moved:
+            self._drop_run(run_id)
+            self._replays.extend(c.payload for c in ruling.regained if isinstance(c.payload, Replay))
+        return True
+
+    def _claim_step(self, run_id: str, step_id: str, publisher: Any, serial: str | None, replay: Replay,
+                    *, mutation: bool = False) -> bool:
+        """A wire of step ``step_id`` of ``run_id``: may it fold?"""
+        if publisher is UNJUDGED:
+            return True
+        ruling = self._claim(KIND_STEP_ID, (run_id, step_id), publisher, serial, replay, mutation=mutation)
+        if ruling is None:
+            return False
+        if ruling.moved:
+            self._drop_run(run_id)
+            self._replays.extend(c.payload for c in ruling.regained if isinstance(c.payload, Replay))
+        return True
+
+    def _drop_run(self, run_id: str) -> None:
+        """Forget the run node of ``run_id`` (its owner changed): the wires that claimed nothing
+        (client inputs into it) are folded again with the new owner's."""
+        entry = self._nodes.pop(run_id, None)
+        if entry is None:
+            return
+        self._sorted.remove(entry)
+        for k in [k for k, v in self._cmid_to_key.items() if v == run_id]:
+            del self._cmid_to_key[k]
+        for step_id in {*entry.steps, *entry.output_attempts}:
+            self.owners.forget(KIND_STEP_ID, (run_id, step_id))
+        self._replays.extend(entry.replays)
+        self._changed()
+
+    def _keep_replay(self, entry: _Internal, replay: Replay) -> None:
+        """Remember a wire folded into ``entry`` that claims nothing (folded again on a change of owner)."""
+        if len(entry.replays) < REPLAYS_HELD:
+            entry.replays.append(replay)
+
+    def _flush_replays(self) -> None:
+        """Fold again the wires a change of owner let count (oldest first)."""
+        if self._replaying or not self._replays:
+            return
+        self._replaying = True
+        saved = self._wire, self._client
+        try:
+            while self._replays:
+                batch = sorted(self._replays, key=_replay_order)
+                self._replays = []
+                for replay in batch:
+                    getattr(self, replay.method)(*replay.args)
+        finally:
+            self._wire, self._client = saved
+            self._replaying = False
+
+    def _claim_fork_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
+        """May the wire being folded (publisher ``self._client``) hold the codec-message-id ``cmid``
+        of a prompt or a client fork? (False, None) when refused (reported), else (True, the node
+        keyed by ``cmid`` if any). A node an older wire of another publisher takes the id from is
+        evicted (it came from an impostor); the new owner's wires refused meanwhile fold again."""
+        ruling = self._claim(KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay)
+        if ruling is None:
+            return False, None
+        if ruling.moved:
+            self._evict(cmid)
+            self._replays.extend(c.payload for c in ruling.regained if isinstance(c.payload, Replay))
+        return True, self._nodes.get(cmid)
+
+    def _claim_prompt_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
         """May the wire being folded (publisher ``self._client``) hold the prompt id ``cmid``?
         Returns (False, None) when refused (reported), else (True, the node to fold into or None)."""
-        entry = self._nodes.get(cmid)
-        if (
-            entry is not None
-            and isinstance(entry.node, RunNode)
-            and entry.node.run_id == cmid
-            and entry.owner is not None
-            and entry.owner != self._client
-            and serial is not None
-            and entry.node.start_serial is not None
-            and serial < entry.node.start_serial
-        ):
-            # a later client fork took this prompt's id (history folds newest first): it was an impostor
-            self._evict(cmid, f"client fork {cmid!r} took the id of an older prompt")
-            entry = None
+        ok, entry = self._claim_fork_id(cmid, serial, replay)
+        if not ok:
+            return False, None
         if (entry is not None and not isinstance(entry.node, InputNode)) or (
             entry is None and cmid in self._run_message_ids
         ):
             self._refuse(self._wire, f"prompt codec-message-id {cmid!r} names a run or its message")
             return False, None
-        if entry is not None and isinstance(entry.node, InputNode) and entry.owner != self._client:
-            held = entry.node.serial
-            if serial is None or held is None or serial >= held:
-                self._refuse(self._wire, f"codec-message-id {cmid!r} belongs to client {entry.owner!r}")
-                return False, None
-            # the older wire owns the id: what was folded under it came from an impostor
-            self._evict(cmid, f"codec-message-id {cmid!r} taken over by its first publisher")
-            entry = None
         return True, entry
 
-    def _evict(self, key: str, why: str) -> None:
-        """Drop a node folded from an impostor's wire (reported as refused)."""
+    def _evict(self, key: str, why: str | None = None) -> None:
+        """Drop a node folded from an impostor's wire (reported as refused when ``why`` is given)."""
         entry = self._nodes.pop(key, None)
         if entry is None:
             return
-        self._refuse({"serial": _sort_serial(entry.node), "clientId": entry.owner}, why)
+        if why is not None:
+            self._refuse({"serial": _sort_serial(entry.node), "clientId": entry.owner}, why)
         self._sorted.remove(entry)
         for k in [k for k, v in self._cmid_to_key.items() if v == key]:
             del self._cmid_to_key[k]

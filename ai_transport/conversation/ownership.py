@@ -1,0 +1,314 @@
+"""One ownership ledger for every identifier a wire claims (issue 21).
+
+**The rule.** An identifier a wire claims belongs to its first publisher *in channel serial order*
+— the same answer whether the wires arrive live, newest page first (history) or oldest first. A
+wire of another publisher claiming it is refused and counted. The publisher is the identity Ably
+verified (:func:`~.authority.author_of`: ``clientId``, or ``version.clientId`` for a mutation),
+never anything the wire says about itself.
+
+:class:`OwnershipLedger` keeps, per ``(kind, identifier)``, every claim seen (publisher, serial) and
+answers the owner: the publisher of the claim with the lowest serial. A claim without a serial (a
+session's own optimistic wire) sorts after every serial one, in arrival order, so the echo of the
+wire (with its serial) or any older wire decides. Because wires arrive out of order, ownership can
+move: a wire older than the owner's first claim, from another publisher, takes the identifier, and
+every claim of the previous owner is **lost** (refused now; the caller drops or refolds what it
+folded from them). The new owner's claims refused earlier (they arrived while another publisher
+held the identifier) are **regained** (the caller folds them now), so what counts is exactly the
+owner's claims, whatever the arrival order. A re-delivery (same publisher, same serial) is no new
+claim; a same-serial claim of another publisher (a mutation of the owner's message) is refused,
+unless the caller says the kind lets an admitted mutator stand for the message it mutates.
+
+**Bounds.** The claims of a publisher that does not own an identifier are pending state (kept
+only so they count if their publisher turns out to own it): at most ``pending_per_key`` of them per
+identifier (the lowest serials are kept: the lowest decides ownership) and ``pending_total`` in all
+per publisher (beyond, that publisher's oldest pending claim is forgotten). A publisher flooding
+claims therefore forgets only its own; the owner's claims mirror what the caller folded.
+
+**What each kind claims** (``KIND_*``):
+
+* ``codec-message-id`` — a prompt (an ``ai-input`` without ``run-id``) or a client fork input
+  claims its own ``codec-message-id``: the node keyed by it is its first publisher's (the tree).
+  An agent output's message id is part of its run (the run's owner publishes it).
+* ``event-id`` — every wire carrying a transport ``event-id`` claims it; the wire that owns it is
+  the owner's first claim (``Tree.find_message_by_event_id``: how a worker finds its trigger).
+* ``run-id`` — the agent wires of a run (``ai-run-start`` / ``-resume`` / ``-suspend`` / ``-end``,
+  ``ai-step-*``, ``ai-output``) claim its run id: two trusted identities publishing for the same run
+  id, the first in serial order owns the run, the other's wires are refused (only trusted agents
+  may publish those at all: admission). The workers of a fleet share the agent identity, so a
+  lease takeover between them never changes the owner. A client's continuation input
+  (``ai-input`` with ``run-id``: an approval, a tool result) *names* a run but claims nothing: the
+  run's input client is decided by admission (:mod:`.admission`), from the run's owner's wires.
+* ``step-id`` — a step's ``ai-step-start`` / ``-end`` and the outputs attributed to it claim
+  ``(run-id, step-id)`` for their publisher (within a run whose id they already own).
+* ``input-codec-message-id`` — a reference, not a claim: many runs may bind the same prompt (a
+  regenerate), so it is never exclusive. A *client* wire acting on a prompt by this id (a cancel, a
+  steer) counts only from the prompt's owner: ask :meth:`OwnershipLedger.owns` with kind
+  ``codec-message-id`` (``Tree.prompt_owner``).
+* ``claim-key`` — an ``ai-claim`` key (a call id, ``trigger:…``, ``run:…``) belongs to the first
+  claim naming it in serial order, and moves only by the lease rules of
+  :mod:`ai_transport.lease.ledger` (a lapse or a hand-off), which fence the previous holder; a
+  renewal counts only from the holder's own publisher. The lease ledger folds its wires in serial
+  order itself, so it does not go through this class.
+
+Pure (no I/O, no asyncio).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+__all__ = [
+    "KIND_CLAIM_KEY",
+    "KIND_CODEC_MESSAGE_ID",
+    "KIND_EVENT_ID",
+    "KIND_INPUT_CODEC_MESSAGE_ID",
+    "KIND_RUN_ID",
+    "KIND_STEP_ID",
+    "PENDING_PER_KEY",
+    "PENDING_TOTAL",
+    "Claim",
+    "OwnershipLedger",
+    "Ruling",
+]
+
+KIND_CODEC_MESSAGE_ID: Final = "codec-message-id"
+KIND_EVENT_ID: Final = "event-id"
+KIND_RUN_ID: Final = "run-id"
+KIND_STEP_ID: Final = "step-id"
+KIND_INPUT_CODEC_MESSAGE_ID: Final = "input-codec-message-id"
+KIND_CLAIM_KEY: Final = "claim-key"
+
+#: Pending claims (of a publisher that does not own the identifier) kept per identifier and publisher.
+PENDING_PER_KEY: Final = 64
+#: Pending claims kept per publisher in all; beyond, the publisher's oldest pending claim is forgotten.
+PENDING_TOTAL: Final = 10_000
+
+_Key = tuple[str, Hashable]
+#: Sort key of a claim: ``(0, serial, 0)`` or, without a serial, ``(1, "", arrival)``.
+_Order = tuple[int, str, int]
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One wire's claim of an identifier; ``payload`` is whatever the caller keeps with it."""
+
+    kind: str
+    ident: Hashable
+    publisher: str | None
+    serial: str | None
+    payload: Any = field(default=None, compare=False)
+
+
+@dataclass
+class Ruling:
+    """What one :meth:`OwnershipLedger.claim` decided.
+
+    ``accepted``: the claim counts (its publisher owns the identifier now). ``owner``: the owner
+    after it. ``lost``: claims that counted until now and no longer do (a previous owner's, oldest
+    first). ``regained``: claims refused earlier that count now (the new owner's, oldest first; the
+    claim just made is not among them).
+    """
+
+    accepted: bool
+    owner: str | None
+    lost: list[Claim] = field(default_factory=list)
+    regained: list[Claim] = field(default_factory=list)
+
+    @property
+    def moved(self) -> bool:
+        """True when the identifier changed owner."""
+        return bool(self.lost or self.regained)
+
+
+class _Entry:
+    __slots__ = ("claims", "first", "owner")
+
+    def __init__(self, owner: str | None, order: _Order, claim: Claim) -> None:
+        #: publisher -> its claims, by sort key.
+        self.claims: dict[str | None, dict[_Order, Claim]] = {owner: {order: claim}}
+        self.owner = owner
+        #: The sort key of the owner's first claim (the lowest).
+        self.first = order
+
+
+class OwnershipLedger:
+    """Who owns each ``(kind, identifier)``: see the module docstring for the rule and bounds."""
+
+    def __init__(self, pending_per_key: int = PENDING_PER_KEY, pending_total: int = PENDING_TOTAL) -> None:
+        self._pending_per_key = pending_per_key
+        self._pending_total = pending_total
+        self._entries: dict[_Key, _Entry] = {}
+        #: publisher -> its pending claims (key, order) in arrival order.
+        self._pending: dict[str | None, dict[tuple[_Key, _Order], None]] = {}
+        self._arrivals = itertools.count()
+        #: Claims refused (on arrival, or lost to an older claim of another publisher), by kind.
+        self.refused: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    # -- queries -------------------------------------------------------------------------------
+
+    def owner(self, kind: str, ident: Hashable) -> str | None:
+        """The publisher owning ``ident`` of ``kind`` (None when unclaimed, or owned by a wire
+        without a publisher: see :meth:`claimed`)."""
+        entry = self._entries.get((kind, ident))
+        return entry.owner if entry is not None else None
+
+    def claimed(self, kind: str, ident: Hashable) -> bool:
+        """True once some wire claimed ``ident`` of ``kind``."""
+        return (kind, ident) in self._entries
+
+    def owns(self, kind: str, ident: Hashable, publisher: str | None) -> bool:
+        """True when ``publisher`` owns ``ident`` of ``kind`` (False when unclaimed)."""
+        entry = self._entries.get((kind, ident))
+        return entry is not None and entry.owner == publisher
+
+    def first(self, kind: str, ident: Hashable) -> Claim | None:
+        """The owner's first claim (the lowest serial): the wire that owns ``ident``."""
+        entry = self._entries.get((kind, ident))
+        if entry is None:
+            return None
+        return entry.claims[entry.owner][entry.first]
+
+    def claims(self, kind: str, ident: Hashable) -> list[Claim]:
+        """The owner's claims of ``ident``, in serial order (those that count)."""
+        entry = self._entries.get((kind, ident))
+        if entry is None:
+            return []
+        mine = entry.claims[entry.owner]
+        return [mine[k] for k in sorted(mine)]
+
+    def pending_of(self, publisher: str | None) -> int:
+        """How many claims of ``publisher`` are held without counting (it does not own them)."""
+        return len(self._pending.get(publisher, ()))
+
+    # -- claims --------------------------------------------------------------------------------
+
+    def claim(
+        self,
+        kind: str,
+        ident: Hashable,
+        publisher: str | None,
+        serial: str | None,
+        payload: Any = None,
+        *,
+        mutation: bool = False,
+    ) -> Ruling:
+        """``publisher``'s wire at ``serial`` claims ``ident`` of ``kind`` (see the module docstring).
+
+        ``mutation``: the wire is an update / append / delete of the message at ``serial``
+        (``publisher`` its mutator, whom admission already judged): when that message's claim is
+        known the mutation stands for it (accepted iff it counts) instead of claiming anew."""
+        key: _Key = (kind, ident)
+        order: _Order = (0, serial, 0) if isinstance(serial, str) else (1, "", next(self._arrivals))
+        entry = self._entries.get(key)
+        new = Claim(kind, ident, publisher, serial if isinstance(serial, str) else None, payload)
+        if entry is None:
+            self._entries[key] = _Entry(publisher, order, new)
+            return Ruling(True, publisher)
+        mine = entry.claims.get(publisher)
+        if mine is not None and order in mine:
+            # a re-delivery of the same wire (an update or append of it): no new claim
+            return Ruling(entry.owner == publisher, entry.owner)
+        if mutation and order[0] == 0:
+            for theirs in entry.claims.values():
+                if order in theirs:  # a mutation of a wire claimed already stands for that claim
+                    return Ruling(theirs[order].publisher == entry.owner, entry.owner)
+        if publisher == entry.owner:
+            entry.claims[publisher][order] = new
+            if order < entry.first:
+                entry.first = order
+            return Ruling(True, publisher)
+        if order < entry.first:
+            return self._take(key, entry, publisher, order, new)
+        # refused: kept pending (it counts if its publisher turns out to own the identifier)
+        self._hold_pending(key, entry, publisher, order, new)
+        self._count(kind)
+        return Ruling(False, entry.owner)
+
+    def _take(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, new: Claim) -> Ruling:
+        previous = entry.owner
+        entry.owner = publisher
+        entry.first = order
+        lost_claims = entry.claims[previous]
+        lost = [lost_claims[k] for k in sorted(lost_claims)]
+        for k in sorted(lost_claims):
+            self._index_pending(key, entry, previous, k)
+        self._trim(key, entry, previous)
+        regained_claims = entry.claims.setdefault(publisher, {})
+        regained = [regained_claims[k] for k in sorted(regained_claims)]
+        theirs = self._pending.get(publisher)
+        if theirs is not None:
+            for k in regained_claims:
+                theirs.pop((key, k), None)
+            if not theirs:
+                del self._pending[publisher]
+        regained_claims[order] = new
+        for _ in lost:
+            self._count(key[0])
+        return Ruling(True, publisher, lost, regained)
+
+    def _hold_pending(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, new: Claim) -> None:
+        entry.claims.setdefault(publisher, {})[order] = new
+        self._index_pending(key, entry, publisher, order)
+        self._trim(key, entry, publisher)
+
+    def _index_pending(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order) -> None:
+        theirs = self._pending.setdefault(publisher, {})
+        theirs[(key, order)] = None
+        while len(theirs) > self._pending_total:
+            (old_key, old_order) = next(iter(theirs))
+            self._forget_pending(old_key, publisher, old_order)
+
+    def _trim(self, key: _Key, entry: _Entry, publisher: str | None) -> None:
+        """At most ``pending_per_key`` pending claims of ``publisher`` under ``key``: the highest
+        serials go (the lowest decides who owns it)."""
+        mine = entry.claims.get(publisher)
+        if mine is None or len(mine) <= self._pending_per_key:
+            return
+        for order in sorted(mine)[self._pending_per_key :]:
+            self._forget_pending(key, publisher, order)
+
+    def _forget_pending(self, key: _Key, publisher: str | None, order: _Order) -> None:
+        theirs = self._pending.get(publisher)
+        if theirs is not None:
+            theirs.pop((key, order), None)
+            if not theirs:
+                del self._pending[publisher]
+        entry = self._entries.get(key)
+        if entry is None or entry.owner == publisher:
+            return
+        mine = entry.claims.get(publisher)
+        if mine is not None:
+            mine.pop(order, None)
+            if not mine:
+                del entry.claims[publisher]
+
+    def _count(self, kind: str) -> None:
+        self.refused[kind] = self.refused.get(kind, 0) + 1
+
+    # -- forgetting ----------------------------------------------------------------------------
+
+    def forget(self, kind: str, ident: Hashable) -> None:
+        """Drop every claim of ``ident`` (the caller dropped what it folded under it)."""
+        key: _Key = (kind, ident)
+        entry = self._entries.pop(key, None)
+        if entry is None:
+            return
+        for publisher, mine in entry.claims.items():
+            theirs = self._pending.get(publisher)
+            if theirs is None:
+                continue
+            for order in mine:
+                theirs.pop((key, order), None)
+            if not theirs:
+                del self._pending[publisher]
+
+    def clear(self) -> None:
+        """Forget everything (a refold from history claims it all again)."""
+        self._entries.clear()
+        self._pending.clear()
