@@ -211,6 +211,7 @@ class _Refold:
         self.tree = Tree(codec)
         self.tree.retention.window_ms = tree.retention.window_ms
         self.tree.fence.lease_ms = tree.fence.lease_ms
+        self.tree.judge_runs = tree.judge_runs
         self.tree.on("refused", on_refused)
         self.applier = WireApplier(self.tree, codec.create_decoder())
         self.local: list[Callable[[Tree], Any]] = []
@@ -267,6 +268,9 @@ class Conversation:
                 accept_input,
                 self.reject if agent else self._skip,
             )
+        # only trusted agents' run wires fold: a run is its first identity's (:mod:`.ownership`); a
+        # client that trusts every publisher (0.8.0's view) shows them all
+        self.tree.judge_runs = self.admission is not None
         trusted: set[Any] = self.admission.trusted_agent_ids if self.admission is not None else set()
         self._trusted = trusted  # shared with admission and integrity: updated in place
         #: Messages ignored by the trust rules or tampered (agent; most recent last).

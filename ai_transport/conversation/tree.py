@@ -123,6 +123,10 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Who owns each identifier a wire claims (:mod:`.ownership`): prompt / fork codec-message-ids,
         #: event-ids, run ids, step ids.
         self.owners = OwnershipLedger()
+        #: Judge run ids and step ids by ownership too: set by a session that admits run wires from
+        #: trusted agent identities only (:mod:`.admission`), so two of them cannot share a run. A tree
+        #: that folds every publisher's outputs (an untrusted view, as 0.8.0's) shows them as 0.8.0 does.
+        self.judge_runs = False
         #: Folds a change of owner let count, made at the end of the current fold.
         self._replays: list[Replay] = []
         self._replaying = False

@@ -62,6 +62,7 @@ class TreeOwnership:
         def _changed(self) -> bool: ...
 
     owners: OwnershipLedger
+    judge_runs: bool
     _replays: list[Replay]
     _replaying: bool
 
@@ -118,8 +119,9 @@ class TreeOwnership:
     def _claim_run(self, run_id: str, publisher: Any, serial: str | None, replay: Replay,
                    *, mutation: bool = False) -> bool:
         """An agent wire of ``run_id`` (lifecycle, step, output): may it fold? A run taken over by an
-        older wire of another identity is folded again from the new owner's wires."""
-        if publisher is UNJUDGED:
+        older wire of another identity is folded again from the new owner's wires. Judged only in a
+        tree that admits run wires from trusted agents alone (:attr:`judge_runs`)."""
+        if publisher is UNJUDGED or not self.judge_runs:
             return True
         ruling = self._claim(KIND_RUN_ID, run_id, publisher, serial, replay, mutation=mutation)
         if ruling is None:
@@ -132,7 +134,7 @@ class TreeOwnership:
     def _claim_step(self, run_id: str, step_id: str, publisher: Any, serial: str | None, replay: Replay,
                     *, mutation: bool = False) -> bool:
         """A wire of step ``step_id`` of ``run_id``: may it fold?"""
-        if publisher is UNJUDGED:
+        if publisher is UNJUDGED or not self.judge_runs:
             return True
         ruling = self._claim(KIND_STEP_ID, (run_id, step_id), publisher, serial, replay, mutation=mutation)
         if ruling is None:
