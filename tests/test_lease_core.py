@@ -465,3 +465,47 @@ def test_a_handed_off_key_is_taken_over_by_the_next_claim_at_once() -> None:
     kept = ledger_of(wire(1, 0, ["run:r"], "a"), wire(2, 10, ["run:r"], "a"), wire(3, 20, ["run:r"], "b"))
     holder = kept.holder("r", "run:r", LEASE_MS)
     assert holder is not None and holder.claimant == "a"
+
+
+# -- a claim key belongs to the identity that claimed it (issue 21) -------------------------------------
+
+
+def _as(publisher: str, w: dict[str, Any]) -> dict[str, Any]:
+    return {**w, "clientId": publisher}
+
+
+@pytest.mark.parametrize("order", ["serial", "newest first"])
+def test_a_second_trusted_identity_naming_the_holders_claimant_neither_renews_nor_releases_its_key(
+    order: str,
+) -> None:
+    trusted = {"agent", "agent-b"}
+    # agent-b repeats the holder's claimant name: a "renewal" that would keep the key past its lapse,
+    # then a "release" that would close it for good
+    wires = [
+        wire(1, 0, ["k"], "a"),
+        _as("agent-b", wire(2, 900, ["k"], "a")),
+        _as("agent-b", wire(3, 1200, ["k"], "a", done=True)),
+        wire(4, 1500, ["k"], "b"),
+    ]
+    ledger = LeaseLedger()
+    for w in wires if order == "serial" else list(reversed(wires)):
+        assert ledger.note(w, trusted) is None
+    holder = ledger.holder("r", "k", LEASE_MS)
+    # agent-b's wire at 900 renews nothing (the key is agent's, not lapsed yet: refused); its wire at
+    # 1200 comes after the lapse, so it is a takeover by the lease rule, a tenure of agent-b's own
+    assert holder is not None and holder.publisher == "agent-b" and holder.takeover
+    assert holder.since == f"{3:08d}" and holder.renewed_at == 1200
+    # with the same identity, those wires are the holder's own: a renewal and a release
+    same = ledger_of(wire(1, 0, ["k"], "a"), wire(2, 900, ["k"], "a"), wire(3, 1200, ["k"], "a", done=True),
+                     wire(4, 1500, ["k"], "b"))
+    h = same.holder("r", "k", LEASE_MS)
+    assert h is not None and h.claimant == "a" and h.done and h.publisher == "agent"
+
+
+def test_a_renewal_from_another_identity_does_not_extend_the_lease() -> None:
+    ledger = LeaseLedger()
+    for w in (wire(1, 0, ["k"], "a"), _as("agent-b", wire(2, 900, ["k"], "a")), wire(3, 1001, ["k"], "b")):
+        ledger.note(w, {"agent", "agent-b"})
+    holder = ledger.holder("r", "k", LEASE_MS)
+    # agent-b's wire at 900 came before a's lapse (1000): refused, so b's claim at 1001 takes the key
+    assert holder is not None and holder.claimant == "b" and holder.takeover and holder.publisher == "agent"

@@ -29,7 +29,11 @@ computes the same holders. (A worker uses its own monotonic clock only to stop *
 :mod:`.keeper`.)
 
 **Authority.** A lease wire counts only when Ably says a trusted agent identity published it
-(``clientId`` in the configured ``trusted_agent_ids``). Lease wires are never mutated by their
+(``clientId`` in the configured ``trusted_agent_ids``), and a key belongs to that identity as well as
+to the claimant its data names: a renewal, release or hand-off counts only from the identity that
+published the holder's claim (another trusted identity naming the same claimant is just another
+claimant, which takes the key over only by the rules above). So a claim key belongs to its first
+claim in serial order and moves only by a lapse or a hand-off (:mod:`ai_transport.conversation.ownership`). Lease wires are never mutated by their
 authors, so every mutation (update / delete / append: a wire whose ``version.serial`` differs from
 its ``serial``, or whose ``action`` is not a create) is refused and counted: live, the first wire
 seen at a serial is kept and a later version of it is ignored. **Rewrites**: a worker folding
@@ -82,6 +86,8 @@ class LeaseWire:
     restates: str | None = None
     connection_id: str | None = None
     handoff: bool = False
+    #: Who Ably says published the wire (its ``clientId``, a trusted agent identity).
+    publisher: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,6 +96,8 @@ class Poison:
 
     serial: str
     timestamp: float
+    #: The trusted identity that published the wire before it was rewritten.
+    publisher: str | None = None
 
 
 @dataclass(frozen=True)
@@ -111,6 +119,8 @@ class Holding:
     #: The serial of the poisoned wire when the holder is unknown (a rewritten claim).
     poison: str | None = None
     connection_id: str | None = None
+    #: The identity Ably says published the wire that began this tenure: only its wires renew it.
+    publisher: str | None = None
 
     @property
     def unknown(self) -> bool:
@@ -176,7 +186,8 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         if mutator in trusted_ids and message.get("action") == "message.update":
             pass  # a trusted identity rewrote it: its content stands (ours never do)
         else:
-            return Poison(serial, float(timestamp))
+            publisher = message.get("clientId")
+            return Poison(serial, float(timestamp), publisher if isinstance(publisher, str) else None)
     data = message.get("data")
     try:
         body: Any = json.loads(data) if isinstance(data, (str, bytes)) else data
@@ -202,14 +213,26 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         return "malformed lease wire"
     stamped = message.get("connectionId")  # Ably's, not the body's: the connection that published it
     conn = stamped if isinstance(stamped, str) and stamped else conn
-    return LeaseWire(serial, float(timestamp), run_id, tuple(keys), claimant, done, restates, conn, handoff)
+    publisher = message.get("clientId")
+    return LeaseWire(
+        serial,
+        float(timestamp),
+        run_id,
+        tuple(keys),
+        claimant,
+        done,
+        restates,
+        conn,
+        handoff,
+        publisher if isinstance(publisher, str) else None,
+    )
 
 
 def _step(holding: Holding | None, w: LeaseWire | Poison, key: str, lease_ms: float) -> Holding | None:
     """One wire of the holder rule folded into ``holding`` (the key's holder before it)."""
     if isinstance(w, Poison):
         if holding is None or lapsed(holding, w.timestamp, lease_ms):
-            holding = Holding("?" + w.serial, w.serial, w.timestamp, w.serial, poison=w.serial)
+            holding = Holding("?" + w.serial, w.serial, w.timestamp, w.serial, poison=w.serial, publisher=w.publisher)
         elif not holding.done:  # perhaps the holder's own renewal: it may extend, never shorten
             holding = replace(holding, renewed_at=max(holding.renewed_at, w.timestamp))
         return holding
@@ -217,11 +240,22 @@ def _step(holding: Holding | None, w: LeaseWire | Poison, key: str, lease_ms: fl
         return holding
     if holding is None:
         holding = Holding(
-            w.claimant, w.serial, w.timestamp, w.serial, w.done, handoff=w.handoff, connection_id=w.connection_id
+            w.claimant,
+            w.serial,
+            w.timestamp,
+            w.serial,
+            w.done,
+            handoff=w.handoff,
+            connection_id=w.connection_id,
+            publisher=w.publisher,
         )
     elif holding.done:
         return holding
-    elif holding.claimant == w.claimant or (holding.poison is not None and w.restates == holding.poison):
+    elif holding.publisher == w.publisher and (
+        holding.claimant == w.claimant or (holding.poison is not None and w.restates == holding.poison)
+    ):
+        # a renewal (or the restatement of a rewritten claim) counts only from the identity that
+        # published the holder's claim: the claimant named in the data is the wire's own say
         holding = replace(
             holding,
             claimant=w.claimant,
@@ -242,6 +276,7 @@ def _step(holding: Holding | None, w: LeaseWire | Poison, key: str, lease_ms: fl
             takeover=True,
             handoff=w.handoff,
             connection_id=w.connection_id,
+            publisher=w.publisher,
         )
     return holding
 
