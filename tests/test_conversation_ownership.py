@@ -13,6 +13,7 @@ order, whatever order the wires arrive in (issue 21, break #1: the event-id hija
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from typing import Any
 
@@ -247,3 +248,87 @@ def test_the_tree_folds_a_wire_under_its_author() -> None:
     assert author_of(created) == "alice" and author_of(appended) == "mallory"
     assert author_of({"clientId": "agent", "action": "message.update"}) == "agent"  # no stamp: the creator
     assert author_of({"clientId": 5}) is None
+
+
+# -- a second trusted agent identity contests alice's run (run id, step id), in a session ---------------
+
+from support_untrusted import SeededChannel, record, seeded_hub  # noqa: E402
+
+from ai_transport.readers import approved_unexecuted_calls, to_responses_input  # noqa: E402
+
+PENDING = asyncio.run(record())["pending"]
+TWO_AGENTS = {"agent", "agent-b"}
+
+
+def _transport_of(wire: dict[str, Any]) -> dict[str, Any]:
+    return ((wire.get("extras") or {}).get("ai") or {}).get("transport") or {}
+
+
+def _copy_as_agent_b(wire: dict[str, Any], serial: str, **headers: str) -> dict[str, Any]:
+    copied = {k: v for k, v in wire.items() if k in ("name", "data", "extras", "timestamp")}
+    copied = {**copied, "serial": serial, "clientId": "agent-b", "action": "message.create"}
+    copied["extras"] = {**copied["extras"], "ai": {**copied["extras"]["ai"], "transport": {**_transport_of(wire), **headers}}}
+    return copied
+
+
+def agent_b_wires(history: list[dict[str, Any]], attack: str) -> list[dict[str, Any]]:
+    """agent-b's wires for alice's run, each just after the agent's wire it imitates."""
+    start = next(w for w in history if w.get("name") == "ai-run-start")
+    step_start = next(w for w in history if w.get("name") == "ai-step-start")
+    suspend = next(w for w in history if w.get("name") == "ai-run-suspend")
+    if attack == "run-end":  # ends alice's run: nothing would resume it
+        end = {**suspend, "name": "ai-run-end"}
+        return [_copy_as_agent_b(end, suspend["serial"] + "b", **{"run-reason": "cancelled"})]
+    if attack == "step retry":  # a later attempt of the step: the agent's outputs would be superseded
+        return [_copy_as_agent_b(step_start, suspend["serial"] + "b")]
+    # a second run-start naming another parent and input client
+    return [_copy_as_agent_b(start, start["serial"] + "b", **{"input-client-id": "mallory", "parent": "nowhere"})]
+
+
+async def resume_decision(history: list[dict[str, Any]], page_size: int, trusted: set[str]) -> Any:
+    session = AgentSession(
+        SeededChannel(seeded_hub().client("agent").channel("chat"), history, page_size), trusted_agent_ids=trusted
+    )
+    await session.connect()
+    run = await session.create_run(PENDING["invocation"])
+    await run.start(timeout=2)
+    await run.view.load_all()
+    messages = run.branch_messages()
+    node = session.tree.get_run_node(run.run_id)
+    decision = {
+        "owed": [c.get("call_id") for c in run.owed_calls()],
+        "model input": to_responses_input(messages),
+        "approved": [c.get("call_id") for c in approved_unexecuted_calls(messages)],
+        "status": node.status if node is not None else None,
+        "steps": [(s.step_id, s.status, s.attempt_count) for s in node.steps] if node is not None else None,
+        "input client": node.input_client_id if node is not None else None,
+    }
+    skipped = session.skipped
+    await session.close()
+    return json.loads(json.dumps(decision, default=str)), skipped
+
+
+@pytest.mark.parametrize("attack", ["run-end", "step retry", "run restart"])
+@pytest.mark.parametrize("page_size", [1, 3, 50])
+async def test_a_second_agent_identity_changes_nothing_in_a_run_it_did_not_start(attack: str, page_size: int) -> None:
+    history = PENDING["history"]
+    baseline, _ = await resume_decision(history, page_size, {"agent"})
+    assert baseline["owed"] and baseline["status"] == "active"  # resumed by the wake-up
+    contested = sorted([*history, *agent_b_wires(history, attack)], key=lambda w: w["serial"])
+    decision, skipped = await resume_decision(contested, page_size, TWO_AGENTS)
+    assert decision == baseline
+    assert skipped >= 1  # agent-b's wire is refused and counted
+
+
+async def test_the_contested_run_would_change_without_the_ledger() -> None:
+    # the attacks are real: with run ids not judged, agent-b's end does end alice's run
+    history = sorted([*PENDING["history"], *agent_b_wires(PENDING["history"], "run-end")], key=lambda w: w["serial"])
+    session = AgentSession(SeededChannel(seeded_hub().client("agent").channel("chat"), history, 5),
+                           trusted_agent_ids=TWO_AGENTS)
+    session.tree.judge_runs = False
+    await session.connect()
+    await session.hydrator.fold_until(lambda: False)
+    run_id = _transport_of(next(w for w in history if w.get("name") == "ai-run-start"))["run-id"]
+    node = session.tree.get_run_node(run_id)
+    assert node is not None and node.status == "cancelled"
+    await session.close()

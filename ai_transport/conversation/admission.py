@@ -10,8 +10,10 @@ given ``trusted_agent_ids``), so a careful client shows exactly what the agent w
 * Approvals, tool results and any other input into an existing run (an ``ai-input`` carrying
   ``run-id``) count only when ``accept_input(client_id, run)`` says so. Default: the publisher is the
   client that started the run (the ``input-client-id`` the agent stamped on the run's
-  ``ai-run-start``) or is listed in ``trusted_client_ids``. A run whose start is not folded yet holds
-  its inputs (:meth:`Admission.hold`) until it is (:meth:`Admission.release`).
+  ``ai-run-start``) or is listed in ``trusted_client_ids``. A run whose start is not folded yet, or
+  that two agent identities claim (its owner, the first in serial order, may still change while
+  history is paged newest first), holds the inputs it would refuse (:meth:`Admission.hold`) until a
+  start is folded (:meth:`Admission.release`).
 * New user prompts (no ``run-id``) are accepted from anyone who may publish; the tree keeps each
   prompt's ``codec-message-id`` to the client that first published it.
 
@@ -88,6 +90,13 @@ def is_untrusted_agent_mutation(message: Mapping[str, Any], trusted_agent_ids: s
         and (mutator if isinstance(mutator, str) else None) not in trusted_agent_ids
         and (not name or name in AGENT_NAMES)
     )
+
+
+def _contested(tree: Any, run_id: str) -> bool:
+    """Whether two agent identities claim ``run_id`` (:meth:`~.tree.Tree.run_contested`): the run's
+    input client may still change with an older wire, so an input it refuses is held, not refused."""
+    contested = getattr(tree, "run_contested", None)
+    return bool(contested(run_id)) if callable(contested) else False
 
 
 class Admission:
@@ -180,11 +189,11 @@ class Admission:
                 if self.input_accepted(author_of(message), run):  # the author, never a claimed name
                     return True
                 if (
-                    (run is None or run.input_client_id is None)
-                    and isinstance(run_id, str)
+                    isinstance(run_id, str)
                     and self.accept_input is None
+                    and (run is None or run.input_client_id is None or _contested(tree, run_id))
                 ):
-                    return None
+                    return None  # judged once the run's start is folded (or its owner settled)
                 self._reject(message, f"{kind} from a client this session does not accept")
                 return False
         return True

@@ -182,6 +182,12 @@ class OwnershipLedger:
         mine = entry.claims[entry.owner]
         return [mine[k] for k in sorted(mine)]
 
+    def contested(self, kind: str, ident: Hashable) -> bool:
+        """True while another publisher than the owner has claims of ``ident`` held: folding more
+        history (older wires) could still move it."""
+        entry = self._entries.get((kind, ident))
+        return entry is not None and len(entry.claims) > 1
+
     def pending_of(self, publisher: str | None) -> int:
         """How many claims of ``publisher`` are held without counting (it does not own them)."""
         return len(self._pending.get(publisher, ()))

@@ -76,6 +76,12 @@ class TreeOwnership:
         """The agent identity that owns ``run_id`` (its first publisher of a run wire in serial order)."""
         return self.owners.owner(KIND_RUN_ID, run_id)
 
+    def run_contested(self, run_id: str) -> bool:
+        """True while another agent identity than the run's owner has claimed ``run_id`` too: an
+        older wire still unread (history folds newest first) could move the run, so what the run's
+        current wires decide (who may put inputs into it) is not settled yet."""
+        return self.owners.contested(KIND_RUN_ID, run_id)
+
     def _sync_superseded(self) -> bool:
         """Recompute the superseded keys: a ``supersedes`` counts only for a node of the same client
         (the fork's creator or the run's input client), or one not folded yet."""
