@@ -7,7 +7,12 @@ order, whatever order the wires arrive in (issue 21, break #1: the event-id hija
 * a fresh worker woken by alice's invocation, paging history newest first past mallory's copy of
   alice's event-id, answers alice (unbound: it reads history to its start; bound to alice with
   ``inputClientId``: it stops at alice's wire), and counts mallory's claim;
-* the same over the emulator with the real ``ably`` SDK.
+* the same over the emulator with the real ``ably`` SDK;
+* run ids and step ids: a second trusted agent identity's run-end, step retry or run-start for alice's
+  run changes nothing in a fresh worker's resume decision, in any page size (and the attack is real:
+  with runs not judged, the run ends);
+* over the emulator: a prompt codec-message-id copied by mallory and agent-b's run-end for alice's run
+  are refused and counted by a fresh trusted client paging history.
 """
 
 from __future__ import annotations
@@ -332,3 +337,60 @@ async def test_the_contested_run_would_change_without_the_ledger() -> None:
     node = session.tree.get_run_node(run_id)
     assert node is not None and node.status == "cancelled"
     await session.close()
+
+
+@pytest.mark.timeout(120)
+async def test_a_copied_prompt_id_and_a_second_agents_run_end_fail_over_the_ably_sdk(emulator_thread: Any) -> None:
+    """Over the emulator with the real SDK: mallory (an ordinary token) republishes alice's prompt
+    codec-message-id with her own text, agent-b (a second trusted agent identity) ends alice's
+    completed run as ``cancelled``; a fresh trusted client reading history newest first, a few
+    wires a page, shows alice's prompt and the agent's ``complete``, and counts both wires."""
+    name = unique_channel("own-kinds")
+
+    async def open_channel(client_id: str) -> AblyChannel:
+        return await asyncio.wait_for(
+            AblyChannel.connect(name, **client_options(emulator_thread, client_id=client_id)), 15
+        )
+
+    alice_ch, mallory_ch, agent_ch, agent_b_ch = [
+        await open_channel(c) for c in ("alice", "mallory", "agent", "agent-b")
+    ]
+    alice = ClientSession(alice_ch)
+    worker = AgentSession(agent_ch)
+    reader_ch = None
+    reader = None
+    try:
+        await alice.connect()
+        await worker.connect()
+        sent = await alice.view.send(user_message("alice's question"))
+        run = await worker.create_run(sent.invocation.to_json())
+        await run.start(timeout=20)
+        await run.end("complete")
+        copied = prompt("mallory's question", str(uuid.uuid4()), "mallory")
+        copied["extras"]["ai"]["transport"]["codec-message-id"] = sent.input_codec_message_id
+        await mallory_ch.publish(copied)
+        await agent_b_ch.publish(
+            {
+                "name": "ai-run-end",
+                "extras": {"ai": {"transport": {"run-id": run.run_id, "run-reason": "cancelled",
+                                                "run-client-id": "alice", "invocation-id": "inv-b"}}},
+            }
+        )
+        reader_ch = await open_channel("reader")
+        reader = ClientSession(reader_ch, trusted_agent_ids={"agent", "agent-b"}, history_page_size=2)
+        await reader.connect()
+        await reader.view.load_all()
+        statuses = {r.run_id: r.status for r in reader.view.runs()}
+        assert statuses.get(run.run_id) == "complete"
+        assert reader.tree.prompt_owner(sent.input_codec_message_id) == "alice"
+        assert reader.tree.run_owner(run.run_id) == "agent"
+        shown = json.dumps([m.to_dict() for m in reader.view.get_messages()])
+        assert "alice's question" in shown and "mallory's question" not in shown
+        assert reader.skipped >= 2
+    finally:
+        for session in (reader, worker, alice):
+            if session is not None:
+                await session.close()
+        for ch in (reader_ch, agent_ch, agent_b_ch, alice_ch, mallory_ch):
+            if ch is not None:
+                await ch.close()
