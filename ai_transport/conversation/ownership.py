@@ -58,7 +58,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 __all__ = [
     "KIND_CLAIM_KEY",
@@ -102,8 +102,7 @@ class Claim:
     payload: Any = field(default=None, compare=False)
 
 
-@dataclass
-class Ruling:
+class Ruling(NamedTuple):
     """What one :meth:`OwnershipLedger.claim` decided.
 
     ``accepted``: the claim counts (its publisher owns the identifier now). ``owner``: the owner
@@ -114,8 +113,8 @@ class Ruling:
 
     accepted: bool
     owner: str | None
-    lost: list[Claim] = field(default_factory=list)
-    regained: list[Claim] = field(default_factory=list)
+    lost: tuple[Claim, ...] = ()
+    regained: tuple[Claim, ...] = ()
 
     @property
     def moved(self) -> bool:
@@ -212,14 +211,15 @@ class OwnershipLedger:
         key: _Key = (kind, ident)
         order: _Order = (0, serial, 0) if isinstance(serial, str) else (1, "", next(self._arrivals))
         entry = self._entries.get(key)
+        if entry is not None:
+            mine = entry.claims.get(publisher)
+            if mine is not None and order in mine:
+                # a re-delivery of the same wire (an update or append of it): no new claim
+                return Ruling(entry.owner == publisher, entry.owner)
         new = Claim(kind, ident, publisher, serial if isinstance(serial, str) else None, payload)
         if entry is None:
             self._entries[key] = _Entry(publisher, order, new)
             return Ruling(True, publisher)
-        mine = entry.claims.get(publisher)
-        if mine is not None and order in mine:
-            # a re-delivery of the same wire (an update or append of it): no new claim
-            return Ruling(entry.owner == publisher, entry.owner)
         if mutation and order[0] == 0:
             for theirs in entry.claims.values():
                 if order in theirs:  # a mutation of a wire claimed already stands for that claim
@@ -256,7 +256,7 @@ class OwnershipLedger:
         regained_claims[order] = new
         for _ in lost:
             self._count(key[0])
-        return Ruling(True, publisher, lost, regained)
+        return Ruling(True, publisher, tuple(lost), tuple(regained))
 
     def _hold_pending(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, new: Claim) -> None:
         entry.claims.setdefault(publisher, {})[order] = new

@@ -72,7 +72,7 @@ from .lifecycle import (
     parse_step_lifecycle,
 )
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
-from .ownership import KIND_EVENT_ID, OwnershipLedger
+from .ownership import KIND_CODEC_MESSAGE_ID, KIND_EVENT_ID, OwnershipLedger
 from .retention import LogRetention
 from .steers import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
@@ -820,12 +820,17 @@ class Tree(LifecycleFold, TreeOwnership):
         elif judged and (outputs or self._wire.get("name") == EVENT_AI_OUTPUT):
             # an agent output claims its run (and its step): the first identity in serial order owns them
             claims = True
-            if not self._claim_run(run_id, self._client, serial, replay, mutation=mutation):
-                return False
-            step = headers.get(H_STEP_ID)
-            if step is not None and not self._claim_step(run_id, step, self._client, serial, replay, mutation=mutation):
-                return False
-            entry = self._nodes.get(run_id)
+            log = entry.log.entries if entry is not None else None
+            if not (mutation and log and serial is not None and log[-1].serial == serial):
+                # (an append to the stream folded last is that stream's: its create was judged)
+                if not self._claim_run(run_id, self._client, serial, replay, mutation=mutation):
+                    return False
+                step = headers.get(H_STEP_ID)
+                if step is not None and not self._claim_step(
+                    run_id, step, self._client, serial, replay, mutation=mutation
+                ):
+                    return False
+                entry = self._nodes.get(run_id)
         if fork and entry is not None and isinstance(entry.node, RunNode):
             node = entry.node
             if self._client not in (entry.owner, node.input_client_id):
@@ -918,6 +923,8 @@ class Tree(LifecycleFold, TreeOwnership):
         entry = self._nodes.pop(key, None)
         if entry is None:
             return
+        if isinstance(entry.node, InputNode):
+            self.owners.forget(KIND_CODEC_MESSAGE_ID, key)  # the optimistic claim goes with its node
         self._sorted.remove(entry)
         self._changed()
         self.emitter.emit("update")

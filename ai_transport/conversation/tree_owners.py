@@ -10,8 +10,7 @@ owner's wires is evicted and the new owner's wires refused meanwhile are folded 
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
 from .nodes import Emitter, InputNode, RunNode, _Internal, _sort_serial
 from .ownership import (
@@ -31,8 +30,7 @@ UNJUDGED: Final[Any] = object()
 REPLAYS_HELD: Final = 1000
 
 
-@dataclass(frozen=True)
-class Replay:
+class Replay(NamedTuple):
     """A fold the tree can make again: ``method`` of the tree called with ``args``."""
 
     method: str
