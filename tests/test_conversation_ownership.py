@@ -276,18 +276,25 @@ def _copy_as_agent_b(wire: dict[str, Any], serial: str, **headers: str) -> dict[
     return copied
 
 
-def agent_b_wires(history: list[dict[str, Any]], attack: str) -> list[dict[str, Any]]:
-    """agent-b's wires for alice's run, each just after the agent's wire it imitates."""
-    start = next(w for w in history if w.get("name") == "ai-run-start")
+def agent_b_wires(history: list[dict[str, Any]], attack: str, after: int | None = None) -> list[dict[str, Any]]:
+    """agent-b's wire for alice's run, just after the agent's wire it imitates (or after the history
+    wire ``after`` places past the run's start)."""
+    start_at = next(i for i, w in enumerate(history) if w.get("name") == "ai-run-start")
+    start = history[start_at]
     step_start = next(w for w in history if w.get("name") == "ai-step-start")
     suspend = next(w for w in history if w.get("name") == "ai-run-suspend")
+    where = history[start_at + after % (len(history) - start_at)]["serial"] if after is not None else None
     if attack == "run-end":  # ends alice's run: nothing would resume it
         end = {**suspend, "name": "ai-run-end"}
-        return [_copy_as_agent_b(end, suspend["serial"] + "b", **{"run-reason": "cancelled"})]
+        return [_copy_as_agent_b(end, (where or suspend["serial"]) + "b", **{"run-reason": "cancelled"})]
     if attack == "step retry":  # a later attempt of the step: the agent's outputs would be superseded
-        return [_copy_as_agent_b(step_start, suspend["serial"] + "b")]
+        return [_copy_as_agent_b(step_start, (where or suspend["serial"]) + "b")]
     # a second run-start naming another parent and input client
-    return [_copy_as_agent_b(start, start["serial"] + "b", **{"input-client-id": "mallory", "parent": "nowhere"})]
+    return [
+        _copy_as_agent_b(
+            start, (where or start["serial"]) + "b", **{"input-client-id": "mallory", "parent": "nowhere"}
+        )
+    ]
 
 
 async def resume_decision(history: list[dict[str, Any]], page_size: int, trusted: set[str]) -> Any:
@@ -323,6 +330,28 @@ async def test_a_second_agent_identity_changes_nothing_in_a_run_it_did_not_start
     decision, skipped = await resume_decision(contested, page_size, TWO_AGENTS)
     assert decision == baseline
     assert skipped >= 1  # agent-b's wire is refused and counted
+
+
+BASELINE_DECISION = asyncio.run(resume_decision(PENDING["history"], 50, {"agent"}))[0]
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    attacks=st.lists(
+        st.tuples(st.sampled_from(["run-end", "step retry", "run restart"]), st.integers(0, 100)), min_size=1, max_size=3
+    ),
+    page_size=st.integers(1, 12),
+)
+def test_a_second_agent_identity_anywhere_after_the_runs_start_changes_nothing(
+    attacks: list[tuple[str, int]], page_size: int
+) -> None:
+    history = PENDING["history"]
+    hostile = [w for attack, after in attacks for w in agent_b_wires(history, attack, after)]
+    hostile = list({w["serial"]: w for w in hostile}.values())  # one wire per serial
+    contested = sorted([*history, *hostile], key=lambda w: w["serial"])
+    decision, skipped = asyncio.run(resume_decision(contested, page_size, TWO_AGENTS))
+    assert decision == BASELINE_DECISION
+    assert skipped >= 1
 
 
 async def test_the_contested_run_would_change_without_the_ledger() -> None:
