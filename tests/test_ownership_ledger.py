@@ -321,3 +321,15 @@ def test_every_arrival_order_of_a_contested_run_folds_the_same() -> None:
     for perm in itertools.islice(itertools.permutations(wires), 0, None, 97):
         tree, _ = _fold_all(list(perm))
         assert _run_state(tree, run_id) == expected, [w["serial"] for w in perm]
+
+
+def test_an_owner_that_loses_and_regains_an_id_keeps_every_claim_it_had() -> None:
+    # history newest first: the agent's many outputs, then another identity's older wire, then the
+    # agent's run-start: every output of the agent counts again, beyond the per-key pending bound
+    ledger = OwnershipLedger(pending_per_key=4)
+    for n in range(200, 10, -1):
+        assert ledger.claim(KIND_RUN_ID, "r", "agent", serial(n), n).accepted
+    assert ledger.claim(KIND_RUN_ID, "r", "agent-b", serial(9), 9).moved
+    ruling = ledger.claim(KIND_RUN_ID, "r", "agent", serial(2), 2)
+    assert ruling.moved and sorted(c.payload for c in ruling.regained) == list(range(11, 201))
+    assert ledger.pending_of("agent") == 0 and ledger.pending_of("agent-b") == 1

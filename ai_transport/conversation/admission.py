@@ -129,6 +129,10 @@ class Admission:
             f"more than {HELD_LIMIT} answers held for a run never started",
             f"more than {HELD_TOTAL_LIMIT} answers held for runs never started",
         )
+        #: Inputs into a run refused by its input client, judged again at the run's next start (a
+        #: run's owner — the first agent identity in serial order — may change while history is
+        #: paged newest first); bounded per publisher as :attr:`held` (overflow is just forgotten).
+        self.refused = HeldWires(HELD_LIMIT, HELD_TOTAL_LIMIT, lambda message, why: None, "", "")
         self._arrivals = itertools.count()
 
     def input_accepted(self, client_id: Any, run: RunNode | None) -> bool:
@@ -195,6 +199,10 @@ class Admission:
                 ):
                     return None  # judged once the run's start is folded (or its owner settled)
                 self._reject(message, f"{kind} from a client this session does not accept")
+                if isinstance(run_id, str) and getattr(tree, "judge_runs", False):
+                    # judged by the run's current start: an older one still unread (another agent
+                    # identity's start folded first) may give the run another input client
+                    self.refused.hold(run_id, next(self._arrivals), message)
                 return False
         return True
 
@@ -207,7 +215,9 @@ class Admission:
     def clear_held(self) -> None:
         """Drop every held input (a loss of continuity: the refold from history holds them again)."""
         self.held.clear()
+        self.refused.clear()
 
     def release(self, run_id: str) -> list[Mapping[str, Any]]:
-        """The inputs held for ``run_id`` (now started), in arrival order."""
-        return self.held.release(run_id)
+        """The inputs held for ``run_id`` (now started), in arrival order, then those refused by an
+        earlier start of it (judged again: the start just folded may have settled another owner)."""
+        return [*self.held.release(run_id), *self.refused.release(run_id)]

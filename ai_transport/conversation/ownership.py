@@ -20,8 +20,10 @@ unless the caller says the kind lets an admitted mutator stand for the message i
 
 **Bounds.** The claims of a publisher that does not own an identifier are pending state (kept
 only so they count if their publisher turns out to own it): at most ``pending_per_key`` of them per
-identifier (the lowest serials are kept: the lowest decides ownership) and ``pending_total`` in all
-per publisher (beyond, that publisher's oldest pending claim is forgotten). A publisher flooding
+identifier as they arrive (the lowest serials are kept: the lowest decides ownership) and
+``pending_total`` in all per publisher (beyond, that publisher's oldest pending claim is forgotten).
+The claims an owner loses are not trimmed per identifier (they were folded, and count again if their
+publisher regains it), only by the per-publisher total. A publisher flooding
 claims therefore forgets only its own; the owner's claims mirror what the caller folded.
 
 **What each kind claims** (``KIND_*``):
@@ -242,9 +244,8 @@ class OwnershipLedger:
         entry.first = order
         lost_claims = entry.claims[previous]
         lost = [lost_claims[k] for k in sorted(lost_claims)]
-        for k in sorted(lost_claims):
-            self._index_pending(key, entry, previous, k)
-        self._trim(key, entry, previous)
+        for k in sorted(lost_claims):  # (not trimmed per key: they were folded, and may count again)
+            self._index_pending(previous, key, k)
         regained_claims = entry.claims.setdefault(publisher, {})
         regained = [regained_claims[k] for k in sorted(regained_claims)]
         theirs = self._pending.get(publisher)
@@ -260,10 +261,10 @@ class OwnershipLedger:
 
     def _hold_pending(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, new: Claim) -> None:
         entry.claims.setdefault(publisher, {})[order] = new
-        self._index_pending(key, entry, publisher, order)
+        self._index_pending(publisher, key, order)
         self._trim(key, entry, publisher)
 
-    def _index_pending(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order) -> None:
+    def _index_pending(self, publisher: str | None, key: _Key, order: _Order) -> None:
         theirs = self._pending.setdefault(publisher, {})
         theirs[(key, order)] = None
         while len(theirs) > self._pending_total:
