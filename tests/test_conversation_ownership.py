@@ -354,6 +354,19 @@ def test_a_second_agent_identity_anywhere_after_the_runs_start_changes_nothing(
     assert skipped >= 1
 
 
+@pytest.mark.parametrize("page_size", [1, 2])
+async def test_an_answer_refused_by_a_later_identitys_start_is_judged_again_at_the_owners_start(page_size: int) -> None:
+    # agent-b's run-start just before alice's approval: paging newest first, it is the first start
+    # folded (naming mallory as the input client), so alice's approval is refused by it; the agent's
+    # own start, older, takes the run back and the approval is judged again
+    history = PENDING["history"]
+    late = len(history) - 2 - next(i for i, w in enumerate(history) if w.get("name") == "ai-run-start")
+    contested = sorted([*history, *agent_b_wires(history, "run restart", late)], key=lambda w: w["serial"])
+    assert contested[-2]["clientId"] == "agent-b" and contested[-1]["clientId"] == "alice"
+    decision, _ = await resume_decision(contested, page_size, TWO_AGENTS)
+    assert decision == BASELINE_DECISION
+
+
 async def test_the_contested_run_would_change_without_the_ledger() -> None:
     # the attacks are real: with run ids not judged, agent-b's end does end alice's run
     history = sorted([*PENDING["history"], *agent_b_wires(PENDING["history"], "run-end")], key=lambda w: w["serial"])
