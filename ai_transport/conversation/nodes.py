@@ -208,7 +208,7 @@ class _Internal:
     sort_key: tuple[int, str, int] = (1, "", 0)
     #: Wires folded into this node that claim nothing (client inputs into a run): folded again
     #: when the run changes owner (:mod:`.tree_owners`).
-    replays: list[Any] = field(default_factory=list)
+    replays: list[Any] | None = None
 
 
 def _sort_serial(node: Node) -> str | None:

@@ -59,7 +59,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Hashable
-from dataclasses import dataclass, field
 from typing import Any, Final, NamedTuple
 
 __all__ = [
@@ -89,19 +88,20 @@ PENDING_PER_KEY: Final = 64
 PENDING_TOTAL: Final = 10_000
 
 _Key = tuple[str, Hashable]
-#: Sort key of a claim: ``(0, serial, 0)`` or, without a serial, ``(1, "", arrival)``.
-_Order = tuple[int, str, int]
+#: Sort key of a claim: its serial, or (a claim without one) :data:`_LATE` and its arrival number,
+#: which sorts after every serial (Ably serials are printable ASCII).
+_Order = str
+_LATE: Final = "\U0010ffff"
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(NamedTuple):
     """One wire's claim of an identifier; ``payload`` is whatever the caller keeps with it."""
 
     kind: str
     ident: Hashable
     publisher: str | None
     serial: str | None
-    payload: Any = field(default=None, compare=False)
+    payload: Any = None
 
 
 class Ruling(NamedTuple):
@@ -127,12 +127,16 @@ class Ruling(NamedTuple):
 class _Entry:
     __slots__ = ("claims", "first", "owner")
 
-    def __init__(self, owner: str | None, order: _Order, claim: Claim) -> None:
-        #: publisher -> its claims, by sort key.
-        self.claims: dict[str | None, dict[_Order, Claim]] = {owner: {order: claim}}
+    def __init__(self, owner: str | None, order: _Order, payload: Any) -> None:
+        #: publisher -> its claims (sort key -> payload).
+        self.claims: dict[str | None, dict[_Order, Any]] = {owner: {order: payload}}
         self.owner = owner
         #: The sort key of the owner's first claim (the lowest).
         self.first = order
+
+
+def _serial_of(order: _Order) -> str | None:
+    return None if order.startswith(_LATE) else order
 
 
 class OwnershipLedger:
@@ -173,15 +177,14 @@ class OwnershipLedger:
         entry = self._entries.get((kind, ident))
         if entry is None:
             return None
-        return entry.claims[entry.owner][entry.first]
+        return Claim(kind, ident, entry.owner, _serial_of(entry.first), entry.claims[entry.owner][entry.first])
 
     def claims(self, kind: str, ident: Hashable) -> list[Claim]:
         """The owner's claims of ``ident``, in serial order (those that count)."""
         entry = self._entries.get((kind, ident))
         if entry is None:
             return []
-        mine = entry.claims[entry.owner]
-        return [mine[k] for k in sorted(mine)]
+        return self._listed((kind, ident), entry.owner, entry.claims[entry.owner])
 
     def contested(self, kind: str, ident: Hashable) -> bool:
         """True while another publisher than the owner has claims of ``ident`` held: folding more
@@ -192,6 +195,10 @@ class OwnershipLedger:
     def pending_of(self, publisher: str | None) -> int:
         """How many claims of ``publisher`` are held without counting (it does not own them)."""
         return len(self._pending.get(publisher, ()))
+
+    @staticmethod
+    def _listed(key: _Key, publisher: str | None, mine: dict[_Order, Any]) -> list[Claim]:
+        return [Claim(key[0], key[1], publisher, _serial_of(o), mine[o]) for o in sorted(mine)]
 
     # -- claims --------------------------------------------------------------------------------
 
@@ -204,65 +211,64 @@ class OwnershipLedger:
         payload: Any = None,
         *,
         mutation: bool = False,
+        keep: bool = True,
     ) -> Ruling:
         """``publisher``'s wire at ``serial`` claims ``ident`` of ``kind`` (see the module docstring).
 
         ``mutation``: the wire is an update / append / delete of the message at ``serial``
         (``publisher`` its mutator, whom admission already judged): when that message's claim is
-        known the mutation stands for it (accepted iff it counts) instead of claiming anew."""
+        known the mutation stands for it (accepted iff it counts) instead of claiming anew.
+        ``keep``: hold ``payload`` for a claim that counts too (else only for a refused one, which
+        may count later: a caller that keeps what it folded from the owner's claims itself)."""
         key: _Key = (kind, ident)
-        order: _Order = (0, serial, 0) if isinstance(serial, str) else (1, "", next(self._arrivals))
         entry = self._entries.get(key)
-        if entry is not None:
-            mine = entry.claims.get(publisher)
-            if mine is not None and order in mine:
-                # a re-delivery of the same wire (an update or append of it): no new claim
-                return Ruling(entry.owner == publisher, entry.owner)
-        new = Claim(kind, ident, publisher, serial if isinstance(serial, str) else None, payload)
+        order: _Order = serial if isinstance(serial, str) else f"{_LATE}{next(self._arrivals):012d}"
         if entry is None:
-            self._entries[key] = _Entry(publisher, order, new)
+            self._entries[key] = _Entry(publisher, order, payload if keep else None)
             return Ruling(True, publisher)
-        if mutation and order[0] == 0:
-            for theirs in entry.claims.values():
+        owner = entry.owner
+        mine = entry.claims.get(publisher)
+        if mine is not None and order in mine:
+            # a re-delivery of the same wire (an update or append of it): no new claim
+            return Ruling(owner == publisher, owner)
+        if mutation and serial is not None:
+            for who, theirs in entry.claims.items():
                 if order in theirs:  # a mutation of a wire claimed already stands for that claim
-                    return Ruling(theirs[order].publisher == entry.owner, entry.owner)
-        if publisher == entry.owner:
-            entry.claims[publisher][order] = new
+                    return Ruling(who == owner, owner)
+        if publisher == owner:
+            entry.claims[publisher][order] = payload if keep else None
             if order < entry.first:
                 entry.first = order
             return Ruling(True, publisher)
         if order < entry.first:
-            return self._take(key, entry, publisher, order, new)
+            return self._take(key, entry, publisher, order, payload if keep else None)
         # refused: kept pending (it counts if its publisher turns out to own the identifier)
-        self._hold_pending(key, entry, publisher, order, new)
+        entry.claims.setdefault(publisher, {})[order] = payload
+        self._index_pending(publisher, key, order)
+        self._trim(key, entry, publisher)
         self._count(kind)
-        return Ruling(False, entry.owner)
+        return Ruling(False, owner)
 
-    def _take(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, new: Claim) -> Ruling:
+    def _take(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, payload: Any) -> Ruling:
         previous = entry.owner
         entry.owner = publisher
         entry.first = order
         lost_claims = entry.claims[previous]
-        lost = [lost_claims[k] for k in sorted(lost_claims)]
+        lost = self._listed(key, previous, lost_claims)
         for k in sorted(lost_claims):  # (not trimmed per key: they were folded, and may count again)
             self._index_pending(previous, key, k)
         regained_claims = entry.claims.setdefault(publisher, {})
-        regained = [regained_claims[k] for k in sorted(regained_claims)]
+        regained = self._listed(key, publisher, regained_claims)
         theirs = self._pending.get(publisher)
         if theirs is not None:
             for k in regained_claims:
                 theirs.pop((key, k), None)
             if not theirs:
                 del self._pending[publisher]
-        regained_claims[order] = new
+        regained_claims[order] = payload
         for _ in lost:
             self._count(key[0])
         return Ruling(True, publisher, tuple(lost), tuple(regained))
-
-    def _hold_pending(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, new: Claim) -> None:
-        entry.claims.setdefault(publisher, {})[order] = new
-        self._index_pending(publisher, key, order)
-        self._trim(key, entry, publisher)
 
     def _index_pending(self, publisher: str | None, key: _Key, order: _Order) -> None:
         theirs = self._pending.setdefault(publisher, {})

@@ -76,7 +76,7 @@ from .ownership import KIND_CODEC_MESSAGE_ID, KIND_EVENT_ID, OwnershipLedger
 from .retention import LogRetention
 from .steers import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
-from .tree_owners import Replay, TreeOwnership
+from .tree_owners import Replay, TreeOwnership, slim_wire
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 
@@ -130,6 +130,10 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Folds a change of owner let count, made at the end of the current fold.
         self._replays: list[Replay] = []
         self._replaying = False
+        #: A node changed owner during the current fold (announced when it ends).
+        self._moved = False
+        #: Nodes whose owner lost their id to an older wire, by (key, that owner) (:mod:`.tree_owners`).
+        self._set_aside: dict[tuple[str, str | None], tuple[_Internal, list[str]]] = {}
         self._seq = itertools.count()
         self.emitter = Emitter()
         #: Bumped on every structural change (nodes, order, parents, supersedes).
@@ -693,8 +697,14 @@ class Tree(LifecycleFold, TreeOwnership):
         that published it first (lowest serial): the same id from another client is refused (or, when
         older, takes the node over), as is a prompt or client fork whose id names a node of another kind.
         """
-        replay = Replay("apply_message", (inputs, outputs, headers, serial, version, client_id, wire), serial,
-                        wire if wire is not None else {"serial": serial, "clientId": client_id})
+        kept = slim_wire(wire) if wire is not None else None
+        replay = Replay(
+            "apply_message",
+            (inputs, outputs, headers, serial, version, client_id, kept),
+            serial,
+            kept if kept is not None else {"serial": serial, "clientId": client_id},
+        )
+        self._wire = wire if wire is not None else replay.wire
         self._apply_message(inputs, outputs, headers, serial, version, client_id, wire, replay)
         self._flush_replays()
 
@@ -709,7 +719,6 @@ class Tree(LifecycleFold, TreeOwnership):
         wire: Mapping[str, Any] | None,
         replay: Replay,
     ) -> None:
-        self._wire = replay.wire
         self._client = client_id
         run_id = headers.get(H_RUN_ID)
         cmid = headers.get(H_CODEC_MESSAGE_ID)

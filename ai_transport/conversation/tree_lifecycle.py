@@ -10,7 +10,7 @@ from .lifecycle import RunLifecycleEvent, StepLifecycleEvent
 from .nodes import Emitter, Node, RunNode, _Internal
 from .retention import LogRetention
 from .run import StepInfo
-from .tree_owners import UNJUDGED, Replay
+from .tree_owners import UNJUDGED, Replay, slim_wire
 
 __all__ = ["LifecycleFold"]
 
@@ -23,6 +23,7 @@ class LifecycleFold:
         _nodes: dict[str, _Internal]
         _cmid_to_key: dict[str, str]
         _seq: itertools.count[int]
+        _wire: Mapping[str, Any]
         emitter: Emitter
         status_version: int
         retention: LogRetention
@@ -54,8 +55,9 @@ class LifecycleFold:
         ``publisher``: who Ably says published the wire (``wire``); the run id belongs to the first
         identity in serial order (:mod:`.ownership`): another's event is refused (False). Without a
         publisher (a session's own run start) nothing is judged."""
-        replay = Replay("apply_run_lifecycle", (event, publisher, wire), event.serial,
-                        wire if wire is not None else {"serial": event.serial, "clientId": publisher})
+        kept = slim_wire(wire) if wire is not None else {"serial": event.serial, "clientId": publisher}
+        replay = Replay("apply_run_lifecycle", (event, publisher, kept), event.serial, kept)
+        self._wire = wire if wire is not None else kept
         if not self._claim_run(event.run_id, publisher, event.serial, replay):
             return False
         self._apply_run_lifecycle(event)
@@ -189,8 +191,9 @@ class LifecycleFold:
         """Apply ``step-start`` / ``step-end`` to the step read model of the run; the run id and
         ``(run id, step id)`` belong to their first publisher in serial order (another's is refused:
         False)."""
-        replay = Replay("apply_step_lifecycle", (event, publisher, wire), event.serial,
-                        wire if wire is not None else {"serial": event.serial, "clientId": publisher})
+        kept = slim_wire(wire) if wire is not None else {"serial": event.serial, "clientId": publisher}
+        replay = Replay("apply_step_lifecycle", (event, publisher, kept), event.serial, kept)
+        self._wire = wire if wire is not None else kept
         if not self._claim_run(event.run_id, publisher, event.serial, replay):
             return False
         if not self._claim_step(event.run_id, event.step_id, publisher, event.serial, replay):

@@ -22,12 +22,14 @@ from .ownership import (
     Ruling,
 )
 
-__all__ = ["UNJUDGED", "Replay", "TreeOwnership"]
+__all__ = ["UNJUDGED", "Replay", "TreeOwnership", "slim_wire"]
 
 #: A fold call that names no publisher (a direct API call, not a wire): it claims nothing.
 UNJUDGED: Final[Any] = object()
 #: Wires kept per run to fold again when the run changes owner (inputs that claim nothing).
 REPLAYS_HELD: Final = 1000
+#: Nodes set aside (their owner lost the id to an older wire; they count again if it regains it).
+SET_ASIDE_HELD: Final = 1000
 
 
 class Replay(NamedTuple):
@@ -37,6 +39,16 @@ class Replay(NamedTuple):
     args: tuple[Any, ...]
     serial: str | None
     wire: Mapping[str, Any]
+
+
+#: The fields of a wire a replay keeps (what folding and reporting read besides the decoded
+#: events): the rest of the message is not held.
+_KEPT: Final = ("serial", "clientId", "name", "action", "connectionId", "timestamp", "version", "id")
+
+
+def slim_wire(wire: Mapping[str, Any]) -> dict[str, Any]:
+    """What a :class:`Replay` keeps of ``wire``."""
+    return {k: wire[k] for k in _KEPT if k in wire}
 
 
 def _replay_order(replay: Replay) -> tuple[int, str]:
@@ -58,11 +70,14 @@ class TreeOwnership:
         emitter: Emitter
 
         def _changed(self) -> bool: ...
+        def _insert_sorted(self, entry: _Internal) -> bool: ...
 
     owners: OwnershipLedger
     judge_runs: bool
     _replays: list[Replay]
     _replaying: bool
+    _moved: bool
+    _set_aside: dict[tuple[str, str | None], tuple[_Internal, list[str]]]
 
     def prompt_owner(self, codec_message_id: str) -> str | None:
         """Who owns the prompt (or client fork) ``codec_message_id``: its first publisher in serial
@@ -103,9 +118,11 @@ class TreeOwnership:
     ) -> Ruling | None:
         """Claim ``ident`` for the wire being folded (``payload``: a :class:`Replay` of it, or the
         message); None when refused (reported)."""
-        ruling = self.owners.claim(kind, ident, publisher, serial, payload, mutation=mutation)
+        replay = isinstance(payload, Replay)  # the tree keeps what it folded from counted claims itself
+        ruling = self.owners.claim(kind, ident, publisher, serial, payload, mutation=mutation, keep=not replay)
         if not ruling.accepted:
-            self._refuse_claim(Claim(kind, ident, publisher, serial, payload), f"{kind} {ident!r} belongs to {ruling.owner!r}")
+            # the wire being folded, as it came (a kept replay is only part of it)
+            self._refuse(self._wire if replay else payload, f"{kind} {ident!r} belongs to {ruling.owner!r}")
             return None
         for claim in ruling.lost:
             self._refuse_claim(claim, f"{kind} {ident!r} belongs to {ruling.owner!r}")
@@ -131,8 +148,7 @@ class TreeOwnership:
         if ruling is None:
             return False
         if ruling.moved:
-            self._drop_run(run_id)
-            self._replays.extend(c.payload for c in ruling.regained if isinstance(c.payload, Replay))
+            self._move(run_id, ruling, run=True)
         return True
 
     def _claim_step(self, run_id: str, step_id: str, publisher: Any, serial: str | None, replay: Replay,
@@ -144,32 +160,44 @@ class TreeOwnership:
         if ruling is None:
             return False
         if ruling.moved:
-            self._drop_run(run_id)
-            self._replays.extend(c.payload for c in ruling.regained if isinstance(c.payload, Replay))
+            self._move(run_id, ruling, run=True)
         return True
 
-    def _drop_run(self, run_id: str) -> None:
-        """Forget the run node of ``run_id`` (its owner changed): the wires that claimed nothing
-        (client inputs into it) are folded again with the new owner's."""
-        entry = self._nodes.pop(run_id, None)
-        if entry is None:
-            return
-        self._sorted.remove(entry)
-        for k in [k for k, v in self._cmid_to_key.items() if v == run_id]:
-            del self._cmid_to_key[k]
-        for step_id in {*entry.steps, *entry.output_attempts}:
-            self.owners.forget(KIND_STEP_ID, (run_id, step_id))
-        self._replays.extend(entry.replays)
-        self._changed()
+    def _move(self, key: str, ruling: Ruling, *, run: bool) -> None:
+        """The node ``key`` changed owner: set the previous owner's node aside (it counts again if
+        that owner regains the id), restore the new owner's if it was set aside, fold again the new
+        owner's wires refused meanwhile and (a run) the inputs that claimed nothing."""
+        previous = ruling.lost[0].publisher if ruling.lost else None
+        entry = self._nodes.get(key)
+        if entry is not None:
+            mapped = self._evict(key)
+            if run:
+                for step_id in {*entry.steps, *entry.output_attempts}:
+                    self.owners.forget(KIND_STEP_ID, (key, step_id))
+                self._replays.extend(entry.replays or ())
+            self._set_aside[(key, previous)] = (entry, mapped)
+            while len(self._set_aside) > SET_ASIDE_HELD:
+                del self._set_aside[next(iter(self._set_aside))]
+        aside = self._set_aside.pop((key, ruling.owner), None)
+        if aside is not None and key not in self._nodes:
+            restored, mapped = aside
+            self._nodes[key] = restored
+            self._insert_sorted(restored)
+            for k in mapped:
+                self._cmid_to_key.setdefault(k, key)
+        self._replays.extend(c.payload for c in ruling.regained if isinstance(c.payload, Replay))
+        self._moved = True
 
     def _keep_replay(self, entry: _Internal, replay: Replay) -> None:
         """Remember a wire folded into ``entry`` that claims nothing (folded again on a change of owner)."""
-        if len(entry.replays) < REPLAYS_HELD:
+        if entry.replays is None:
+            entry.replays = [replay]
+        elif len(entry.replays) < REPLAYS_HELD:
             entry.replays.append(replay)
 
     def _flush_replays(self) -> None:
-        """Fold again the wires a change of owner let count (oldest first)."""
-        if self._replaying or not self._replays:
+        """Fold again the wires a change of owner let count (oldest first); announce the change."""
+        if self._replaying or not (self._replays or self._moved):
             return
         self._replaying = True
         saved = self._wire, self._client
@@ -182,6 +210,10 @@ class TreeOwnership:
         finally:
             self._wire, self._client = saved
             self._replaying = False
+        if self._moved:
+            self._moved = False
+            self._changed()
+            self.emitter.emit("update")
 
     def _claim_fork_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
         """May the wire being folded (publisher ``self._client``) hold the codec-message-id ``cmid``
@@ -192,8 +224,7 @@ class TreeOwnership:
         if ruling is None:
             return False, None
         if ruling.moved:
-            self._evict(cmid)
-            self._replays.extend(c.payload for c in ruling.regained if isinstance(c.payload, Replay))
+            self._move(cmid, ruling, run=False)
         return True, self._nodes.get(cmid)
 
     def _claim_prompt_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
@@ -209,17 +240,20 @@ class TreeOwnership:
             return False, None
         return True, entry
 
-    def _evict(self, key: str, why: str | None = None) -> None:
-        """Drop a node folded from an impostor's wire (reported as refused when ``why`` is given)."""
+    def _evict(self, key: str, why: str | None = None) -> list[str]:
+        """Drop a node folded from an impostor's wire (reported as refused when ``why`` is given);
+        returns the message ids that mapped to it."""
         entry = self._nodes.pop(key, None)
         if entry is None:
-            return
+            return []
         if why is not None:
             self._refuse({"serial": _sort_serial(entry.node), "clientId": entry.owner}, why)
         self._sorted.remove(entry)
-        for k in [k for k, v in self._cmid_to_key.items() if v == key]:
+        mapped = [k for k, v in self._cmid_to_key.items() if v == key]
+        for k in mapped:
             del self._cmid_to_key[k]
         self._changed()
+        return mapped
 
     def _refuse(self, message: Mapping[str, Any], why: str) -> None:
         """Report a wire the tree will not fold (``refused`` event: the session counts it)."""
