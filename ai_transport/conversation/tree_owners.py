@@ -2,9 +2,11 @@
 rule of :mod:`.ownership`: a prompt's (or client fork's) ``codec-message-id``, a wire's ``event-id``,
 a run id and a step id belong to their first publisher in channel serial order. A wire of another
 publisher is refused (the tree's ``refused`` event, counted by the session); when an older wire of
-another publisher arrives later (history folds newest page first), what was folded from the previous
-owner's wires is evicted and the new owner's wires refused meanwhile are folded again. A
-``supersedes`` counts only for the superseder's own node.
+another publisher arrives later (history folds newest page first), the node folded from the previous
+owner's wires is set aside (restored if that owner regains the id with a still older wire) and the
+new owner's wires refused meanwhile are folded again, with the inputs into a run that claim nothing.
+So what the tree shows is the same in every arrival order. A ``supersedes`` counts only for the
+superseder's own node.
 """
 
 from __future__ import annotations
