@@ -424,7 +424,7 @@ async def test_a_copied_prompt_id_and_a_second_agents_run_end_fail_over_the_ably
         await reader.view.load_all()
         statuses = {r.run_id: r.status for r in reader.view.runs()}
         assert statuses.get(run.run_id) == "complete"
-        assert reader.tree.prompt_owner(sent.input_codec_message_id) == "alice"
+        assert reader.tree.prompt_owner(sent.input_codec_message_id) == ("alice",)
         assert reader.tree.run_owner(run.run_id) == "agent"
         shown = json.dumps([m.to_dict() for m in reader.view.get_messages()])
         assert "alice's question" in shown and "mallory's question" not in shown

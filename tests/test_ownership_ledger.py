@@ -190,7 +190,7 @@ def test_a_prompt_id_copied_by_another_client_stays_its_first_publishers(newest_
     for wire in reversed(wires) if newest_first else wires:
         applier.apply(wire)
         tree.emit_ably_message(wire)
-    assert tree.prompt_owner(cmid) == "alice"
+    assert tree.prompt_owner(cmid) == ("alice",)
     node = tree.get_node(cmid)
     assert node is not None and node.serial == serial(1)
     assert "mallory's" not in str(tree.messages_of(node))

@@ -81,12 +81,6 @@ class TreeOwnership:
     _moved: bool
     _set_aside: dict[tuple[str, str | None], tuple[_Internal, list[str]]]
 
-    def prompt_owner(self, codec_message_id: str) -> str | None:
-        """Who owns the prompt (or client fork) ``codec_message_id``: its first publisher in serial
-        order of those folded (None when none is folded). A client wire acting on a prompt by its
-        ``input-codec-message-id`` (a cancel, a steer) counts only from this publisher."""
-        return self.owners.owner(KIND_CODEC_MESSAGE_ID, codec_message_id)
-
     def run_owner(self, run_id: str) -> str | None:
         """The agent identity that owns ``run_id`` (its first publisher of a run wire in serial order)."""
         return self.owners.owner(KIND_RUN_ID, run_id)
