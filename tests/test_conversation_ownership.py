@@ -8,11 +8,11 @@ order, whatever order the wires arrive in (issue 21, break #1: the event-id hija
   alice's event-id, answers alice (unbound: it reads history to its start; bound to alice with
   ``inputClientId``: it stops at alice's wire), and counts mallory's claim;
 * the same over the emulator with the real ``ably`` SDK;
-* run ids and step ids: a second trusted agent identity's run-end, step retry or run-start for alice's
-  run changes nothing in a fresh worker's resume decision, in any page size (and the attack is real:
-  with runs not judged, the run ends);
-* over the emulator: a prompt codec-message-id copied by mallory and agent-b's run-end for alice's run
-  are refused and counted by a fresh trusted client paging history.
+* run ids and step ids: the trusted agent identities are one party — a second trusted identity's
+  run-end or run-start for alice's run counts, and a fresh worker decides the same in any page size
+  as in one page; the same wires from an untrusted identity change nothing and are counted;
+* over the emulator: a prompt codec-message-id copied by mallory and an untrusted agent-b's run-end
+  for alice's run are refused and counted by a fresh trusted client paging history.
 """
 
 from __future__ import annotations
@@ -32,7 +32,9 @@ from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.codec import ResponsesCodec
 from ai_transport.conversation.tree import Tree
+from ai_transport.conversation.tree_owners import AGENT_PARTY
 from ai_transport.emulator.client import client_options
+from ai_transport.errors import AITransportError
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
 
@@ -255,7 +257,7 @@ def test_the_tree_folds_a_wire_under_its_author() -> None:
     assert author_of({"clientId": 5}) is None
 
 
-# -- a second trusted agent identity contests alice's run (run id, step id), in a session ---------------
+# -- a second agent identity in alice's run (run id, step id), in a session ---------------
 
 from support_untrusted import SeededChannel, record, seeded_hub  # noqa: E402
 
@@ -320,16 +322,28 @@ async def resume_decision(history: list[dict[str, Any]], page_size: int, trusted
     return json.loads(json.dumps(decision, default=str)), skipped
 
 
-@pytest.mark.parametrize("attack", ["run-end", "step retry", "run restart"])
+async def decision_or_error(history: list[dict[str, Any]], page_size: int, trusted: set[str]) -> Any:
+    """:func:`resume_decision`, or the error code when the wake-up cannot open the run (ended)."""
+    try:
+        return (await resume_decision(history, page_size, trusted))[0]
+    except AITransportError as exc:
+        return {"error": exc.code}
+
+
+ONE_PAGE = 10_000
+
+
+@pytest.mark.parametrize("handoff", ["run-end", "step retry", "run restart"])
 @pytest.mark.parametrize("page_size", [1, 3, 50])
-async def test_a_second_agent_identity_changes_nothing_in_a_run_it_did_not_start(attack: str, page_size: int) -> None:
+async def test_a_second_agent_identity_carries_the_run_on_alike_in_any_page_size(handoff: str, page_size: int) -> None:
+    # every trusted identity is one party for a run's ids (a fleet member with its own identity, a
+    # takeover): its wires count, and the fresh worker decides the same whatever the page order
     history = PENDING["history"]
-    baseline, _ = await resume_decision(history, page_size, {"agent"})
-    assert baseline["owed"] and baseline["status"] == "active"  # resumed by the wake-up
-    contested = sorted([*history, *agent_b_wires(history, attack)], key=lambda w: w["serial"])
-    decision, skipped = await resume_decision(contested, page_size, TWO_AGENTS)
-    assert decision == baseline
-    assert skipped >= 1  # agent-b's wire is refused and counted
+    handed = sorted([*history, *agent_b_wires(history, handoff)], key=lambda w: w["serial"])
+    decision = await decision_or_error(handed, page_size, TWO_AGENTS)
+    assert decision == await decision_or_error(handed, ONE_PAGE, TWO_AGENTS)
+    if handoff == "run-end":
+        assert decision["status"] == "cancelled"  # agent-b's end counts: the trusted party ended it
 
 
 BASELINE_DECISION = asyncio.run(resume_decision(PENDING["history"], 50, {"agent"}))[0]
@@ -337,54 +351,38 @@ BASELINE_DECISION = asyncio.run(resume_decision(PENDING["history"], 50, {"agent"
 
 @settings(max_examples=25, deadline=None)
 @given(
-    attacks=st.lists(
-        st.tuples(st.sampled_from(["run-end", "step retry", "run restart"]), st.integers(0, 100)), min_size=1, max_size=3
+    handoffs=st.lists(
+        # (a step-start older than the step's canonical attempt is left out: see the note in
+        # SECURITY.md, an earlier attempt folded after a later one is an open order dependency)
+        st.tuples(st.sampled_from(["run-end", "run restart"]), st.integers(0, 100)), min_size=1, max_size=3
     ),
     page_size=st.integers(1, 12),
 )
-def test_a_second_agent_identity_anywhere_after_the_runs_start_changes_nothing(
-    attacks: list[tuple[str, int]], page_size: int
+def test_a_second_agent_identity_anywhere_after_the_runs_start_folds_as_in_one_page(
+    handoffs: list[tuple[str, int]], page_size: int
 ) -> None:
     history = PENDING["history"]
-    hostile = [w for attack, after in attacks for w in agent_b_wires(history, attack, after)]
-    hostile = list({w["serial"]: w for w in hostile}.values())  # one wire per serial
-    contested = sorted([*history, *hostile], key=lambda w: w["serial"])
-    decision, skipped = asyncio.run(resume_decision(contested, page_size, TWO_AGENTS))
-    assert decision == BASELINE_DECISION
-    assert skipped >= 1
+    extra = [w for handoff, after in handoffs for w in agent_b_wires(history, handoff, after)]
+    extra = list({w["serial"]: w for w in extra}.values())  # one wire per serial
+    handed = sorted([*history, *extra], key=lambda w: w["serial"])
+    assert asyncio.run(decision_or_error(handed, page_size, TWO_AGENTS)) == asyncio.run(
+        decision_or_error(handed, ONE_PAGE, TWO_AGENTS)
+    )
 
 
-@pytest.mark.parametrize("page_size", [1, 2])
-async def test_an_answer_refused_by_a_later_identitys_start_is_judged_again_at_the_owners_start(page_size: int) -> None:
-    # agent-b's run-start just before alice's approval: paging newest first, it is the first start
-    # folded (naming mallory as the input client), so alice's approval is refused by it; the agent's
-    # own start, older, takes the run back and the approval is judged again
+async def test_an_untrusted_identitys_run_wires_change_nothing() -> None:
+    # the same wires from an identity the configuration does not trust are refused and counted
     history = PENDING["history"]
-    late = len(history) - 2 - next(i for i, w in enumerate(history) if w.get("name") == "ai-run-start")
-    contested = sorted([*history, *agent_b_wires(history, "run restart", late)], key=lambda w: w["serial"])
-    assert contested[-2]["clientId"] == "agent-b" and contested[-1]["clientId"] == "alice"
-    decision, _ = await resume_decision(contested, page_size, TWO_AGENTS)
-    assert decision == BASELINE_DECISION
-
-
-async def test_the_contested_run_would_change_without_the_ledger() -> None:
-    # the attacks are real: with run ids not judged, agent-b's end does end alice's run
-    history = sorted([*PENDING["history"], *agent_b_wires(PENDING["history"], "run-end")], key=lambda w: w["serial"])
-    session = AgentSession(SeededChannel(seeded_hub().client("agent").channel("chat"), history, 5),
-                           trusted_agent_ids=TWO_AGENTS)
-    session.tree.judge_runs = False
-    await session.connect()
-    await session.hydrator.fold_until(lambda: False)
-    run_id = _transport_of(next(w for w in history if w.get("name") == "ai-run-start"))["run-id"]
-    node = session.tree.get_run_node(run_id)
-    assert node is not None and node.status == "cancelled"
-    await session.close()
+    for handoff in ("run-end", "step retry", "run restart"):
+        handed = sorted([*history, *agent_b_wires(history, handoff)], key=lambda w: w["serial"])
+        decision, skipped = await resume_decision(handed, 3, {"agent"})
+        assert decision == BASELINE_DECISION and skipped >= 1
 
 
 @pytest.mark.timeout(120)
 async def test_a_copied_prompt_id_and_a_second_agents_run_end_fail_over_the_ably_sdk(emulator_thread: Any) -> None:
     """Over the emulator with the real SDK: mallory (an ordinary token) republishes alice's prompt
-    codec-message-id with her own text, agent-b (a second trusted agent identity) ends alice's
+    codec-message-id with her own text, agent-b (an identity the reader does not trust) ends alice's
     completed run as ``cancelled``; a fresh trusted client reading history newest first, a few
     wires a page, shows alice's prompt and the agent's ``complete``, and counts both wires."""
     name = unique_channel("own-kinds")
@@ -419,13 +417,13 @@ async def test_a_copied_prompt_id_and_a_second_agents_run_end_fail_over_the_ably
             }
         )
         reader_ch = await open_channel("reader")
-        reader = ClientSession(reader_ch, trusted_agent_ids={"agent", "agent-b"}, history_page_size=2)
+        reader = ClientSession(reader_ch, trusted_agent_ids={"agent"}, history_page_size=2)
         await reader.connect()
         await reader.view.load_all()
         statuses = {r.run_id: r.status for r in reader.view.runs()}
         assert statuses.get(run.run_id) == "complete"
         assert reader.tree.prompt_owner(sent.input_codec_message_id) == ("alice",)
-        assert reader.tree.run_owner(run.run_id) == "agent"
+        assert reader.tree.run_owner(run.run_id) is AGENT_PARTY
         shown = json.dumps([m.to_dict() for m in reader.view.get_messages()])
         assert "alice's question" in shown and "mallory's question" not in shown
         assert reader.skipped >= 2
@@ -436,3 +434,35 @@ async def test_a_copied_prompt_id_and_a_second_agents_run_end_fail_over_the_ably
         for ch in (reader_ch, agent_ch, agent_b_ch, alice_ch, mallory_ch):
             if ch is not None:
                 await ch.close()
+
+
+@pytest.mark.parametrize("client_trusts", [False, True])
+async def test_a_worker_of_another_trusted_identity_resumes_the_run(client_trusts: bool) -> None:
+    """A fleet whose workers each have their own identity (all configured as trusted): agent-1 opens
+    alice's run and suspends on the approval; agent-2, a fresh worker, resumes it, runs the tool
+    once and completes; alice's view (trusting both, or every publisher as 0.8.0) shows it."""
+    from support_sessions import Worker, approve_call, wait_status
+
+    trusted = {"agent-1", "agent-2"}
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"), **({"trusted_agent_ids": trusted} if client_trusts else {}))
+    await alice.connect()
+    first = AgentSession(hub.client("agent-1").channel("chat"), trusted_agent_ids=trusted)
+    await first.connect()
+    worker = Worker()
+    sent = await alice.view.send(user_message("Weather in Paris?"))
+    run = await worker.handle(first, sent.invocation.to_json())
+    await wait_status(alice.view, run.run_id, "suspended")
+    await first.close()
+    answer, _ = await approve_call(alice.view, run.run_id)
+    second = AgentSession(hub.client("agent-2").channel("chat"), trusted_agent_ids=trusted)
+    await second.connect()
+    resumed = await asyncio.wait_for(worker.handle(second, answer.invocation.to_json()), 15)
+    assert resumed.run_id == run.run_id
+    await wait_status(alice.view, run.run_id, "complete")
+    assert len(worker.executed) == 1
+    assert second.skipped == 0 and alice.skipped == 0
+    kinds = [m.message.items[-1].get("type") for m in alice.view.get_messages()]
+    assert kinds == ["message", "function_call", "function_call_output", "message"]
+    await second.close()
+    await alice.close()

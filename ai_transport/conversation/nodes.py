@@ -190,6 +190,9 @@ class _Internal:
     log: WireLog = field(default_factory=WireLog)
     optimistic: bool = False
     run_start_seen: bool = False
+    #: Serial of the ``ai-run-start`` the run's identity fields (invocation, clients) come from: the
+    #: oldest seen, so history in any page order gives the same fields as the live fold.
+    run_start_serial: str | None = None
     #: clientId of the wire that created an input node or a client fork run (None: anonymous).
     owner: str | None = None
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)

@@ -34,12 +34,13 @@ claims therefore forgets only its own; the owner's claims mirror what the caller
 * ``event-id`` — every wire carrying a transport ``event-id`` claims it; the wire that owns it is
   the owner's first claim (``Tree.find_message_by_event_id``: how a worker finds its trigger).
 * ``run-id`` — the agent wires of a run (``ai-run-start`` / ``-resume`` / ``-suspend`` / ``-end``,
-  ``ai-step-*``, ``ai-output``) claim its run id: two trusted identities publishing for the same run
-  id, the first in serial order owns the run, the other's wires are refused (only trusted agents
-  may publish those at all: admission). The workers of a fleet share the agent identity, so a
-  lease takeover between them never changes the owner. A client's continuation input
-  (``ai-input`` with ``run-id``: an approval, a tool result) *names* a run but claims nothing: the
-  run's input client is decided by admission (:mod:`.admission`), from the run's owner's wires.
+  ``ai-step-*``, ``ai-output``) claim its run id for the trusted agents as one party
+  (:data:`~.tree_owners.AGENT_PARTY`): only trusted identities may publish those at all (admission),
+  and a run one worker opened is carried on by another — a fresh process, a fleet member with its own
+  identity, a takeover — which the lease rules arbitrate (``run:<run-id>``, fenced), not this ledger.
+  A client's continuation input (``ai-input`` with ``run-id``: an approval, a tool result) *names* a
+  run but claims nothing: the run's input client is decided by admission (:mod:`.admission`), from
+  the oldest run-start's wires.
 * ``step-id`` — a step's ``ai-step-start`` / ``-end`` and the outputs attributed to it claim
   ``(run-id, step-id)`` for their publisher (within a run whose id they already own).
 * ``input-codec-message-id`` — a reference, not a claim: many runs may bind the same prompt (a

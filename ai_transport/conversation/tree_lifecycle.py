@@ -15,6 +15,11 @@ from .tree_owners import UNJUDGED, Replay, slim_wire
 __all__ = ["LifecycleFold"]
 
 
+def _first_attempt(step: tuple[str, dict[str, Any]]) -> str:
+    """Sort key of a run's step: the serial of its first attempt ("" when none is known yet)."""
+    return min(step[1]["serials"], default="")
+
+
 class LifecycleFold:
     """The lifecycle half of :class:`~ai_transport.conversation.tree.Tree` (a mixin of it)."""
 
@@ -75,15 +80,24 @@ class LifecycleFold:
             if entry is not None and isinstance(entry.node, RunNode):
                 node = entry.node
                 self._link_fork_input(event.input_codec_message_id, event.run_id)
+                # the oldest run-start in serial order places the run and names its invocation and
+                # clients (a later one only fills what is missing): live, newest page first or oldest
+                # first alike
+                older = event.serial is not None and (
+                    not entry.run_start_seen
+                    or (entry.run_start_serial is not None and event.serial < entry.run_start_serial)
+                )
+                if older:
+                    entry.run_start_serial = event.serial
                 if node.status == "suspended" and self._newer(node, event):
                     node.status = "active"
                     self.status_version += 1
                 if event.serial and (not node.start_serial or event.serial < node.start_serial):
                     node.start_serial = event.serial
                     structural |= self._promote(entry)
-                if event.parent is not None and node.parent != event.parent and event.serial is not None:
-                    # the agent's run-start is authoritative for the run's place in the tree (a node
-                    # created from a later wire of a resumed run may carry another parent)
+                if event.parent is not None and node.parent != event.parent and older:
+                    # the agent's (oldest) run-start is authoritative for the run's place in the tree
+                    # (a node created from a later wire of a resumed run may carry another parent)
                     node.parent = event.parent
                     self._reference(node)
                     structural = self._changed()
@@ -100,11 +114,11 @@ class LifecycleFold:
                 if node.regenerates is None and event.regenerates is not None:
                     node.regenerates = event.regenerates
                     structural = self._changed()
-                if not node.invocation_id and event.invocation_id:
+                if event.invocation_id and (older or not node.invocation_id):
                     node.invocation_id = event.invocation_id
-                if not node.client_id and event.client_id:
+                if event.client_id and (older or not node.client_id):
                     node.client_id = event.client_id
-                if node.input_client_id is None:
+                if event.input_client_id is not None and (older or node.input_client_id is None):
                     node.input_client_id = event.input_client_id
                 entry.run_start_seen = True
             elif entry is None:
@@ -119,7 +133,9 @@ class LifecycleFold:
                     start_serial=event.serial,
                     input_client_id=event.input_client_id,
                 )
-                self._insert(event.run_id, _Internal(node, next(self._seq), run_start_seen=True))
+                self._insert(
+                    event.run_id, _Internal(node, next(self._seq), run_start_seen=True, run_start_serial=event.serial)
+                )
                 self._link_fork_input(event.input_codec_message_id, event.run_id)
                 structural = True
         else:
@@ -253,7 +269,8 @@ class LifecycleFold:
         else:
             rec["ends"][event.step_start_serial] = event.reason
         steps: list[StepInfo] = []
-        for step_id, r in entry.steps.items():
+        # in serial order (a step's first attempt), whatever order history pages brought them in
+        for step_id, r in sorted(entry.steps.items(), key=_first_attempt):
             status = "active"
             if r["started"] and r["canonical"] is not None:
                 status = r["ends"].get(r["canonical"], "active")
@@ -291,7 +308,7 @@ class LifecycleFold:
         if entry is None:
             return []
         out: list[tuple[str, str, str | None]] = []
-        for step_id, rec in entry.steps.items():
+        for step_id, rec in sorted(entry.steps.items(), key=_first_attempt):
             canonical = rec["canonical"]
             if rec["started"] and canonical is not None and canonical not in rec["ends"]:
                 out.append((step_id, canonical, rec["client"]))

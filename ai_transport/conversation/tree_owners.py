@@ -24,10 +24,30 @@ from .ownership import (
     Ruling,
 )
 
-__all__ = ["UNJUDGED", "Replay", "TreeOwnership", "slim_wire"]
+__all__ = ["AGENT_PARTY", "UNJUDGED", "Replay", "TreeOwnership", "slim_wire"]
 
 #: A fold call that names no publisher (a direct API call, not a wire): it claims nothing.
 UNJUDGED: Final[Any] = object()
+
+
+class _AgentParty:
+    """The publisher a run's agent wires claim its run id and step ids for: every trusted agent
+    identity is one party (see :data:`AGENT_PARTY`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "the trusted agents"
+
+
+#: Who a run id and its step ids belong to in a tree that judges them (:attr:`TreeOwnership.judge_runs`:
+#: only trusted agents' run wires are admitted there). The trusted identities come from configuration
+#: and are one authority: a run one worker opened is carried on by another — a fresh process, a
+#: fleet member with its own identity, a takeover after a crash — and which worker may publish for it
+#: is the lease's question (``run:<run-id>``, fenced by :mod:`ai_transport.lease`), not ownership's.
+#: Judging the agent identities apart would refuse a legitimate hand-off (a resuming worker that no
+#: longer sees its own outputs loops).
+AGENT_PARTY: Final[Any] = _AgentParty()
 #: Wires kept per run to fold again when the run changes owner (inputs that claim nothing).
 REPLAYS_HELD: Final = 1000
 #: Nodes set aside (their owner lost the id to an older wire; they count again if it regains it).
@@ -140,7 +160,7 @@ class TreeOwnership:
         tree that admits run wires from trusted agents alone (:attr:`judge_runs`)."""
         if publisher is UNJUDGED or not self.judge_runs:
             return True
-        ruling = self._claim(KIND_RUN_ID, run_id, publisher, serial, replay, mutation=mutation)
+        ruling = self._claim(KIND_RUN_ID, run_id, AGENT_PARTY, serial, replay, mutation=mutation)
         if ruling is None:
             return False
         if ruling.moved:
@@ -152,7 +172,7 @@ class TreeOwnership:
         """A wire of step ``step_id`` of ``run_id``: may it fold?"""
         if publisher is UNJUDGED or not self.judge_runs:
             return True
-        ruling = self._claim(KIND_STEP_ID, (run_id, step_id), publisher, serial, replay, mutation=mutation)
+        ruling = self._claim(KIND_STEP_ID, (run_id, step_id), AGENT_PARTY, serial, replay, mutation=mutation)
         if ruling is None:
             return False
         if ruling.moved:
