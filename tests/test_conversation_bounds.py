@@ -212,17 +212,16 @@ async def test_another_members_cancels_neither_replace_nor_evict_alices_early_ca
 
 
 def test_steers_buffered_before_a_run_opens_are_bounded() -> None:
-    from ai_transport.conversation.nodes import Emitter
+    from ai_transport.conversation.changes import OutputChanged
     from ai_transport.sessions.steer import STEERS_HELD, RunSteering
 
-    emitter = Emitter()
-
-    class Tree:
-        def on(self, event: str, handler: Any) -> Any:
-            return emitter.on(event, handler)
+    handlers: list[Any] = []
 
     class Session:
-        tree = Tree()
+        def subscribe(self, kind: type[Any], handler: Any) -> Any:
+            assert kind is OutputChanged
+            handlers.append(handler)
+            return lambda: handlers.remove(handler)
 
     class Run:
         run_id = "run-1"
@@ -235,7 +234,8 @@ def test_steers_buffered_before_a_run_opens_are_bounded() -> None:
 
     steering = RunSteering(Run(), None)
     for i in range(STEERS_HELD + 7):
-        emitter.emit("output", {"run_id": "run-1", "codec_message_id": f"s{i}", "inputs": [{"type": "message", "message": {"role": "user"}}]})
+        for handler in handlers:
+            handler(OutputChanged("run-1", None, f"s{i}", None, (), [{"type": "message", "message": {"role": "user"}}]))
     steering.seed()
     assert steering.tracker.has_pending()
     pending = list(steering.tracker._pending)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import typing
 from collections.abc import Iterable
 from typing import Any
 
@@ -408,7 +409,7 @@ def test_no_wire_input_makes_the_core_raise(
         core.commit_refold()
     changes = core.changes()
     assert core.skipped == len(_kinds(changes, Skipped))
-    assert all(isinstance(c, (Skipped, Folded, RunChanged, RunFailed, Publish, CancelRequested, Seen)) for c in changes)
+    assert all(isinstance(c, typing.get_args(Change)) for c in changes)
 
 
 # -- one answer whatever the order -----------------------------------------------------------------

@@ -75,9 +75,8 @@ def test_the_event_id_owner_is_the_first_claim_in_serial_order_for_any_arrival_o
         for i, who in enumerate(publishers)
     ]
     order = data.draw(st.permutations(wires))
-    tree = Tree(ResponsesCodec)
     refused: list[tuple[Any, str]] = []
-    tree.on("refused", lambda message, why: refused.append((message.get("serial"), why)))
+    tree = Tree(ResponsesCodec, refused=lambda message, why: refused.append((message.get("serial"), why)))
     for wire in order:
         tree.emit_ably_message(wire)
     found = tree.find_message_by_event_id("ev-1")
@@ -97,9 +96,8 @@ def test_the_event_id_owner_is_the_first_claim_in_serial_order_for_any_arrival_o
 
 
 def test_a_redelivery_of_the_owner_is_no_claim() -> None:
-    tree = Tree(ResponsesCodec)
     refused: list[Any] = []
-    tree.on("refused", lambda message, why: refused.append(message))
+    tree = Tree(ResponsesCodec, refused=lambda message, why: refused.append(message))
     wire = {**prompt("p", "ev-1", "alice"), "serial": "01", "clientId": "alice"}
     tree.emit_ably_message(wire)
     tree.emit_ably_message(dict(wire))

@@ -176,10 +176,9 @@ def prompt(cmid: str, who: str, n: int, event_id: str | None = None, text: str =
 
 
 def _tree(judge_runs: bool = False) -> tuple[Tree, WireApplier, list[tuple[Any, str]]]:
-    tree = Tree(ResponsesCodec)
-    tree.judge_runs = judge_runs
     refused: list[tuple[Any, str]] = []
-    tree.on("refused", lambda message, why: refused.append((message.get("serial"), why)))
+    tree = Tree(ResponsesCodec, refused=lambda message, why: refused.append((message.get("serial"), why)))
+    tree.judge_runs = judge_runs
     return tree, WireApplier(tree, ResponsesCodec.create_decoder()), refused
 
 

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from support_parity import gated_model, steer_loop, texts, user_text
 from support_sessions import approve_call, open_session, user_message, wait_status
 
+from ai_transport.conversation.changes import OutputChanged
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
 from ai_transport.sessions.agent import AgentSession, function_call_output, gate_calls
@@ -27,7 +28,7 @@ async def test_client_steers_a_running_python_agent_and_it_is_consumed(early: bo
     (lower serial), and ``run.view`` still puts it at the end of the second pass's model input."""
     _hub, client, agent = await open_session()
     stamps: list[Any] = []
-    client.tree.on("output", lambda e: stamps.append((e.get("steer_codec_message_ids"), e.get("step_id"))))
+    client.subscribe(OutputChanged, lambda e: stamps.append((e.steer_codec_message_ids, e.step_id)))
     steered = asyncio.Event()
     sent = await client.view.send(user_message("Write a poem"))
     run = await agent.create_run(sent.invocation, hooks={"on_steer": steered.set})
@@ -289,9 +290,9 @@ def test_every_steer_folded_during_a_pass_is_answered_by_the_next(count: int, at
                 all_in.set()
 
         stamps: list[tuple[str, ...]] = []
-        client.tree.on(
-            "output",
-            lambda e: e.get("steer_codec_message_ids") and stamps.append(tuple(e["steer_codec_message_ids"])),
+        client.subscribe(
+            OutputChanged,
+            lambda e: e.steer_codec_message_ids and stamps.append(tuple(e.steer_codec_message_ids)),
         )
         sent = await client.view.send(user_message("Write a poem"))
         run = await agent.create_run(sent.invocation, hooks={"on_steer": on_steer})

@@ -57,6 +57,7 @@ from ..lease import LEASE_NAME, LeaseLedger
 from .admission import AcceptInput, Admission
 from .approvals import PublishedCalls
 from .authority import author_of
+from .changes import REPLACED, TREE_CHANGED, OutputChanged, Replaced, RunFolded, TreeChanged, WireFolded
 from .held import HeldWires
 from .lifecycle import (
     EVENT_AI_OUTPUT,
@@ -80,17 +81,24 @@ from .wire_check import wire_problem
 
 __all__ = [
     "DEFERRED_CANCEL_LIMIT",
+    "REPLACED",
     "SKIP_MEMORY",
+    "TREE_CHANGED",
     "CancelRequested",
     "Change",
     "Conversation",
     "Folded",
+    "OutputChanged",
     "Publish",
+    "Replaced",
     "RunChanged",
     "RunFailed",
+    "RunFolded",
     "Seen",
     "Skipped",
     "Tampered",
+    "TreeChanged",
+    "WireFolded",
     "adopt_state",
 ]
 
@@ -182,7 +190,20 @@ class Seen:
 
 
 #: What :meth:`Conversation.changes` returns.
-Change = Skipped | Folded | RunChanged | RunFailed | Publish | CancelRequested | Seen
+Change = (
+    Skipped
+    | Folded
+    | RunChanged
+    | RunFailed
+    | Publish
+    | CancelRequested
+    | Seen
+    | TreeChanged
+    | OutputChanged
+    | RunFolded
+    | WireFolded
+    | Replaced
+)
 
 
 def adopt_state(target: Any, source: Any) -> None:
@@ -205,14 +226,25 @@ def _drop_optimistic(key: str, tree: Tree) -> None:
 
 class _Refold:
     """What one refold writes: a fresh tree (same codec, reorder window and lease as ``tree``)
-    with its own decoder, the local changes applied meanwhile, and (agent) fresh ledgers."""
+    with its own decoder, the local changes applied meanwhile, and (agent) fresh ledgers. The
+    shadow tree's view changes are dropped (the views read the live tree until the commit); only
+    its folded wires are reported (``WireFolded(refold=True)``: a run locating its trigger)."""
 
-    def __init__(self, codec: Any, tree: Tree, on_refused: Callable[[Mapping[str, Any], str], None]) -> None:
-        self.tree = Tree(codec)
+    def __init__(
+        self,
+        codec: Any,
+        tree: Tree,
+        on_refused: Callable[[Mapping[str, Any], str], None],
+        queue: list[Change],
+    ) -> None:
+        def report(change: Any) -> None:
+            if type(change) is WireFolded:
+                queue.append(WireFolded(change.wire, True))
+
+        self.tree = Tree(codec, report, on_refused)
         self.tree.retention.window_ms = tree.retention.window_ms
         self.tree.fence.lease_ms = tree.fence.lease_ms
         self.tree.judge_runs = tree.judge_runs
-        self.tree.on("refused", on_refused)
         self.applier = WireApplier(self.tree, codec.create_decoder())
         self.local: list[Callable[[Tree], Any]] = []
 
@@ -247,15 +279,17 @@ class Conversation:
         self.codec = codec
         self.agent = agent
         self.log = log if log is not None else logging.getLogger(__name__)
-        #: The tree the views read (a refold adopts into it, keeping its identity).
-        self.tree = Tree(codec)
+        self._changes: list[Change] = []
+        #: Steers folded by run since the core was made (agent: a run created later seeds them).
+        self.steer_ledger = SteerLedger() if agent else None
+        #: The tree the views read (a refold adopts into it, keeping its identity); it reports
+        #: its view changes into this core's queue (:mod:`.changes`).
+        self.tree = Tree(codec, self._report_agent if agent else self._changes.append, self._skip)
         self._live_applier = WireApplier(self.tree, codec.create_decoder())
         #: Where wires are folded: the live tree, or the shadow tree while a refold runs.
         self.applier = self._live_applier
-        self._changes: list[Change] = []
         self._skipped = 0
         self._skipped_wires: dict[tuple[str, str], None] = {}
-        self.tree.on("refused", self._skip)
         self._refold: _Refold | None = None
         #: Live wires held while a refold runs (folded after it, in arrival order).
         self._held_live: list[Any] | None = None
@@ -307,15 +341,25 @@ class Conversation:
         self._cancel_arrivals = itertools.count()
         #: The highest serial (or version serial) the live subscription delivered.
         self.high_water = ""
-        #: Steers folded by run since the core was made (agent: a run created later seeds them).
-        self.steer_ledger = SteerLedger(self.tree) if agent else None
 
     # -- output ----------------------------------------------------------------------------------
 
     def changes(self) -> list[Change]:
         """What happened since the last call, in order (and forget it)."""
-        out, self._changes = self._changes, []
+        queue = self._changes
+        if not queue:
+            return []
+        out = queue[:]
+        queue.clear()
         return out
+
+    def _report_agent(self, change: Change) -> None:
+        """The live tree's report (agent): queue the change; a fold's steers go to the ledger too."""
+        self._changes.append(change)
+        if type(change) is OutputChanged:
+            ledger = self.steer_ledger
+            if ledger is not None:
+                ledger.note(change)
 
     @property
     def skipped(self) -> int:
@@ -662,7 +706,7 @@ class Conversation:
         and live wires are held meanwhile. A refold already running is dropped (its local changes
         and held live wires are carried over)."""
         previous = self._refold
-        refold = self._refold = _Refold(self.codec, self.tree, self._skip)
+        refold = self._refold = _Refold(self.codec, self.tree, self._skip, self._changes)
         for local in previous.local if previous is not None else ():
             local(refold.tree)  # a local change made during the refold this one restarts
             refold.local.append(local)
@@ -712,9 +756,15 @@ class Conversation:
     def release_live(self) -> None:
         """Fold the live wires held during a refold, in arrival order (once it is committed or
         discarded)."""
-        held, self._held_live = self._held_live or [], None
-        for message in held:
+        for message in self.take_live():
             self.receive_live(message)
+
+    def take_live(self) -> list[Any]:
+        """The live wires held during a refold, in arrival order, and forget them: a shell folds
+        each with :meth:`receive_live` and drains :meth:`changes` after each (what
+        :meth:`release_live` does in one step)."""
+        held, self._held_live = self._held_live or [], None
+        return held
 
     def drop_live(self) -> None:
         """Forget the live wires held during a refold (the session closed)."""

@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from .changes import OutputChanged
 
 __all__ = [
     "RUNS_HELD",
@@ -111,30 +114,26 @@ def carries_a_message(inputs: Any) -> bool:
     )
 
 
-class _OutputEvents(Protocol):
-    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]: ...
-
-
 class SteerLedger:
     """The steers (and answered-stamps) a session folded, by run id, since it was made: a run
     created later in a session that stays alive seeds the steers that arrived before it (its own
     watch starts at ``create_run``; history already folded is not read again). Bounded:
     :data:`STEERS_HELD` per run, :data:`RUNS_HELD` runs."""
 
-    def __init__(self, tree: _OutputEvents) -> None:
+    def __init__(self) -> None:
         self.folded: dict[str, dict[str, None]] = {}
         self.responded: dict[str, set[str]] = {}
-        self._off = tree.on("output", self._on_output)
 
-    def _on_output(self, event: Mapping[str, Any]) -> None:
-        run_id = event.get("run_id")
+    def note(self, output: OutputChanged) -> None:
+        """Record one fold of the live tree (its core reports each, :mod:`.changes`)."""
+        run_id = output.run_id
         if not isinstance(run_id, str):
             return
-        stamped = event.get("steer_codec_message_ids") or ()
+        stamped = output.steer_codec_message_ids or ()
         if stamped:
             self._bounded(self.responded, run_id, set()).update(str(i) for i in stamped)
-        cmid = event.get("codec_message_id")
-        if carries_a_message(event.get("inputs")) and isinstance(cmid, str):
+        cmid = output.codec_message_id
+        if isinstance(cmid, str) and carries_a_message(output.inputs):
             folded = self._bounded(self.folded, run_id, {})
             folded[cmid] = None
             if len(folded) > STEERS_HELD:
@@ -149,5 +148,4 @@ class SteerLedger:
         return table[run_id]
 
     def close(self) -> None:
-        """Stop watching the tree."""
-        self._off()
+        """Nothing to release (kept for callers of the former tree-watching ledger)."""

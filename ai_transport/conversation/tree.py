@@ -45,6 +45,7 @@ from ..channels.channel import action_name
 from ..codec.headers import transport_headers
 from ..lease import LEASE_NAME, LeaseWire, parse_lease_wire
 from .authority import MUTATIONS, author_of
+from .changes import REPLACED, TREE_CHANGED, OutputChanged, Report, WireFolded, discard
 from .fence import Fence
 from .lifecycle import (
     EVENT_AI_INPUT,
@@ -100,17 +101,27 @@ FOLD_JOURNAL = 1024
 
 
 class Tree(LifecycleFold, TreeOwnership):
-    """All nodes of one session, their projections and the events views listen to.
+    """All nodes of one session and their projections.
 
-    Events (:meth:`on`): ``update`` (structure changed), ``output`` (a node's projection changed;
-    arg: dict with ``run_id``, ``input_codec_message_id``, ``codec_message_id``, ``serial``,
-    ``events``, ``inputs`` and, when the wire carried them, ``step_id``, ``step_start_serial``,
-    ``steer_codec_message_ids``), ``run`` (a :class:`RunLifecycleEvent`), ``ably-message`` (every
-    wire), ``replaced`` (:meth:`adopt`).
+    No event emitter: every fold reports what it changed through ``report`` (its core's change
+    queue, :mod:`.changes`), in order: :class:`~.changes.TreeChanged` (structure),
+    :class:`~.changes.OutputChanged` (a fold into a node), :class:`~.changes.RunFolded` (a run
+    lifecycle event), :class:`~.changes.WireFolded` (every wire, :meth:`emit_ably_message`),
+    :class:`~.changes.Replaced` (:meth:`adopt`). A wire the tree will not fold goes to
+    ``refused`` (``(message, why)``).
     """
 
-    def __init__(self, codec: Any) -> None:
+    def __init__(
+        self,
+        codec: Any,
+        report: Report | None = None,
+        refused: Callable[[Mapping[str, Any], str], None] | None = None,
+    ) -> None:
         self._codec = codec
+        #: Where the tree reports what each fold changed (:mod:`.changes`; its core's queue).
+        self._report: Report = report if report is not None else discard
+        #: Called with ``(message, why)`` for every wire the tree refuses (the core counts it).
+        self._on_refused: Callable[[Mapping[str, Any], str], None] = refused if refused is not None else _ignore_refused
         self._nodes: dict[str, _Internal] = {}
         self._cmid_to_key: dict[str, str] = {}
         self._sorted: list[_Internal] = []
@@ -135,7 +146,6 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Nodes whose owner lost their id to an older wire, by (key, that owner) (:mod:`.tree_owners`).
         self._set_aside: dict[tuple[str, str | None], tuple[_Internal, list[str]]] = {}
         self._seq = itertools.count()
-        self.emitter = Emitter()
         #: Bumped on every structural change (nodes, order, parents, supersedes).
         self.version = 0
         #: Bumped on every run status change.
@@ -168,17 +178,18 @@ class Tree(LifecycleFold, TreeOwnership):
     def adopt(self, shadow: Tree) -> None:
         """Take every node and index of ``shadow`` in one step (the refold after a loss of channel
         continuity, :mod:`.core`): this object, its listeners and every reference to it stay valid,
-        versions keep increasing, ``replaced`` is emitted (views then update once)."""
+        versions keep increasing, :class:`~.changes.Replaced` is reported (views then update once)."""
         version = max(self.version, shadow.version) + 1
         status_version = max(self.status_version, shadow.status_version) + 1
-        emitter, state = self.emitter, vars(self)
+        report, refused, state = self._report, self._on_refused, vars(self)
         state.clear()
         state.update(vars(shadow))
-        self.emitter, self.version, self.status_version = emitter, version, status_version
+        self._report, self._on_refused = report, refused
+        self.version, self.status_version = version, status_version
         self._visible_cache = self._children_cache = None
         self._appends, self._appends_base = [], self.version
         self._folded, self._folds = deque(maxlen=FOLD_JOURNAL), 0
-        self.emitter.emit("replaced")
+        self._report(REPLACED)
 
     def _changed(self) -> bool:
         """A structural change: caches of earlier versions are rebuilt, never extended."""
@@ -188,11 +199,6 @@ class Tree(LifecycleFold, TreeOwnership):
         return True
 
     # -- queries -----------------------------------------------------------------------------
-
-    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]:
-        """Listen to ``update`` / ``output`` / ``run`` / ``ably-message`` / ``replaced``; returns an
-        unsubscribe."""
-        return self.emitter.on(event, handler)
 
     def get_node(self, key: str) -> Node | None:
         """The node with key ``key`` (run id or input codec-message-id)."""
@@ -611,17 +617,7 @@ class Tree(LifecycleFold, TreeOwnership):
                 continue  # nothing folded changes (a re-delivery, a renewal, another run's wire)
             self._refold(entry)
             self._report_fenced(entry, list(entry.publishers))
-            self.emitter.emit(
-                "output",
-                {
-                    "run_id": entry.node.key,
-                    "input_codec_message_id": None,
-                    "codec_message_id": None,
-                    "serial": None,
-                    "events": [],
-                    "inputs": [],
-                },
-            )
+            self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
 
     def _fold_into(
         self, entry: _Internal, events: list[CodecEvent], serial: str | None, mid: str | None
@@ -757,7 +753,7 @@ class Tree(LifecycleFold, TreeOwnership):
                 judged=wire is not None,
             )
         if structural:
-            self.emitter.emit("update")
+            self._report(TREE_CHANGED)
 
     def _apply_input(
         self,
@@ -784,17 +780,7 @@ class Tree(LifecycleFold, TreeOwnership):
             entry.node.serial = serial
             structural |= self._promote(entry)
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
-        self.emitter.emit(
-            "output",
-            {
-                "run_id": None,
-                "input_codec_message_id": cmid,
-                "codec_message_id": cmid,
-                "serial": serial,
-                "events": [],
-                "inputs": [e for d, e in events if d == "input"],
-            },
-        )
+        self._report(OutputChanged(None, cmid, cmid, serial, (), [e for d, e in events if d == "input"]))
         return structural
 
     def _apply_run(
@@ -909,22 +895,20 @@ class Tree(LifecycleFold, TreeOwnership):
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
         if serial is not None and self._gated(entry, serial):
             return structural  # a superseded step attempt: logged, not folded, not announced
-        output: dict[str, Any] = {
-            "run_id": owner,
-            "input_codec_message_id": input_cmid,
-            "codec_message_id": cmid,
-            "serial": serial,
-            "events": outputs,
-            "inputs": inputs,
-        }
-        for field, value in (
-            ("step_id", headers.get(H_STEP_ID)),
-            ("step_start_serial", headers.get(H_STEP_START_SERIAL)),
-            ("steer_codec_message_ids", parse_steer_stamp(headers.get(H_STEER_CODEC_MESSAGE_IDS))),
-        ):
-            if value is not None:
-                output[field] = value
-        self.emitter.emit("output", output)
+        stamp = headers.get(H_STEER_CODEC_MESSAGE_IDS)
+        self._report(
+            OutputChanged(
+                owner,
+                input_cmid,
+                cmid,
+                serial,
+                outputs,
+                inputs,
+                step_id,
+                step_start_serial,
+                parse_steer_stamp(stamp) if stamp is not None else None,
+            )
+        )
         return structural
 
     def delete(self, key: str) -> None:
@@ -936,14 +920,14 @@ class Tree(LifecycleFold, TreeOwnership):
             self.owners.forget(KIND_CODEC_MESSAGE_ID, key)  # the optimistic claim goes with its node
         self._sorted.remove(entry)
         self._changed()
-        self.emitter.emit("update")
+        self._report(TREE_CHANGED)
 
     def emit_ably_message(self, message: Mapping[str, Any]) -> None:
-        """Index the wire by ``event-id`` (:meth:`claim_event_id`) and emit ``ably-message``."""
+        """Index the wire by ``event-id`` (:meth:`claim_event_id`) and report it folded (:class:`~.changes.WireFolded`)."""
         event_id = transport_headers(message.get("extras")).get(H_EVENT_ID)
         if isinstance(event_id, str):
             self.claim_event_id(event_id, message)
-        self.emitter.emit("ably-message", message)
+        self._report(WireFolded(message))
 
     def claim_event_id(self, event_id: str, message: Mapping[str, Any]) -> None:
         """``message`` claims ``event_id``: the id belongs to its first publisher in channel serial
@@ -964,6 +948,11 @@ class Tree(LifecycleFold, TreeOwnership):
             dict(message),
             mutation=action_name(message.get("action")) in MUTATIONS,
         )
+
+
+def _ignore_refused(message: Mapping[str, Any], why: str) -> None:
+    """The refusal hook of a bare tree (no core): a refused wire is only logged."""
+    logger.debug("refused %r: %s", message.get("serial"), why)
 
 
 class WireApplier:

@@ -6,8 +6,9 @@ import itertools
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .changes import TREE_CHANGED, OutputChanged, Report, RunFolded
 from .lifecycle import RunLifecycleEvent, StepLifecycleEvent
-from .nodes import Emitter, Node, RunNode, _Internal
+from .nodes import Node, RunNode, _Internal
 from .retention import LogRetention
 from .run import StepInfo
 from .tree_owners import UNJUDGED, Replay, slim_wire
@@ -29,7 +30,7 @@ class LifecycleFold:
         _cmid_to_key: dict[str, str]
         _seq: itertools.count[int]
         _wire: Mapping[str, Any]
-        emitter: Emitter
+        _report: Report
         status_version: int
         retention: LogRetention
 
@@ -158,12 +159,9 @@ class LifecycleFold:
         if entry is not None:
             self.retention.record_activity(self._nodes, entry, event.timestamp)
             self.retention.maybe_queue(entry)
-        self.emitter.emit("run", event)
+        self._report(RunFolded(event))
         if structural:
-            self.emitter.emit("update")
-        else:
-            # status changes are visible in runs(); tell views so run status listeners fire
-            self.emitter.emit("status", event)
+            self._report(TREE_CHANGED)
 
     @staticmethod
     def _newer(node: RunNode, event: RunLifecycleEvent) -> bool:
@@ -254,17 +252,7 @@ class LifecycleFold:
                 if attempts and any(s != event.serial for s in attempts):
                     # a later attempt supersedes one whose output is folded: refold without it
                     self._refold(entry)
-                    self.emitter.emit(
-                        "output",
-                        {
-                            "run_id": entry.node.key,
-                            "input_codec_message_id": None,
-                            "codec_message_id": None,
-                            "serial": None,
-                            "events": [],
-                            "inputs": [],
-                        },
-                    )
+                    self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
             rec["started"] = True
         else:
             rec["ends"][event.step_start_serial] = event.reason
@@ -280,7 +268,7 @@ class LifecycleFold:
         if event.type != "step-start":
             self.retention.maybe_queue(entry)
         if structural:
-            self.emitter.emit("update")
+            self._report(TREE_CHANGED)
 
     # -- step attempts -----------------------------------------------------------------------
 

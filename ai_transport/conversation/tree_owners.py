@@ -1,7 +1,7 @@
 """Who owns what in the conversation tree (and the client-fork bookkeeping), by the one ownership
 rule of :mod:`.ownership`: a prompt's (or client fork's) ``codec-message-id``, a wire's ``event-id``,
 a run id and a step id belong to their first publisher in channel serial order. A wire of another
-publisher is refused (the tree's ``refused`` event, counted by the session); when an older wire of
+publisher is refused (to the tree's ``refused`` hook, counted by the session); when an older wire of
 another publisher arrives later (history folds newest page first), the node folded from the previous
 owner's wires is set aside (restored if that owner regains the id with a still older wire) and the
 new owner's wires refused meanwhile are folded again, with the inputs into a run that claim nothing.
@@ -11,10 +11,11 @@ superseder's own node.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
-from .nodes import Emitter, InputNode, RunNode, _Internal, _sort_serial
+from .changes import TREE_CHANGED, Report
+from .nodes import InputNode, RunNode, _Internal, _sort_serial
 from .ownership import (
     KIND_CODEC_MESSAGE_ID,
     KIND_RUN_ID,
@@ -89,7 +90,8 @@ class TreeOwnership:
         _run_message_ids: set[str]
         _wire: Mapping[str, Any]
         _client: str | None
-        emitter: Emitter
+        _on_refused: Callable[[Mapping[str, Any], str], None]
+        _report: Report
 
         def _changed(self) -> bool: ...
         def _insert_sorted(self, entry: _Internal) -> bool: ...
@@ -229,7 +231,7 @@ class TreeOwnership:
         if self._moved:
             self._moved = False
             self._changed()
-            self.emitter.emit("update")
+            self._report(TREE_CHANGED)
 
     def _claim_fork_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
         """May the wire being folded (publisher ``self._client``) hold the codec-message-id ``cmid``
@@ -272,8 +274,8 @@ class TreeOwnership:
         return mapped
 
     def _refuse(self, message: Mapping[str, Any], why: str) -> None:
-        """Report a wire the tree will not fold (``refused`` event: the session counts it)."""
-        self.emitter.emit("refused", message, why)
+        """Report a wire the tree will not fold (to ``refused``: the core counts it)."""
+        self._on_refused(message, why)
 
     # -- optimistic client forks -------------------------------------------------------------
 

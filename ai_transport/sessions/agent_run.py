@@ -17,6 +17,7 @@ from typing import Any
 from ..codec.headers import transport_headers
 from ..conversation.approvals import StrayApproval, settle_stray_approvals
 from ..conversation.authority import author_of
+from ..conversation.changes import WireFolded
 from ..conversation.lifecycle import (
     EVENT_RUN_END,
     EVENT_RUN_RESUME,
@@ -83,7 +84,7 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self._unlink_signal = link_signal(hooks.get("signal"), self.abort_signal)
         self._branch = LeafBranch(lambda: session.tree)
         #: The run's view: the conversation this run answers (see :class:`LeafBranch`).
-        self.view = View(lambda: session.tree, lambda: session.hydrator, self._branch)
+        self.view = View(lambda: session.tree, lambda: session.hydrator, self._branch, session.subscribe)
         self.is_open = False
         self.ended = False
         self.continuation = False
@@ -179,11 +180,11 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
             deadline = loop.time() + timeout
             claimed = asyncio.Event()
 
-            def on_msg(message: Mapping[str, Any]) -> None:
-                if transport_headers(message.get("extras")).get(H_EVENT_ID) == eid:
+            def on_msg(change: WireFolded) -> None:
+                if transport_headers(change.wire.get("extras")).get(H_EVENT_ID) == eid:
                     claimed.set()
 
-            off = self.session.tree.on("ably-message", on_msg)
+            off = self.session.subscribe(WireFolded, on_msg)
             try:
                 await self.session.hydrator.fold_until(lambda: self._match() is not None)
                 found = self._match()

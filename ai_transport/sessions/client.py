@@ -115,7 +115,7 @@ class ClientView(View):
     def __init__(self, session: ClientSession) -> None:
         self._session = session
         self._nav = NavigableBranch(session.tree)
-        super().__init__(lambda: session.tree, lambda: session.hydrator, self._nav)
+        super().__init__(lambda: session.tree, lambda: session.hydrator, self._nav, session.subscribe)
 
     def _check_open(self, action: str) -> None:
         if self._closed:

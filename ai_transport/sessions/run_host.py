@@ -7,7 +7,7 @@ by class, so the layers import only downward.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..conversation.core import Conversation
@@ -95,6 +95,9 @@ class AgentSessionHost(Protocol):
 
     def _defer_cancel(self, input_codec_message_id: str, message: Mapping[str, Any]) -> None:
         """``_defer_cancel`` of the agent session (``AgentSession``)."""
+
+    def subscribe(self, kind: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]:
+        """``subscribe`` of the agent session (``AgentSession``): the core's changes of ``kind``."""
 
     def _require_connected(self, method: str) -> None:
         """``_require_connected`` of the agent session (``AgentSession``)."""

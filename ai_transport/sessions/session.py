@@ -14,13 +14,26 @@ from ..channels.modes import channel_agent, resolve_channel_modes, validate_chan
 from ..channels.presence import Presence
 from ..channels.state import ChannelStateChange, is_continuity_lost
 from ..conversation.admission import AGENT_NAMES, MUTATIONS, is_untrusted_agent_mutation, mutator_of
-from ..conversation.core import SKIP_MEMORY, Change, Conversation, Skipped
+from ..conversation.core import (
+    SKIP_MEMORY,
+    Change,
+    Conversation,
+    OutputChanged,
+    Replaced,
+    RunFolded,
+    Skipped,
+    TreeChanged,
+    WireFolded,
+)
 from ..conversation.lifecycle import RunLifecycleEvent
 from ..conversation.retention import set_reorder_window
 from ..conversation.tree import Emitter, Tree
 from ..errors import AITransportError, ErrorCode
 from .presence import presence_of
 from .view import HistoryHydrator
+
+#: The tree's view changes: only subscribers get them (never ``_on_change``).
+_VIEW_CHANGES: frozenset[type[Any]] = frozenset({TreeChanged, OutputChanged, RunFolded, WireFolded, Replaced})
 
 __all__ = ["AGENT_NAMES", "MUTATIONS", "SKIP_MEMORY", "SessionCore", "is_untrusted_agent_mutation", "mutator_of"]
 
@@ -96,6 +109,9 @@ class SessionCore:
         self._connected = False
         self._closed = False
         self._emitter = Emitter()
+        #: Who gets each change of the core, by its class (:meth:`subscribe`).
+        self._subscribers: dict[type[Any], list[Callable[[Any], None]]] = {}
+        self._dispatching = False
         self._off_state: Callable[[], None] | None = None
         self._has_attached_once = False
         self._rebuild_task: asyncio.Task[None] | None = None
@@ -136,16 +152,48 @@ class SessionCore:
         self.core._skip(message, why)
         self._dispatch()
 
+    def subscribe(self, kind: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]:
+        """Call ``handler(change)`` for every change of the core of class ``kind`` (a view change
+        of :mod:`ai_transport.conversation.changes`, or any other :data:`~ai_transport.conversation.core.Change`),
+        in the order the core reported them, right after the input that caused it is folded.
+        Handlers run in subscription order; one that raises is logged and never breaks the fold.
+        Returns an unsubscribe."""
+        handlers = self._subscribers.setdefault(kind, [])
+        handlers.append(handler)
+
+        def off() -> None:
+            if handler in handlers:
+                handlers.remove(handler)
+
+        return off
+
     def _dispatch(self) -> None:
-        """Act on what the core reports changed since the last call, in order."""
-        changes = self.core.changes()
-        if not changes:
+        """Act on what the core reports changed since the last call, in order: ``skipped`` events,
+        the subclass's :meth:`_on_change` for the core's own changes, then every subscriber of the
+        change's class. Never re-entered: the changes a handler causes (a view listener sending a
+        message) are dispatched after the ones already drained, in order."""
+        if self._dispatching:
             return
-        for change in changes:
-            if isinstance(change, Skipped):
-                self._emitter.emit("skipped", change.wire, change.why)
-            else:
-                self._on_change(change)
+        self._dispatching = True
+        try:
+            core, subscribers = self.core, self._subscribers
+            while changes := core.changes():
+                for change in changes:
+                    kind = type(change)
+                    if kind not in _VIEW_CHANGES:
+                        if isinstance(change, Skipped):
+                            self._emitter.emit("skipped", change.wire, change.why)
+                        else:
+                            self._on_change(change)
+                    handlers = subscribers.get(kind)
+                    if handlers:
+                        for handler in tuple(handlers):
+                            try:
+                                handler(change)
+                            except Exception:  # a listener must never break the fold
+                                self._log.exception("listener for %s raised", kind.__name__)
+        finally:
+            self._dispatching = False
 
     def _on_change(self, change: Change) -> None:
         """Subclass hook: one change of the core other than a skip."""
@@ -235,10 +283,8 @@ class SessionCore:
         # the session's hydrator is paused during a refold: its count is still the pre-loss one
         pages = max(1, self.hydrator.pages_folded)
         self.hydrator.pause()
-        shadow_tree = self.core.begin_refold()
-        live_tree, hydrator = self.tree, self.hydrator
-        # a run locating its trigger listens on the live tree: tell it what the refold finds
-        shadow_tree.on("ably-message", lambda message: hydrator.announce(live_tree, message))
+        # a run locating its trigger hears what the refold finds (WireFolded(refold=True))
+        self.core.begin_refold()
         shadow = self._shadow = self.hydrator.spawn(self.core.applier)
         self._dispatch()
         self._emitter.emit("error", err)
@@ -270,16 +316,21 @@ class SessionCore:
                     f"unable to fetch history page; {failure}", ErrorCode.HISTORY_FETCH_FAILED, cause=failure
                 )
             self._emitter.emit("error", failure)
-            self.core.release_live()  # what arrived during the gap goes onto the pre-loss tree
-            self._dispatch()
+            self._release_live()  # what arrived during the gap goes onto the pre-loss tree
 
     def _commit(self, shadow: HistoryHydrator) -> None:
         """Swap the refold in: history cursor, then the core's decoder, ledgers and tree (views update)."""
         self._shadow = None
         self.hydrator.adopt(shadow)
         self.hydrator.resume()
-        self.core.commit_refold()
-        self._dispatch()
+        self.core.commit_refold(release=False)
+        self._dispatch()  # the views update once for the refold, before the held wires fold
+        self._release_live()
+
+    def _release_live(self) -> None:
+        """Fold the live wires the core held during a refold, one input at a time (each drained)."""
+        for message in self.core.take_live():
+            self._on_live(message)
 
     def _end_shadow(self, release: bool = True) -> None:
         """Drop the refold in flight (if any): folds go to the live tree again, paused reads resume."""
@@ -287,8 +338,10 @@ class SessionCore:
             return
         self._shadow = None
         self.hydrator.resume()
-        self.core.discard_refold(release)
+        self.core.discard_refold(release=False)
         self._dispatch()
+        if release:
+            self._release_live()
 
     async def rebuilt(self) -> None:
         """Wait until the refold from history after the latest loss of continuity is done (a loss

@@ -32,9 +32,10 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import Any, Protocol
 
+from ..conversation.changes import OutputChanged
 from ..conversation.steers import (
     RUNS_HELD,
     STEERS_HELD,
@@ -50,13 +51,8 @@ __all__ = ["RUNS_HELD", "STEERS_HELD", "RunSteering", "SteerLedger", "SteerTrack
 
 logger = logging.getLogger("ai_transport.sessions.steer")
 
-class _OutputEvents(Protocol):
-    def on(self, event: str, handler: Callable[..., Any]) -> Callable[[], None]: ...
-
-
 class _SteeredSession(Protocol):
-    @property
-    def tree(self) -> _OutputEvents: ...
+    def subscribe(self, kind: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]: ...
 
 
 class SteeredRun(Protocol):
@@ -80,7 +76,7 @@ class SteeredRun(Protocol):
 class RunSteering:
     """The steer machinery of one :class:`~ai_transport.sessions.agent_run.AgentRun`.
 
-    Armed when the run is created (it watches the session tree's ``output`` events); before the run
+    Armed when the run is created (it subscribes to the session's :class:`~ai_transport.conversation.changes.OutputChanged`); before the run
     opens it buffers folded steers and answered-stamps by the run id seen on the wire (a continuation
     re-keys the run when its trigger folds), and :meth:`seed` (end of ``start()``) hands the ones this
     run has not answered to the tracker.
@@ -94,19 +90,19 @@ class RunSteering:
         self._seeded = False
         self._folded: dict[str, dict[str, None]] = {}
         self._responded: dict[str, set[str]] = {}
-        self._off = run.session.tree.on("output", self._on_output)
+        self._off = run.session.subscribe(OutputChanged, self._on_output)
 
-    # -- watching the tree ---------------------------------------------------------------------
+    # -- watching the session's folds ------------------------------------------------------------
 
-    def _on_output(self, event: Mapping[str, Any]) -> None:
-        run_id = event.get("run_id")
+    def _on_output(self, event: OutputChanged) -> None:
+        run_id = event.run_id
         if not isinstance(run_id, str):
             return  # an input-node fold is never a steer into a run
-        stamped = event.get("steer_codec_message_ids") or ()
+        stamped = event.steer_codec_message_ids or ()
         if stamped:
             self._responded.setdefault(run_id, set()).update(stamped)
-        cmid = event.get("codec_message_id")
-        is_steer = carries_a_message(event.get("inputs")) and isinstance(cmid, str)
+        cmid = event.codec_message_id
+        is_steer = isinstance(cmid, str) and carries_a_message(event.inputs)
         if not self._seeded:
             if is_steer:
                 folded = self._folded.setdefault(run_id, {})

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import inspect
 import logging
 import time
@@ -40,6 +41,7 @@ from typing import Any
 
 from .._shapes import MAPPING
 from ..codec.headers import transport_headers
+from ..conversation.changes import WireFolded
 from ..conversation.lifecycle import H_RUN_ID
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 from ..lease import DEFAULT_LEASE, ChannelClock, Holding, stalled_runs
@@ -138,7 +140,7 @@ class Supervisor:
         for channel in self.channels:
             session = AgentSession(channel, enter_presence=False, lease=self.lease, **self._options)
             followed = _Followed(session)
-            session.tree.on("ably-message", lambda m, f=followed: self._note(f, m))
+            session.subscribe(WireFolded, functools.partial(self._note_fold, followed))
             await session.connect()
             presence = getattr(channel, "presence", None)
             if presence is not None:
@@ -149,6 +151,9 @@ class Supervisor:
             await session.hydrator.fold_until(lambda: False)  # the whole history: every run's state
             self._followed.append(followed)
         self._task = asyncio.ensure_future(self._loop())
+
+    def _note_fold(self, followed: _Followed, change: WireFolded) -> None:
+        self._note(followed, change.wire)
 
     def _note(self, followed: _Followed, message: Mapping[str, Any]) -> None:
         stamp = message.get("timestamp")

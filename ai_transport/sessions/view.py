@@ -32,6 +32,7 @@ from typing import Any
 
 from ..codec.headers import transport_headers
 from ..conversation.branch import NavigableBranch
+from ..conversation.changes import OutputChanged, Replaced, RunFolded, TreeChanged, WireFolded
 from ..conversation.leaf_branch import LeafBranch
 from ..conversation.lifecycle import H_CODEC_MESSAGE_ID, H_RUN_ID
 from ..conversation.run import RunInfo
@@ -43,6 +44,9 @@ __all__ = ["HistoryHydrator", "LeafBranch", "NavigableBranch", "TreeBranch", "Vi
 logger = logging.getLogger("ai_transport.sessions.view")
 
 DEFAULT_HISTORY_PAGE_SIZE = 100
+
+#: ``subscribe(change_class, handler) -> unsubscribe`` of a session (:meth:`~.session.SessionCore.subscribe`).
+Subscribe = Callable[[type[Any], Callable[[Any], None]], Callable[[], None]]
 
 
 class HistoryHydrator:
@@ -109,15 +113,6 @@ class HistoryHydrator:
         resumed, self._resumed = self._resumed, None
         if resumed is not None:
             resumed.set()
-
-    def announce(self, tree: Tree, message: Mapping[str, Any]) -> None:
-        """Emit ``ably-message`` for a wire a refold folded into its shadow tree, on ``tree``, as
-        for a history wire: views ignore it, a run looking up its trigger sees it at once."""
-        folding, self._folding = self._folding, True
-        try:
-            tree.emitter.emit("ably-message", message)
-        finally:
-            self._folding = folding
 
     def prefer_page_size(self, page_size: int) -> None:
         """Request ``page_size`` messages per history page, if no page was requested yet.
@@ -220,14 +215,16 @@ class View:
         tree_getter: Callable[[], Tree],
         hydrator_getter: Callable[[], HistoryHydrator],
         source: NavigableBranch | LeafBranch,
+        subscribe: Subscribe,
     ) -> None:
         self._tree = tree_getter
+        self._subscribe = subscribe
         self._hydrator = hydrator_getter
         self._source = source
         self._hidden = 0
         self._emitter = Emitter()
         self._unsubs: list[Callable[[], None]] = []
-        self._bound_tree: Tree | None = None
+        self._bound = False
         self._closed = False
         self._snap_keys: list[str] = []
         self._snap_versions: list[int] = []
@@ -245,19 +242,18 @@ class View:
         self._take_snapshot()
 
     def _bind(self) -> None:
-        tree = self._tree()
-        if tree is self._bound_tree:
+        # the session's dispatch of its core's view changes (the tree keeps its identity)
+        if self._bound:
             return
-        for off in self._unsubs:
-            off()
+        subscribe = self._subscribe
         self._unsubs = [
-            tree.on("update", self._on_change),
-            tree.on("output", self._on_output),
-            tree.on("run", self._on_run),
-            tree.on("ably-message", self._on_ably_message),
-            tree.on("replaced", self._on_replaced),
+            subscribe(TreeChanged, self._on_change),
+            subscribe(OutputChanged, self._on_output),
+            subscribe(RunFolded, self._on_run),
+            subscribe(WireFolded, self._on_ably_message),
+            subscribe(Replaced, self._on_replaced),
         ]
-        self._bound_tree = tree
+        self._bound = True
 
     # -- events (as 0.8.0's View: against a snapshot of the visible nodes) --------------------
 
@@ -356,11 +352,11 @@ class View:
             reconcile(list(self._snap_keys))
         self._recompute_and_emit()
 
-    def _on_output(self, event: Mapping[str, Any]) -> None:
+    def _on_output(self, event: OutputChanged) -> None:
         # a fold into a node: emit when the node is visible (every fold, as 0.8.0)
         if self._folding():
             return
-        for key in (event.get("run_id"), event.get("input_codec_message_id")):
+        for key in (event.run_id, event.input_codec_message_id):
             i = self._snap_set.get(key) if isinstance(key, str) else None
             if i is not None and isinstance(key, str):
                 node = self._tree().get_node(key)
@@ -369,10 +365,11 @@ class View:
                 self._emit_update()
                 return
 
-    def _on_run(self, event: Any) -> None:
+    def _on_run(self, change: RunFolded) -> None:
         # lifecycle of a visible run, or the start of a run that will be visible
         if self._folding():
             return
+        event = change.event
         if event.run_id in self._snap_set:
             self._emitter.emit("run", event)
         elif event.type == "start" and self._run_start_visible(event):
@@ -386,9 +383,10 @@ class View:
         parent = self._tree().get_node_by_codec_message_id(event.parent)
         return parent is None or parent.key in self._snap_set
 
-    def _on_ably_message(self, message: Mapping[str, Any]) -> None:
-        if self._folding():
-            return
+    def _on_ably_message(self, change: WireFolded) -> None:
+        if change.refold or self._folding():
+            return  # a wire of history (or of a refold's shadow tree): no event, as 0.8.0
+        message = change.wire
         h = transport_headers(message.get("extras"))
         run_id = h.get(H_RUN_ID)
         if (not h.get(H_CODEC_MESSAGE_ID) and not run_id) or (run_id and run_id in self._snap_set):
@@ -536,7 +534,7 @@ class View:
                 off()
 
     def close(self) -> None:
-        """Stop listening to the tree."""
+        """Stop listening to the session."""
         self._closed = True
         for off in self._unsubs:
             off()
