@@ -22,21 +22,30 @@ from hypothesis import strategies as st
 from support_untrusted import record
 
 from ai_transport.codec.codec import ResponsesCodec
+from ai_transport.conversation.branch import NavigableBranch
 from ai_transport.conversation.core import (
+    REPLACED,
+    TREE_CHANGED,
     CancelRequested,
     Change,
     Conversation,
     Folded,
+    OutputChanged,
     Publish,
+    Replaced,
     RunChanged,
     RunFailed,
+    RunFolded,
     Seen,
     Skipped,
     Tampered,
+    TreeChanged,
+    WireFolded,
 )
 from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
 from ai_transport.conversation.nodes import RunNode
 from ai_transport.conversation.signing import verify_output
+from ai_transport.sessions.view import View
 
 RECORDED = asyncio.run(record())
 FULL = RECORDED["full"]
@@ -480,3 +489,153 @@ def test_history_in_any_page_order_with_a_hostile_publisher_reads_as_the_live_fo
         core.receive_history(wire)
     assert _picture(core) == BASELINE
     assert core.skipped == len({_HOSTILE[which]["serial"] for which, _ in hostile})
+
+
+# -- the view changes: what a view renders comes from the core's changes alone -----------------------
+
+
+def test_a_recorded_conversation_reports_the_view_changes_in_the_order_they_happen() -> None:
+    core = Conversation(ResponsesCodec)
+    wires = copy.deepcopy(FULL["wires"])
+    per_wire = []
+    for wire in wires:
+        core.receive_live(wire)
+        per_wire.append(core.changes())
+    changes = [c for batch in per_wire for c in batch]
+    # every wire is reported folded by the tree, in order, and nothing refolds
+    assert [c.wire for c in _kinds(changes, WireFolded)] == wires
+    assert not any(c.refold for c in _kinds(changes, WireFolded)) and _kinds(changes, Replaced) == []
+    # the tree reports each lifecycle event before the core's RunChanged of the same wire
+    folded = [(c.event.type, c.event.run_id) for c in _kinds(changes, RunFolded)]
+    assert folded == _lifecycle(changes) == _expected_lifecycle(wires)
+    for batch in per_wire:
+        runs = [i for i, c in enumerate(batch) if isinstance(c, RunFolded)]
+        changed = [i for i, c in enumerate(batch) if isinstance(c, RunChanged)]
+        assert len(runs) == len(changed) and all(r < c for r, c in zip(runs, changed))
+    # a node is announced (TreeChanged) in the batch that creates it; every output names a node
+    known: set[str] = set()
+    for wire, batch in zip(wires, per_wire):
+        keys = {n.key for n in core.tree.nodes()}  # (the final tree: nodes are never dropped here)
+        for change in batch:
+            if isinstance(change, OutputChanged):
+                named = change.run_id or change.input_codec_message_id
+                assert named in keys
+                if named not in known:
+                    assert any(c is TREE_CHANGED for c in batch), wire
+                    known.add(named)
+    outputs = _kinds(changes, OutputChanged)
+    assert {c.run_id for c in outputs if c.run_id} == {r for _, r in _expected_lifecycle(wires)}
+    prompts = [w for w in wires if w["name"] == "ai-input"]
+    assert {c.input_codec_message_id for c in outputs if c.input_codec_message_id} >= {
+        _transport(w)["codec-message-id"] for w in prompts if not _transport(w).get("run-id")
+    }
+    assert all(isinstance(c.serial, str) for c in outputs)  # (every live wire has one)
+
+
+class _Dispatch:
+    """The shells' one dispatch, without a shell: fold, drain, hand each change to its subscribers."""
+
+    def __init__(self, core: Conversation) -> None:
+        self.core = core
+        self.subscribers: dict[type, list[Any]] = {}
+
+    def subscribe(self, kind: type, handler: Any) -> Any:
+        self.subscribers.setdefault(kind, []).append(handler)
+        return lambda: self.subscribers[kind].remove(handler)
+
+    def drain(self) -> list[Change]:
+        changes = self.core.changes()
+        for change in changes:
+            for handler in self.subscribers.get(type(change), ()):
+                handler(change)
+        return changes
+
+
+class _NotFolding:
+    def is_folding(self) -> bool:
+        return False
+
+
+class _Rebuilt:
+    """A consumer that renders from the changes alone: it re-reads the visible path only on a
+    structural change (TreeChanged / Replaced) and a node's messages only when an OutputChanged
+    names it (everything on a Replaced)."""
+
+    def __init__(self, core: Conversation, dispatch: _Dispatch) -> None:
+        self.tree = core.tree
+        self.branch = NavigableBranch(core.tree)
+        self.path: list[str] = []
+        self.messages_by_node: dict[str, list[Any]] = {}
+        dispatch.subscribe(TreeChanged, self._structure)
+        dispatch.subscribe(Replaced, self._replaced)
+        dispatch.subscribe(OutputChanged, self._output)
+
+    def _structure(self, _: Any) -> None:
+        self.path = [n.key for n in self.branch.visible_nodes()]
+
+    def _replaced(self, change: Any) -> None:
+        self.messages_by_node = {n.key: list(self.tree.messages_of(n)) for n in self.tree.nodes()}
+        self._structure(change)
+
+    def _output(self, change: OutputChanged) -> None:
+        for key in (change.run_id, change.input_codec_message_id):
+            node = self.tree.get_node(key) if key is not None else None
+            if node is not None:
+                self.messages_by_node[key] = list(self.tree.messages_of(node))
+
+    def messages(self) -> list[Any]:
+        return [m for key in self.path for m in self.messages_by_node.get(key, [])]
+
+
+def _render(messages: Iterable[Any]) -> list[Any]:
+    return [m.to_dict() for m in messages]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    how=st.sampled_from(["live", "history", "refold"]),
+    data=st.data(),
+)
+def test_a_consumer_of_the_changes_alone_renders_what_a_view_renders_for_any_wire_order(
+    how: str, data: st.DataObject
+) -> None:
+    """A real :class:`View` fed only through the dispatch, and a consumer that re-reads only what
+    the changes name, show the same messages after every input; and the view emits ``update``
+    whenever its messages changed (a UI listening to it misses nothing)."""
+    core = Conversation(ResponsesCodec)
+    dispatch = _Dispatch(core)
+    rebuilt = _Rebuilt(core, dispatch)
+    view = View(lambda: core.tree, _NotFolding, NavigableBranch(core.tree), dispatch.subscribe)
+    shown: list[list[Any]] = [_render(view.get_messages())]
+    view.on("update", lambda *_: shown.append(_render(view.get_messages())))
+
+    def check() -> None:
+        dispatch.drain()
+        now = _render(view.get_messages())
+        assert _render(rebuilt.messages()) == now
+        assert shown[-1] == now  # changed messages were announced
+
+    if how == "live":  # live wires in any order (the tree orders them by serial)
+        for wire in data.draw(st.permutations(copy.deepcopy(FULL["wires"]))):
+            core.receive_live(wire)
+            check()
+    else:
+        page = data.draw(st.integers(min_value=1, max_value=12))
+        history = _newest_first_pages(copy.deepcopy(FULL["history"]), page)
+        if how == "refold":  # half live, then a refold from history swapped in
+            wires = copy.deepcopy(FULL["wires"])
+            for wire in wires[: len(wires) // 2]:
+                core.receive_live(wire)
+                check()
+            core.begin_refold()
+        for wire in history:
+            core.receive_history(wire)
+            check()
+        if how == "refold":
+            assert shown[-1] == _render(view.get_messages())
+            core.commit_refold()
+            changes = dispatch.drain()
+            assert changes == [REPLACED]
+            assert _render(rebuilt.messages()) == shown[-1] == _render(view.get_messages())
+    assert _render(view.get_messages()) == _render(NavigableBranch(core.tree).extract_messages(core.tree.visible_nodes()))
+    assert view.get_messages()  # the conversation is there

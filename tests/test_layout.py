@@ -285,3 +285,18 @@ def test_the_asyncio_check_can_fail() -> None:
     # a core module naming a channel facade would pull the Ably channel (and asyncio) in
     assert named_modules("from ..channels import Channel\n", CORE) == {"ai_transport.channels"}
     assert any("asyncio" in names for names in closure_of("ai_transport.channels").values())
+
+
+def test_nothing_listens_to_the_tree() -> None:
+    """The tree reports into its core's change queue (:mod:`ai_transport.conversation.changes`):
+    it has no emitter, and no shell module subscribes to it (they subscribe to the session)."""
+    from ai_transport.conversation.tree import Tree
+
+    assert not hasattr(Tree, "on") and "emitter" not in vars(Tree(None))
+    offenders = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in sorted((PKG / "sessions").glob("*.py"))
+        for n, line in enumerate(path.read_text().splitlines(), 1)
+        if "tree.on(" in line or ".emitter.emit(" in line
+    ]
+    assert offenders == []
