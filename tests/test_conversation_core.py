@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 from support_untrusted import record
 
 from ai_transport.codec.codec import ResponsesCodec
+from ai_transport.conversation.authority import is_agent_member
 from ai_transport.conversation.branch import NavigableBranch
 from ai_transport.conversation.core import (
     REPLACED,
@@ -45,6 +46,7 @@ from ai_transport.conversation.core import (
 from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
 from ai_transport.conversation.nodes import RunNode
 from ai_transport.conversation.signing import verify_output
+from ai_transport.errors import AITransportError
 from ai_transport.sessions.view import View
 
 RECORDED = asyncio.run(record())
@@ -639,3 +641,28 @@ def test_a_consumer_of_the_changes_alone_renders_what_a_view_renders_for_any_wir
             assert _render(rebuilt.messages()) == shown[-1] == _render(view.get_messages())
     assert _render(view.get_messages()) == _render(NavigableBranch(core.tree).extract_messages(core.tree.visible_nodes()))
     assert view.get_messages()  # the conversation is there
+
+
+# -- who counts as an agent in presence: the configured ids, never the member's own data ---------------
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    client_id=st.one_of(st.sampled_from([AGENT, ALICE, "mallory"]), _JSON),
+    data=st.one_of(_JSON, st.just({"role": "agent"}), st.builds(lambda x: {"role": "agent", "x": x}, _JSON)),
+    trusted=st.sets(st.sampled_from([AGENT, ALICE, "ops"]), max_size=3),
+)
+def test_an_agent_member_is_one_of_the_configured_ids_whatever_its_data(
+    client_id: Any, data: Any, trusted: set[str]
+) -> None:
+    member = {"clientId": client_id, "data": data, "action": "enter"}
+    assert is_agent_member(member, trusted) == (isinstance(client_id, str) and client_id in trusted)
+    assert is_agent_member(member, trusted) == is_agent_member({"clientId": client_id}, trusted)
+    with pytest.raises(AITransportError):
+        is_agent_member(member, AGENT)  # type: ignore[arg-type]  # a str is not a set of ids

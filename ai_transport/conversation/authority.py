@@ -4,18 +4,21 @@ deleted it. Nothing a wire *says* about itself (headers, data, a role) names its
 agent identities come from the session's configuration only (:mod:`.admission`).
 
 Every per-publisher rule reads the author here: ownership of identifiers (:mod:`.tree`), admission
-of each kind, and the bounds of every buffer that holds wires (:mod:`.held`).
+of each kind, the bounds of every buffer that holds wires (:mod:`.held`), and who counts as an
+agent in presence (:func:`is_agent_member`: the member's ``clientId`` among the configured ids,
+never its own data).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..channels.channel import action_name
+from ..errors import ErrorCode, InvalidTypeError, type_name
 
-__all__ = ["MUTATIONS", "author_of", "mutator_of"]
+__all__ = ["MUTATIONS", "author_of", "is_agent_member", "mutator_of", "trusted_ids"]
 
 #: The actions by which an identity other than the creator may change a message.
 MUTATIONS: Final = ("message.update", "message.append", "message.delete")
@@ -36,3 +39,24 @@ def author_of(message: Mapping[str, Any]) -> str | None:
             return mutator
     client_id = message.get("clientId")
     return client_id if isinstance(client_id, str) else None
+
+
+def trusted_ids(trusted_agent_ids: Iterable[str]) -> frozenset[str]:
+    """The configured trusted agent identities as a set (the string ones); 40003 naming the
+    argument unless it is an iterable of ids (a lone ``str`` is not)."""
+    if isinstance(trusted_agent_ids, str) or not isinstance(trusted_agent_ids, Iterable):
+        raise InvalidTypeError(
+            "unable to list agents; trusted_agent_ids must be an iterable of client ids, got "
+            f"{type_name(trusted_agent_ids)}",
+            ErrorCode.INVALID_ARGUMENT,
+        )
+    return frozenset(i for i in trusted_agent_ids if isinstance(i, str))
+
+
+def is_agent_member(member: Mapping[str, Any], trusted_agent_ids: Iterable[str]) -> bool:
+    """Whether a presence member / event is a trusted agent's: its ``clientId`` (Ably-verified) is
+    one of ``trusted_agent_ids`` (from configuration). The member's own data (``role``) is never
+    consulted: anyone can write it."""
+    trusted = trusted_ids(trusted_agent_ids)
+    client_id = member.get("clientId") if isinstance(member, MAPPING) else None
+    return isinstance(client_id, str) and client_id in trusted

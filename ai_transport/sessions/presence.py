@@ -8,7 +8,8 @@ Python-only: an :class:`~.agent.AgentSession` **enters presence while connected*
 ``enter_presence=False``) with data ``{"role": "agent", ...presence_data}`` and leaves when it
 closes or ends; when its worker dies, Ably (and the emulator) remove the member after the
 disconnection grace (15 s), so a UI can show "agent online" and tell that a run's worker
-vanished. :func:`present_agents` lists such members; :func:`is_agent_member` tests one event.
+vanished. :func:`present_agents` lists such members; :func:`is_agent_member` tests one event (the rule
+lives in the core, :func:`ai_transport.conversation.authority.is_agent_member`).
 Both take the agent role from the **trusted agent identities you configure** (the member's
 ``clientId``, which Ably sets from the token), never from the member's own data: any client may
 enter presence with ``{"role": "agent"}``, and is not listed for it.
@@ -23,6 +24,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..channels.presence import Presence, PresenceMember
+from ..conversation.authority import is_agent_member, trusted_ids
 from ..errors import AITransportError, ErrorCode, InvalidTypeError, type_name
 
 __all__ = ["AGENT_ROLE", "AgentPresence", "is_agent_member", "presence_of", "present_agents"]
@@ -47,30 +49,12 @@ def presence_of(channel: Any) -> Presence:
     return found
 
 
-def _trusted(trusted_agent_ids: Iterable[str]) -> frozenset[str]:
-    if isinstance(trusted_agent_ids, str) or not isinstance(trusted_agent_ids, Iterable):
-        raise InvalidTypeError(
-            "unable to list agents; trusted_agent_ids must be an iterable of client ids, got "
-            f"{type_name(trusted_agent_ids)}",
-            ErrorCode.INVALID_ARGUMENT,
-        )
-    return frozenset(i for i in trusted_agent_ids if isinstance(i, str))
-
-
-def is_agent_member(member: Mapping[str, Any], trusted_agent_ids: Iterable[str]) -> bool:
-    """Whether a presence member / event is a trusted agent's: its ``clientId`` (Ably-verified) is
-    one of ``trusted_agent_ids``. The member's own data (``role``) is not consulted: anyone can
-    write it."""
-    client_id = member.get("clientId")
-    return isinstance(client_id, str) and client_id in _trusted(trusted_agent_ids)
-
-
 async def present_agents(
     presence: Presence, trusted_agent_ids: Iterable[str], *, client_id: str | None = None
 ) -> list[PresenceMember]:
     """The members of ``trusted_agent_ids`` present on the channel (optionally only ``client_id``'s)."""
-    trusted = _trusted(trusted_agent_ids)
-    return [m for m in await presence.get(client_id=client_id) if m.get("clientId") in trusted]
+    trusted = trusted_ids(trusted_agent_ids)
+    return [m for m in await presence.get(client_id=client_id) if is_agent_member(m, trusted)]
 
 
 class AgentPresence:
