@@ -24,6 +24,7 @@ from support_untrusted import record
 from ai_transport.codec.codec import ResponsesCodec
 from ai_transport.conversation.authority import is_agent_member
 from ai_transport.conversation.branch import NavigableBranch
+from ai_transport.conversation.client_steers import ClientSteers, SteerEchoed, SteerSettled
 from ai_transport.conversation.core import (
     REPLACED,
     TREE_CHANGED,
@@ -666,3 +667,61 @@ def test_an_agent_member_is_one_of_the_configured_ids_whatever_its_data(
     assert is_agent_member(member, trusted) == is_agent_member({"clientId": client_id}, trusted)
     with pytest.raises(AITransportError):
         is_agent_member(member, AGENT)  # type: ignore[arg-type]  # a str is not a set of ids
+
+
+# -- a client's steers, without futures ----------------------------------------------------------------
+
+
+def _steer_wire(name: str, serial: str, **transport: str) -> dict[str, Any]:
+    return {"name": name, "serial": serial, "extras": {"ai": {"transport": transport}}}
+
+
+def test_the_client_steer_ledger_settles_echoes_and_outcomes_from_the_wires_alone() -> None:
+    ledger = ClientSteers()
+    ledger.expect("run-1", "s-1")
+    ledger.expect("run-1", "s-2")
+    ledger.expect("run-2", "s-3")
+    assert ledger.observe(_steer_wire("ai-input", "03", **{"codec-message-id": "s-1", "run-id": "run-1"})) == [
+        SteerEchoed("s-1", "03")
+    ]
+    assert ledger.observe(_steer_wire("ai-input", "04", **{"codec-message-id": "s-2", "run-id": "run-1"})) == [
+        SteerEchoed("s-2", "04")
+    ]
+    stamped = {"codec-message-id": "m-9", "run-id": "run-1", "steer-codec-message-ids": '["s-1"]'}
+    assert ledger.observe(_steer_wire("ai-output", "05", **stamped)) == []
+    # a suspend settles the consumed steer only; the end settles the rest with its reason
+    assert ledger.observe(_steer_wire("ai-run-suspend", "06", **{"run-id": "run-1"})) == [
+        SteerSettled("s-1", True, None)
+    ]
+    assert not ledger.ended("run-1")
+    assert ledger.observe(_steer_wire("ai-run-end", "07", **{"run-id": "run-1", "run-reason": "bogus"})) == [
+        SteerSettled("s-2", False, "complete")
+    ]
+    assert ledger.ended("run-1") and not ledger.ended("run-2")
+    # a run that ends before a steer's echo: published None, not consumed
+    assert ledger.observe(_steer_wire("ai-run-end", "08", **{"run-id": "run-2", "run-reason": "cancelled"})) == [
+        SteerEchoed("s-3", None),
+        SteerSettled("s-3", False, "cancelled"),
+    ]
+    assert ledger.echoes == {} and ledger.inflight == {}
+
+
+_STEER_WIRES = [
+    _steer_wire("ai-input", "01", **{"codec-message-id": "s-1", "run-id": "run-1"}),
+    _steer_wire("ai-output", "02", **{"run-id": "run-1", "steer-codec-message-ids": '["s-1"]'}),
+    _steer_wire("ai-run-suspend", "03", **{"run-id": "run-1"}),
+    _steer_wire("ai-run-end", "04", **{"run-id": "run-1"}),
+]
+
+
+@settings(max_examples=60, deadline=None)
+@given(wires=st.lists(st.one_of(_WIRE, st.sampled_from(_STEER_WIRES)), max_size=10))
+def test_the_client_steer_ledger_never_raises_and_settles_each_steer_once(wires: list[Any]) -> None:
+    ledger = ClientSteers()
+    ledger.expect("run-1", "s-1")
+    updates = [u for wire in wires if isinstance(wire, dict) for u in ledger.observe(wire)]
+    echoed = [u for u in updates if isinstance(u, SteerEchoed)]
+    settled = [u for u in updates if isinstance(u, SteerSettled)]
+    assert len(echoed) <= 1 and len(settled) <= 1
+    if settled:  # an outcome only after the echo (or with the run's end)
+        assert echoed and updates.index(echoed[0]) < updates.index(settled[0])

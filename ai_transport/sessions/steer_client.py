@@ -26,24 +26,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..codec.headers import transport_headers
-from ..conversation.lifecycle import (
-    EVENT_RUN_END,
-    EVENT_RUN_SUSPEND,
-    H_CODEC_MESSAGE_ID,
-    H_RUN_ID,
-    H_RUN_REASON,
-    H_STEER_CODEC_MESSAGE_IDS,
-    build_transport_headers,
-)
+from ..conversation.client_steers import ClientSteers, SteerEchoed
+from ..conversation.lifecycle import build_transport_headers
 from ..errors import AITransportError, ErrorCode
-from .steer import parse_steer_stamp
 
 __all__ = ["SteerCoordinator", "SteerOutcome", "SteerResult"]
 
 logger = logging.getLogger("ai_transport.sessions.client")
-
-_REASONS = ("complete", "cancelled", "error")
 
 
 @dataclass(frozen=True)
@@ -86,16 +75,6 @@ def _settle(fut: asyncio.Future[Any], value: Any = None, error: BaseException | 
         fut.set_result(value)
 
 
-class _Steer:
-    __slots__ = ("cmid", "outcome", "published", "run_id")
-
-    def __init__(self, run_id: str, cmid: str, result: SteerResult) -> None:
-        self.run_id = run_id
-        self.cmid = cmid
-        self.published = result.published
-        self.outcome = result.outcome
-
-
 class SteerCoordinator:
     """The client session's steer state: steers awaiting their echo, steers awaiting an outcome, the
     per-run union of ``steer-codec-message-ids`` stamps, and runs whose end was seen."""
@@ -109,10 +88,10 @@ class SteerCoordinator:
         self._publish = publish
         self._client_id = client_id
         self._is_closed = is_closed
-        self._echoes: dict[str, _Steer] = {}
-        self._inflight: dict[str, list[_Steer]] = {}
-        self._consumed: dict[str, set[str]] = {}
-        self._dead: set[str] = set()
+        #: The pure part: echoes, stamps, outcomes (:mod:`ai_transport.conversation.client_steers`).
+        self.ledger = ClientSteers()
+        #: Steer codec-message-id -> its futures, until its outcome settles.
+        self._results: dict[str, SteerResult] = {}
         self._tasks: set[asyncio.Task[None]] = set()
 
     def steer(self, run_id: Callable[[], Awaitable[str]], input: Mapping[str, Any]) -> SteerResult:
@@ -145,7 +124,7 @@ class SteerCoordinator:
             )
             self._fail(result, err)
             return
-        if run_id in self._dead:
+        if self.ledger.ended(run_id):
             self._fail(
                 result,
                 AITransportError(
@@ -164,11 +143,13 @@ class SteerCoordinator:
             run_client_id=self._client_id(),
             input_event_id=str(uuid.uuid4()),
         )
-        self._echoes[cmid] = _Steer(run_id, cmid, result)
+        self.ledger.expect(run_id, cmid)
+        self._results[cmid] = result
         try:
             await self._publish(input, cmid, headers)
         except Exception as exc:
-            self._echoes.pop(cmid, None)
+            self.ledger.forget(cmid)
+            self._results.pop(cmid, None)
             status = getattr(exc, "status_code", None) or getattr(exc, "statusCode", None)
             if status in (401, 403):
                 err = AITransportError(
@@ -184,81 +165,39 @@ class SteerCoordinator:
             self._fail(result, err)
 
     def observe(self, message: Mapping[str, Any]) -> None:
-        """Feed one live (trusted) channel message: echo match, stamp accumulation, outcomes."""
-        h = transport_headers(message.get("extras"))
-        cmid = h.get(H_CODEC_MESSAGE_ID)
-        if isinstance(cmid, str):
-            pending = self._echoes.pop(cmid, None)
-            if pending is not None:
-                serial = message.get("serial")
-                _settle(pending.published, serial if isinstance(serial, str) else None)
-                self._inflight.setdefault(pending.run_id, []).append(pending)
-        run_id = h.get(H_RUN_ID)
-        stamp = h.get(H_STEER_CODEC_MESSAGE_IDS)
-        if isinstance(run_id, str) and stamp is not None:
-            ids = parse_steer_stamp(stamp)
-            if ids:
-                self._consumed.setdefault(run_id, set()).update(ids)
-        name = message.get("name")
-        if name in (EVENT_RUN_SUSPEND, EVENT_RUN_END) and isinstance(run_id, str):
-            reason: str | None = None
-            if name == EVENT_RUN_END:
-                raw = h.get(H_RUN_REASON)
-                reason = raw if raw in _REASONS else "complete"
-            self._resolve(run_id, name == EVENT_RUN_END, reason)
-
-    def _resolve(self, run_id: str, is_end: bool, reason: str | None) -> None:
-        consumed = self._consumed.get(run_id, set())
-        remaining: list[_Steer] = []
-        for entry in self._inflight.pop(run_id, []):
-            if entry.cmid in consumed:
-                _settle(entry.outcome, SteerOutcome(True, reason))
-            elif is_end:
-                _settle(entry.outcome, SteerOutcome(False, reason))
+        """Feed one live (trusted) channel message to the ledger and settle what it decides."""
+        for update in self.ledger.observe(message):
+            if isinstance(update, SteerEchoed):
+                result = self._results.get(update.cmid)
+                if result is not None:
+                    _settle(result.published, update.serial)
             else:
-                remaining.append(entry)
-        if remaining:
-            self._inflight[run_id] = remaining
-        if is_end:
-            self._dead.add(run_id)
-            self._consumed.pop(run_id, None)
-            for cmid, pending in list(self._echoes.items()):
-                if pending.run_id == run_id:
-                    del self._echoes[cmid]
-                    _settle(pending.published, None)
-                    _settle(pending.outcome, SteerOutcome(False, reason))
+                result = self._results.pop(update.cmid, None)
+                if result is not None:
+                    _settle(result.outcome, SteerOutcome(update.consumed, update.reason))
 
     def drain_continuity_lost(self, err: BaseException) -> None:
         """Channel continuity was lost: the echoes and run ends that would settle pending steers may
         never arrive, so fail every pending outcome with ``err`` (104006)."""
-        for bucket in self._inflight.values():
-            for entry in bucket:
-                _settle(entry.outcome, error=err)
-        self._inflight.clear()
-        for entry in self._echoes.values():
-            _settle(entry.published, None)
-            _settle(entry.outcome, error=err)
-        self._echoes.clear()
-        self._dead.clear()
-        self._consumed.clear()
+        self._drain(err, err)
 
     def drain_closed(self) -> None:
         """The session closed: fail every pending outcome with 104004."""
-        for bucket in self._inflight.values():
-            for entry in bucket:
-                _settle(
-                    entry.outcome,
-                    error=AITransportError(
-                        "unable to await steer outcome; session closed", ErrorCode.SESSION_CLOSED, 400
-                    ),
-                )
-        self._inflight.clear()
-        for entry in self._echoes.values():
-            _settle(entry.published, None)
-            _settle(
-                entry.outcome,
-                error=AITransportError("unable to await steer publish; session closed", ErrorCode.SESSION_CLOSED, 400),
-            )
-        self._echoes.clear()
-        self._dead.clear()
-        self._consumed.clear()
+        self._drain(
+            AITransportError("unable to await steer outcome; session closed", ErrorCode.SESSION_CLOSED, 400),
+            AITransportError("unable to await steer publish; session closed", ErrorCode.SESSION_CLOSED, 400),
+        )
+
+    def _drain(self, inflight_error: BaseException, echo_error: BaseException) -> None:
+        ledger = self.ledger
+        for bucket in ledger.inflight.values():
+            for cmid in bucket:
+                result = self._results.pop(cmid, None)
+                if result is not None:
+                    _settle(result.outcome, error=inflight_error)
+        for cmid in ledger.echoes:
+            result = self._results.pop(cmid, None)
+            if result is not None:
+                _settle(result.published, None)
+                _settle(result.outcome, error=echo_error)
+        ledger.clear()
