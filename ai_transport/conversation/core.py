@@ -28,11 +28,16 @@ never a copy of its event-id an older wire could still own), :meth:`~Conversatio
 Outputs (:data:`Change`, small frozen dataclasses, in the order they happened): :class:`Skipped`
 (a wire not folded, counted once per wire for the core's life; :class:`Tampered` for one that
 failed the integrity check), :class:`Folded`, :class:`RunChanged`,
-:class:`RunFailed`, :class:`Publish`, :class:`CancelRequested`, :class:`Seen`.
+:class:`RunFailed`, :class:`Publish`, :class:`CancelRequested`, :class:`Seen`, and the view
+changes the tree reports into the same queue as it folds (:mod:`.changes`): :class:`TreeChanged`
+(structure), :class:`OutputChanged` (a fold into a node, per model delta), :class:`RunFolded` (a
+lifecycle event, reported before the core's :class:`RunChanged` of the same wire),
+:class:`WireFolded` (every wire folded; ``refold`` for the shadow tree of a refold, whose other
+changes are dropped) and :class:`Replaced` (a refold adopted). The views render from these alone:
+nothing listens to the tree.
 
 **Never raises on wire input**: whatever a publisher sends (any JSON-shaped value, any page order),
-it is folded, held, or skipped and counted. What the views render is still read from the tree (its
-``update`` / ``output`` / ``run`` events), which the core owns.
+it is folded, held, or skipped and counted.
 
 Two flavours (one class): ``agent=True`` folds as an agent does (admission always on, claims,
 open / own streams, history integrity and, with a ``signing_key``, live verification, cancels);

@@ -51,9 +51,12 @@ class SessionCore:
     channel, live and from history, into its tree), an event emitter, connect / close steps.
 
     The shell subscribes, hands every wire to the core (``receive_live`` / ``receive_history``),
-    then drains the core's changes (:meth:`_dispatch`): ``skipped`` events here, the rest in the
-    subclass's ``_on_change`` (run futures, restores to publish, cancels, ``wait_seen``). A subclass
-    sets ``_log`` (its module's logger) and builds the core with :meth:`_make_core`.
+    and every local intent, then drains the core's changes (:meth:`_dispatch`) after each input:
+    ``skipped`` events here, the core's own changes in the subclass's ``_on_change`` (run futures,
+    restores to publish, cancels, ``wait_seen``), and every change to its subscribers
+    (:meth:`subscribe`: the views, steer trackers, runs locating their trigger, the supervisor
+    follow the tree's view changes this way; nothing listens to the tree). A subclass sets
+    ``_log`` (its module's logger) and builds the core with :meth:`_make_core`.
 
     Untrusted input: every wire from the channel (live or history) is type-checked first
     (:func:`~.wire_check.wire_problem`); a malformed one, one the trust rules refuse and one the tree
