@@ -500,10 +500,11 @@ def test_history_in_any_page_order_with_a_hostile_publisher_reads_as_the_live_fo
 def test_a_recorded_conversation_reports_the_view_changes_in_the_order_they_happen() -> None:
     core = Conversation(ResponsesCodec)
     wires = copy.deepcopy(FULL["wires"])
-    per_wire = []
+    per_wire, nodes_after = [], []
     for wire in wires:
         core.receive_live(wire)
         per_wire.append(core.changes())
+        nodes_after.append({n.key for n in core.tree.nodes()})
     changes = [c for batch in per_wire for c in batch]
     # every wire is reported folded by the tree, in order, and nothing refolds
     assert [c.wire for c in _kinds(changes, WireFolded)] == wires
@@ -515,17 +516,15 @@ def test_a_recorded_conversation_reports_the_view_changes_in_the_order_they_happ
         runs = [i for i, c in enumerate(batch) if isinstance(c, RunFolded)]
         changed = [i for i, c in enumerate(batch) if isinstance(c, RunChanged)]
         assert len(runs) == len(changed) and all(r < c for r, c in zip(runs, changed))
-    # a node is announced (TreeChanged) in the batch that creates it; every output names a node
-    known: set[str] = set()
-    for wire, batch in zip(wires, per_wire):
-        keys = {n.key for n in core.tree.nodes()}  # (the final tree: nodes are never dropped here)
+    # a new node is announced (TreeChanged) in the batch that creates it; every output names a node
+    announced: set[str] = set()
+    for wire, batch, keys in zip(wires, per_wire, nodes_after):
+        if any(c is TREE_CHANGED for c in batch):
+            announced |= keys
+        assert keys <= announced, wire
         for change in batch:
             if isinstance(change, OutputChanged):
-                named = change.run_id or change.input_codec_message_id
-                assert named in keys
-                if named not in known:
-                    assert any(c is TREE_CHANGED for c in batch), wire
-                    known.add(named)
+                assert (change.run_id or change.input_codec_message_id) in keys
     outputs = _kinds(changes, OutputChanged)
     assert {c.run_id for c in outputs if c.run_id} == {r for _, r in _expected_lifecycle(wires)}
     prompts = [w for w in wires if w["name"] == "ai-input"]
