@@ -76,42 +76,59 @@ def test_no_test_importorskips_the_projects_own_modules() -> None:
 
 
 def steering_of(trigger: str, with_ledger: bool) -> tuple[Any, Any, Any]:
-    """A RunSteering of run ``run-1`` (trigger ``trigger``) on a bare tree emitter; with a
-    SteerLedger on the session when ``with_ledger``."""
-    from ai_transport.conversation.nodes import Emitter
-    from ai_transport.sessions.steer import RunSteering, SteerLedger
+    """A RunSteering of run ``run-1`` (trigger ``trigger``) on a bare session dispatch; with a
+    SteerLedger on the session (fed every output, as the agent core feeds it) when ``with_ledger``."""
+    from ai_transport.conversation.changes import OutputChanged
+    from ai_transport.conversation.steers import SteerLedger
+    from ai_transport.sessions.steer import RunSteering
 
-    emitter = Emitter()
-
-    class Tree:
-        def on(self, event: str, handler: Any) -> Any:
-            return emitter.on(event, handler)
+    handlers: list[Any] = []
 
     class Session:
-        tree = Tree()
+        def subscribe(self, kind: Any, handler: Any) -> Any:
+            assert kind is OutputChanged
+            handlers.append(handler)
+            return lambda: handlers.remove(handler)
 
+    session = Session()
     if with_ledger:
-        Session.steer_ledger = SteerLedger(Session.tree)  # type: ignore[attr-defined]
+        ledger = SteerLedger()
+        session.steer_ledger = ledger  # type: ignore[attr-defined]
+        handlers.append(ledger.note)
 
     class Run:
         run_id = "run-1"
         abort_signal = asyncio.Event()
-        session = Session()
         input_codec_message_id = trigger
 
         def _report(self, err: Any) -> None:
             raise AssertionError(err)
 
-    return emitter, RunSteering(Run(), None), Session
+    Run.session = session  # type: ignore[attr-defined]
+
+    def emit(event: dict[str, Any]) -> None:
+        change = OutputChanged(
+            run_id=event.get("run_id"),
+            input_codec_message_id=None,
+            codec_message_id=event.get("codec_message_id"),
+            serial=None,
+            events=[],
+            inputs=event.get("inputs", []),
+            steer_codec_message_ids=event.get("steer_codec_message_ids"),
+        )
+        for handler in list(handlers):
+            handler(change)
+
+    return emit, RunSteering(Run(), None), Session
 
 
-def steer(emitter: Any, cmid: str, stamped: list[str] | None = None) -> None:
+def steer(emit: Any, cmid: str, stamped: list[str] | None = None) -> None:
     event: dict[str, Any] = {"run_id": "run-1", "codec_message_id": cmid}
     if stamped is None:
         event["inputs"] = [{"type": "message", "message": {"role": "user"}}]
     else:  # an agent output answering ``stamped``
         event["steer_codec_message_ids"] = stamped
-    emitter.emit("output", event)
+    emit(event)
 
 
 @pytest.mark.parametrize("with_ledger", [False, True], ids=["run watch", "session ledger"])
