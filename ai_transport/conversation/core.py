@@ -58,7 +58,7 @@ from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, transport_headers
 from ..errors import AITransportError
-from ..lease import LEASE_NAME, LeaseLedger
+from ..lease import LEASE_NAME, LeaseLedger, parse_lease_wire
 from .admission import AcceptInput, Admission
 from .approvals import PublishedCalls
 from .authority import author_of
@@ -527,11 +527,17 @@ class Conversation:
     def _fold_agent(self, message: Mapping[str, Any], live: bool = False) -> None:
         trusted = self._trusted
         if message.get("name") == LEASE_NAME:
-            refused = self._claims_sink.note(message, trusted)
+            parsed = parse_lease_wire(message, trusted)
+            refused = self._claims_sink.note(message, trusted, parsed)
             if refused is not None:
                 self.reject(message, refused)
-            else:
-                self.applier.tree.note_lease(message)  # fences a superseded holder's late outputs
+                return
+            # The fence parses for the publisher alone ({clientId}): the same answer as for every
+            # trusted id unless another identity mutated the wire, so it is parsed once, not twice.
+            version = message.get("version")
+            mutator = version.get("clientId") if isinstance(version, MAPPING) else None
+            same = mutator == message.get("clientId") or (mutator is None and None not in trusted)
+            self.applier.tree.note_lease(message, parsed if same else None)  # fences late outputs
             return
         tree = self.applier.tree  # the shadow tree while a refold runs
         admission = self.admission

@@ -68,6 +68,8 @@ class Fence:
                 if before is not None and not before.unknown and before.connection_id not in (None, after.connection_id):
                     changes.append((serial, before.connection_id, True))
                 changes.append((serial, after.connection_id, False))
+            if not any(lost for _, _, lost in changes):
+                changes = []  # no connection ever lost the run: nothing of it is fenced (the usual case)
             self._changes[run_id] = changes
         return changes
 

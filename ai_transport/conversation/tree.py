@@ -43,7 +43,7 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
-from ..lease import LEASE_NAME, LeaseWire, parse_lease_wire
+from ..lease import LEASE_NAME, LeaseWire, Poison, parse_lease_wire
 from .authority import MUTATIONS, author_of
 from .changes import REPLACED, TREE_CHANGED, OutputChanged, Report, WireFolded, discard
 from .fence import Fence
@@ -598,10 +598,12 @@ class Tree(LifecycleFold, TreeOwnership):
                 f"output of run {entry.node.key!r} from connection {conn!r} after its lease was taken over",
             )
 
-    def note_lease(self, message: Mapping[str, Any]) -> None:
+    def note_lease(self, message: Mapping[str, Any], parsed: LeaseWire | Poison | str | None = None) -> None:
         """Fold a lease wire (its publisher already admitted): a run whose folded outputs it fences
-        (or un-fences: it landed out of serial order) is refolded and announced."""
-        parsed = parse_lease_wire(message, {message.get("clientId")})
+        (or un-fences: it landed out of serial order) is refolded and announced. ``parsed``: what
+        ``parse_lease_wire(message, {its clientId})`` answers, when the caller has it."""
+        if parsed is None:
+            parsed = parse_lease_wire(message, {message.get("clientId")})
         if isinstance(parsed, str):  # refused (malformed): counted by the ledger, no run changes
             self.fence.note(message, parsed)
             return
