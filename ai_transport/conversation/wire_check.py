@@ -11,6 +11,12 @@ which already checks it field by field.
 
 A message without an AI envelope (no ``extras.ai``) is a *foreign* message and passes, as long as
 the fields above are well typed; a present but non-object ``extras`` / ``extras.ai`` does not.
+
+Every wire of a fold is checked, so the common shape (plain dicts, every field exactly its type) is
+recognised first by :func:`_plainly_well_typed`, a conservative test that only ever answers "well
+typed" or "look closer"; anything else takes the full check, whose answers (and refusal texts) are
+the only ones a caller sees (``tests/test_conversation_wire_check.py`` compares both on arbitrary
+values).
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from .._shapes import MAPPING
-from ..channels.channel import action_name
+from ..channels.channel import ACTIONS, action_name
 from ..errors import type_name
 
 __all__ = ["wire_problem"]
@@ -27,6 +33,7 @@ __all__ = ["wire_problem"]
 _STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
 _VERSION_STRING_FIELDS = ("serial", "clientId")
 _ONLY_STR = frozenset((str,))
+_ACTION_NAMES = frozenset(ACTIONS)
 
 
 def _is_number(value: Any) -> bool:
@@ -51,6 +58,59 @@ def _tier_problem(ai: Mapping[Any, Any], tier: str) -> str | None:
     return None
 
 
+def _plainly_well_typed(message: Any) -> bool:
+    """True when ``message`` has the common shape with every field checked exactly of its type
+    (then :func:`_full_problem` finds nothing); False means "look closer", never "malformed"."""
+    if type(message) is not dict:
+        return False
+    get = message.get
+    if not (
+        type(get("name", "")) is str
+        and type(get("clientId", "")) is str
+        and type(get("serial", "")) is str
+        and type(get("id", "")) is str
+        and type(get("connectionId", "")) is str
+    ):
+        return False
+    action = get("action")
+    if action is not None and not (type(action) is str and action in _ACTION_NAMES):
+        return False
+    timestamp = get("timestamp")
+    if timestamp is not None and type(timestamp) is not int and type(timestamp) is not float:
+        return False
+    version = get("version")
+    if version is not None:
+        if type(version) is not dict:
+            return False
+        vget = version.get
+        if type(vget("serial", "")) is not str or type(vget("clientId", "")) is not str:
+            return False
+        vts = vget("timestamp")
+        if vts is not None and type(vts) is not int and type(vts) is not float:
+            return False
+    extras = get("extras")
+    if extras is None:
+        return True
+    if type(extras) is not dict:
+        return False
+    ai = extras.get("ai")
+    if ai is None:
+        return True
+    if type(ai) is not dict:
+        return False
+    for tier in (ai.get("transport"), ai.get("codec")):
+        if tier is None:
+            continue
+        if type(tier) is not dict:
+            return False
+        try:  # in C: raises unless every key and every value is a str
+            "".join(tier)
+            "".join(tier.values())
+        except TypeError:
+            return False
+    return True
+
+
 def wire_problem(message: Any) -> str | None:
     """None when every field a session reads has its wire type, else what is wrong (for the log).
 
@@ -60,6 +120,13 @@ def wire_problem(message: Any) -> str | None:
     number; ``extras`` and ``extras.ai`` objects; every key and value of ``extras.ai.transport`` and
     ``extras.ai.codec`` a string.
     """
+    if _plainly_well_typed(message):
+        return None
+    return _full_problem(message)
+
+
+def _full_problem(message: Any) -> str | None:
+    """:func:`wire_problem` without its fast path (what names the problem)."""
     if not isinstance(message, MAPPING):
         return f"message is {type_name(message)}, not an object"
     for key in _STRING_FIELDS:
