@@ -42,6 +42,10 @@ class Fence:
         self.lease_ms = lease_ms
         self.ledger = LeaseLedger()
         self._changes: dict[str, list[tuple[str, str, bool]]] = {}
+        #: The connections named by each run's lease wires: a holder's tenure carries one of them
+        #: (a poison's none), so a run whose wires name at most one was never lost by anyone and
+        #: nothing of it is fenced — judged without folding the holder rule (the usual case).
+        self._connections: dict[str, set[str]] = {}
 
     def note(self, message: Mapping[str, Any], parsed: LeaseWire | Poison | str | None = None) -> str | None:
         """Fold one lease wire (its publisher already admitted); returns its run id when it counts.
@@ -55,6 +59,8 @@ class Fence:
             self._changes.clear()
             return None
         self._changes.pop(parsed.run_id, None)
+        if parsed.connection_id is not None:
+            self._connections.setdefault(parsed.run_id, set()).add(parsed.connection_id)
         return parsed.run_id
 
     def _changes_of(self, run_id: str) -> list[tuple[str, str, bool]]:
@@ -78,6 +84,9 @@ class Fence:
         connection that lost the run's lease before it (and had not regained it)."""
         if connection_id is None:
             return False
+        connections = self._connections.get(run_id)
+        if connections is None or len(connections) < 2:
+            return False  # no other connection ever held one of the run's keys
         lost = False
         for at, conn, is_loss in self._changes_of(run_id):
             if at >= serial:
