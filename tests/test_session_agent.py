@@ -191,3 +191,30 @@ async def test_explicit_step_holds_several_messages() -> None:
     assert step_ids == {step.step_id}
     await client.close()
     await agent.end()
+
+
+async def test_start_waits_for_a_trigger_published_after_the_wake_up() -> None:
+    """An invocation can reach a worker before its input reaches the channel: ``start()`` folds the
+    history (no match), then waits for a live wire claiming the event-id, and answers it."""
+    hub, client, agent = await open_session()
+    await client.view.send(user_message("earlier"))  # some history to fold first
+    event_id = "evt-late"
+    run = await agent.create_run(Invocation(event_id, "chat", "alice"))
+    starting = asyncio.ensure_future(run.start(timeout=60.0))
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert not starting.done()  # history folded, no match: waiting for the input
+    await hub.client("alice").channel("chat").publish({
+        "name": "ai-input",
+        "data": "late",
+        "extras": {"ai": {
+            "transport": {"role": "user", "codec-message-id": "cm-late", "run-client-id": "alice",
+                          "event-id": event_id, "stream": "false", "discrete": "true"},
+            "codec": {"kind": "user-message", "partType": "input_text"},
+        }},
+    })
+    await asyncio.wait_for(starting, 5.0)  # woken by the wire, not by the timeout
+    assert run.trigger is not None and run.trigger.get("clientId") == "alice"
+    await run.end("complete")
+    await client.close()
+    await agent.end()

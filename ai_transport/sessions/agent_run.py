@@ -184,10 +184,13 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
                 if transport_headers(change.wire.get("extras")).get(H_EVENT_ID) == eid:
                     claimed.set()
 
-            off = self.session.subscribe(WireFolded, on_msg)
+            off: Callable[[], None] | None = None
             try:
                 await self.session.hydrator.fold_until(lambda: self._match() is not None)
                 found = self._match()
+                if found is None:  # only a wire arriving from now on can wake the wait below (it
+                    # clears the flag first), so history folds without this listener on every wire
+                    off = self.session.subscribe(WireFolded, on_msg)
                 while found is None:
                     remaining = deadline - loop.time()
                     if remaining <= 0:
@@ -212,7 +215,8 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
                         )
                     found = self._match()
             finally:
-                off()
+                if off is not None:
+                    off()
         self._resolve_trigger(found)
 
     def _resolve_trigger(self, message: Mapping[str, Any]) -> None:
