@@ -121,10 +121,10 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self.strays_seen: set[str] = set()  # each stray approval handled once
         self._branch.is_unresponded_steer = lambda _run_id, cmid: self._steering.is_unresponded(cmid)
 
-    def _check_integrity(self) -> None:
+    def _check_integrity(self, messages: list[Any]) -> None:
         chain = {n.key for n in self._branch._chain() if isinstance(n, RunNode)}
         self.session.integrity.check_runs(chain | {self.run_id}, self.run_id)
-        settle_stray_approvals(self, self.view.get_messages())  # ignored / reported, never raised
+        settle_stray_approvals(self, messages)  # ignored / reported, never raised
 
     def _note(self, serial: Any) -> None:
         if isinstance(serial, str) and serial > self._last_serial:

@@ -93,8 +93,9 @@ class AgentConversation:
         """Publish one discrete output (provided by the run)."""
         raise NotImplementedError
 
-    def _check_integrity(self) -> None:
-        """Raise when the conversation holds tampered agent output (provided by the run)."""
+    def _check_integrity(self, messages: list[Any]) -> None:
+        """Raise when the conversation holds tampered agent output (provided by the run);
+        ``messages``: the view's (``CodecMessage``), read once for the check and the caller."""
 
     def branch_messages(self) -> list[Any]:
         """The openai messages (``OpenAIMessage``) of :attr:`view`: the conversation so far.
@@ -102,8 +103,9 @@ class AgentConversation:
         Raises 104090 (``TAMPERED_OUTPUT``) when an agent message of this conversation failed its
         integrity check on the way in from history (see :mod:`~ai_transport.conversation.signing`): tampered content is never
         handed to the model, and the approval it held is reported rather than lost."""
-        self._check_integrity()
-        return [m.message for m in self.view.get_messages()]
+        messages = self.view.get_messages()
+        self._check_integrity(messages)
+        return [m.message for m in messages]
 
     def input_items(self) -> list[dict[str, Any]]:
         """``to_responses_input`` of the view: the model input for the next turn."""
