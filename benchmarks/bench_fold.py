@@ -11,9 +11,17 @@
   connect, locate the trigger, fold the whole conversation, decide what it owes, build the model
   input) for conversations of 1k and 10k messages, divided by the messages in history; CPU time
   of this process (``time.process_time``). A second column has the garbage collector off during
-  the wake-up (the fold's own work): at 10k one full collection runs during the fold and scans
-  every object of the process, the in-process channel's store of the whole history included (what
-  Ably's servers hold, never a real worker's heap), ~20-30 us a message on a loaded 2-core machine.
+  the whole wake-up (a diagnostic). The history hydrator pauses the collector while each page folds
+  (:mod:`ai_transport.sessions.view`): before, at 10k one full collection ran during the fold and
+  scanned every object of the process, the in-process channel's store of the whole history
+  included, ~30 us a message; now none runs. Measured on the shared 2-core machine (load 3-4,
+  ranges of runs of ``--repeat 3``), before -> after the collector pause, the wire-check fast path,
+  one lease-wire parse, the fence's single-connection shortcut and fewer view reads: 1k 60-70 ->
+  36-43 us, 10k 106-109 -> 51-65 us (collector off: 57-59 -> 36-52 us, 50-57 -> 44-61 us); Python
+  calls per history message (``bench_wakeup.py``) 326 -> 282. The target (<= 20 us) is not reached:
+  what is left is spread over the tree fold, the decoder and reducer, admission, ownership claims
+  and the in-process channel's copy of every history message (~8%, which a real worker does not
+  pay: it decodes fresh JSON).
 * **agent CPU per model delta** (target: no regression, ~40 us before): ``bench_fleet.py
   --in-process-only``'s measure.
 
