@@ -150,7 +150,7 @@ class Tree(LifecycleFold, TreeOwnership):
         self.version = 0
         #: Bumped on every run status change.
         self.status_version = 0
-        self._visible_cache: tuple[Any, list[Node], set[str]] | None = None
+        self._visible_cache: tuple[Any, list[Node], dict[str, int]] | None = None
         #: Nodes appended at the end of the order since ``_appends_base`` (each with the version its
         #: insert made): the only structural changes since then, so caches of a version at or after
         #: the base extend by these instead of walking the whole tree (a live fold is O(1) a wire).
@@ -306,29 +306,58 @@ class Tree(LifecycleFold, TreeOwnership):
             return None
         return fork_of
 
-    def _input_group_root(self, node: InputNode) -> InputNode:
-        current, seen = node, {node.key}
-        while (fork_of := self._fork_of(current)) is not None and fork_of not in seen:
-            target = self._nodes.get(fork_of)
-            if (
-                target is None
-                or not isinstance(target.node, InputNode)
-                or target.node.parent != current.parent
-            ):
+    def _group_link(self, key: str) -> str | None:
+        """The prompt the prompt ``key`` joins the group of: its ``fork-of`` target when that is a
+        prompt of the same client (:meth:`_fork_of`) with the same parent, else None (a root)."""
+        entry = self._nodes.get(key)
+        if entry is None or not isinstance(entry.node, InputNode):
+            return None
+        fork_of = self._fork_of(entry.node)
+        target = self._nodes.get(fork_of) if fork_of is not None else None
+        if target is None or not isinstance(target.node, InputNode) or target.node.parent != entry.node.parent:
+            return None
+        return fork_of
+
+    def _resolve_root(self, key: str, roots: dict[str, str]) -> str:
+        """The group root of the prompt ``key``, memoised in ``roots`` (every prompt a walk passes
+        gets its root, so each prompt is walked once per build: O(1) amortised a prompt).
+
+        ``root(p) = root(link(p))`` (:meth:`_group_link`), ``p`` itself when it links nowhere. A
+        ``fork-of`` loop (one client's prompts editing each other) is one group whose root is the
+        loop's smallest key, for every prompt of the loop and every prompt leading into it: the
+        answer depends on the set of prompts only, never on their arrival or serial order."""
+        walked: list[str] = []
+        at: dict[str, int] = {}
+        current = key
+        while current not in roots:
+            if current in at:  # a loop: walked[at[current]:]
+                loop = walked[at[current]:]
+                rep = min(loop)
+                for k in loop:
+                    roots[k] = rep
                 break
-            current = target.node
-            seen.add(current.key)
-        return current
+            at[current] = len(walked)
+            walked.append(current)
+            nxt = self._group_link(current)
+            if nxt is None:
+                roots[current] = current
+                break
+            current = nxt
+        root = roots[current]
+        for k in walked:
+            roots.setdefault(k, root)
+        return roots[key]
 
     def _groups(self) -> tuple[dict[str | None, list[Node]], dict[str, list[Node]], dict[str, str]]:
         """The sibling groups of this version of the tree.
 
         ``(runs, inputs, roots)``: ``runs[parent]`` — the runs answering ``parent`` (a reply and its
-        regenerates); ``inputs[key]`` — the prompts that edit the prompt ``key`` (``fork-of`` chains
-        reaching it, same parent), ``key`` itself included; ``roots[key]`` — the group root of each
-        prompt (superseded ones included). In serial order, superseded nodes left out of groups.
-        Built in one pass (each node costs its ``fork-of`` chain), then extended by the nodes
-        appended since (:attr:`_appends`), so a live fold never walks the tree.
+        regenerates); ``inputs[root]`` — the prompts of the group rooted at ``root`` (the prompt and
+        its edits, edits of edits..., :meth:`_resolve_root`), one list a group root; ``roots[key]``
+        — the group root of each prompt (superseded ones included). In serial order, superseded
+        nodes left out of groups. Built in one pass (O(1) amortised a node: roots are memoised),
+        then extended by the nodes appended since (:attr:`_appends`), so a live fold never walks
+        the tree.
         """
         cached = self._children_cache
         if cached is not None and cached[0] != self.version:
@@ -361,32 +390,27 @@ class Tree(LifecycleFold, TreeOwnership):
         """Add ``node`` (the latest in serial order) to the groups (``forked``: the roots of the
         prompt groups with more than one member; ``by_root``: every prompt of each group root,
         superseded ones included; ``forked_keys``: the prompts whose root is forked, what
-        :meth:`forked_prompts` answers, kept here so that no reader walks every prompt)."""
+        :meth:`forked_prompts` answers, kept here so that no reader walks every prompt). O(1)
+        amortised: the root is memoised (:meth:`_resolve_root`), one member list a group root."""
         for ref in (node.parent, node.fork_of):
             if ref is not None:
                 referenced.add(ref)
-        if isinstance(node, InputNode):  # superseded ones too: a view may still hold one
-            root = self._input_group_root(node).key
-            roots[node.key] = root
-            by_root.setdefault(root, []).append(node.key)
-            if root in forked:
-                forked_keys[node.key] = None
+        if isinstance(node, RunNode):
+            if node.key not in self._superseded:
+                runs.setdefault(node.parent, []).append(node)
+            return
+        root = roots.get(node.key)  # superseded prompts too: a view may still hold one
+        if root is None:
+            root = self._resolve_root(node.key, roots)
+        by_root.setdefault(root, []).append(node.key)
+        if root in forked:
+            forked_keys[node.key] = None
         if node.key in self._superseded:
             return
-        if isinstance(node, RunNode):
-            runs.setdefault(node.parent, []).append(node)
-            return
-        own = inputs.setdefault(node.key, [])
-        own.append(node)
-        if len(own) > 1:  # its edits sorted before it (an edit's serial below the prompt's)
-            self._mark_forked(node.key, forked, by_root, forked_keys)
-        for reached in self._fork_chain(node):
-            target = self._nodes.get(reached)
-            if target is not None and target.node.kind == node.kind and target.node.parent == node.parent:
-                members = inputs.setdefault(reached, [])
-                members.append(node)
-                if len(members) > 1:
-                    self._mark_forked(reached, forked, by_root, forked_keys)
+        members = inputs.setdefault(root, [])
+        members.append(node)
+        if len(members) > 1:
+            self._mark_forked(root, forked, by_root, forked_keys)
 
     @staticmethod
     def _mark_forked(
@@ -432,33 +456,16 @@ class Tree(LifecycleFold, TreeOwnership):
         read from the groups (no ``fork-of`` walk)."""
         return self._groups()[2].get(key, key)
 
-    def _fork_chain(self, node: Node) -> list[str]:
-        """The keys an input's ``fork-of`` chain reaches (what :meth:`sibling_group` walks)."""
-        reached: list[str] = []
-        current: Node = node
-        seen = {current.key}
-        while isinstance(current, InputNode) and (fork_of := self._fork_of(current)) is not None:
-            if fork_of in seen:
-                break
-            reached.append(fork_of)
-            seen.add(fork_of)
-            target = self._nodes.get(fork_of)
-            if target is None:
-                break
-            current = target.node
-        return reached
-
     def sibling_group(self, key: str) -> list[Node]:
         """Alternatives of the node ``key`` (edits of a prompt, regenerates of a reply), in order."""
         entry = self._nodes.get(key)
         if entry is None:
             return []
         original = entry.node
-        runs, inputs, _ = self._groups()
+        runs, inputs, roots = self._groups()
         if isinstance(original, RunNode):
             return list(runs.get(original.parent, ()))
-        original = self._input_group_root(original)
-        return list(inputs.get(original.key, ()))
+        return list(inputs.get(roots.get(key, key), ()))
 
     def group_root(self, key: str) -> str:
         """The key identifying the sibling group of ``key`` (its first member)."""
@@ -466,7 +473,7 @@ class Tree(LifecycleFold, TreeOwnership):
         if entry is None:
             return key
         if isinstance(entry.node, InputNode):
-            return self._input_group_root(entry.node).key
+            return self._groups()[2].get(key, key)
         group = self.sibling_group(key)
         return group[0].key if group else key
 
@@ -510,7 +517,7 @@ class Tree(LifecycleFold, TreeOwnership):
         if cached is not None and cached[0] == cache_key:
             return cached[1]
         result: list[Node] = []
-        path: set[str] = set()
+        path: dict[str, int] = {}  # key -> its index in result
         resolved: dict[str, str] = {}
         runs, inputs, roots = self._groups()
         for entry in self._sorted:
@@ -518,11 +525,7 @@ class Tree(LifecycleFold, TreeOwnership):
             key = node.key
             if key in self._superseded:
                 continue
-            parent_key = self._cmid_to_key.get(node.parent) if node.parent is not None else None
-            if parent_key == key:
-                # a run whose prompt was never seen (joined mid-run, no history loaded): the prompt's
-                # id maps to the run itself; 0.8.0 then hides the run, we show it as a root
-                parent_key = None
+            parent_key = self._parent_key(node)
             if parent_key is not None and parent_key not in path:
                 continue
             if isinstance(node, RunNode):
@@ -542,14 +545,20 @@ class Tree(LifecycleFold, TreeOwnership):
                     resolved[root] = selected
                 if key != selected:
                     continue
-            path.add(key)
+            path[key] = len(result)
             result.append(node)
         self._visible_cache = (cache_key, result, path)
         return result
 
     def _extend_visible(self, cached: Any) -> Any:
-        """The cached path extended by the nodes appended since it was computed, when each is a
-        node of its own (no siblings): shown iff its parent is on the path. Else None."""
+        """The cached path extended by the nodes appended since it was computed, else None.
+
+        An appended node of its own (no siblings) is shown iff its parent is on the path (the path
+        grows at its end: the same list). An appended sibling (an edit, a regenerate) is the latest
+        of its group, and no node names it yet: when a selection keeps another member it changes
+        nothing; else it replaces the member shown until now (the group's previous latest), which
+        leaves the path with the nodes shown through it — a new list, rebuilt from that member on
+        only (O(the path after it), never the whole tree)."""
         (version, chosen), result, path = cached
         appended = self._appended_since(version)
         if appended is None:
@@ -557,23 +566,69 @@ class Tree(LifecycleFold, TreeOwnership):
         runs, inputs, roots = self._groups()
         if self._children_cache is None or any(n.key in self._children_cache[4] for n in appended):
             return None
+        selections = dict(chosen)
         for node in appended:
             key = node.key
             if key in self._superseded:
                 continue
-            parent_key = self._cmid_to_key.get(node.parent) if node.parent is not None else None
-            if parent_key == key:
-                parent_key = None
+            parent_key = self._parent_key(node)
             if parent_key is not None and parent_key not in path:
                 continue
-            group = runs.get(node.parent, ()) if isinstance(node, RunNode) else inputs.get(roots.get(key, key), ())
+            if isinstance(node, RunNode):
+                group = runs.get(node.parent, ())
+                root = group[0].key if group else key
+            else:
+                root = roots.get(key, key)
+                group = inputs.get(root, ())
             if len(group) > 1:
-                return None
-            path.add(key)
+                if group[-1] is not node:
+                    return None
+                preferred = selections.get(root)
+                if preferred is not None and preferred != key and self._in_group(preferred, node, root):
+                    continue  # the selected member stays
+                at = path.get(group[-2].key)
+                if at is None:
+                    return None
+                result = self._drop_from_path(result, path, at)
+                if parent_key is not None and parent_key not in path:
+                    continue  # its parent left with the member it replaces (a run whose prompt maps to it)
+            path[key] = len(result)
             result.append(node)
         extended = ((self.version, chosen), result, path)
         self._visible_cache = extended
         return extended
+
+    def _parent_key(self, node: Node) -> str | None:
+        """The key of the node ``node``'s parent, None for a root (or a run whose prompt was never
+        seen: joined mid-run, no history loaded, the prompt's id maps to the run itself; 0.8.0 then
+        hides the run, we show it as a root)."""
+        parent_key = self._cmid_to_key.get(node.parent) if node.parent is not None else None
+        return None if parent_key == node.key else parent_key
+
+    def _in_group(self, key: str, member: Node, root: str) -> bool:
+        """Whether the node ``key`` is in the (unsuperseded) sibling group of ``member``, whose
+        root is ``root`` — an O(1) test, not a scan of the group."""
+        entry = self._nodes.get(key)
+        if entry is None or key in self._superseded:
+            return False
+        if isinstance(member, RunNode):
+            return isinstance(entry.node, RunNode) and entry.node.parent == member.parent
+        return isinstance(entry.node, InputNode) and self._groups()[2].get(key) == root
+
+    def _drop_from_path(self, result: list[Node], path: dict[str, int], at: int) -> list[Node]:
+        """A new path: ``result`` without its node at ``at`` and the nodes after it shown through
+        it (their parent left the path); ``path`` (the key index) updated in place."""
+        kept = result[:at]
+        tail = result[at + 1 :]
+        del path[result[at].key]
+        for node in tail:
+            del path[node.key]
+        for node in tail:
+            parent_key = self._parent_key(node)
+            if parent_key is None or parent_key in path:
+                path[node.key] = len(kept)
+                kept.append(node)
+        return kept
 
     # -- folding -----------------------------------------------------------------------------
 
