@@ -173,3 +173,77 @@ async def test_a_live_wire_costs_an_agent_run_the_same_with_a_chain_50_or_400_de
     small, large = await agent_calls_per_wire(50), await agent_calls_per_wire(400)
     # before: the run's view walked the trigger's whole chain (and diffed every node of it) per wire
     assert large <= small * 1.15 + 20, (small, large)
+
+
+# -- edit floods: prompts editing prompts (break #8 with fork-of instead of junk prompts) ----------
+
+
+def edit_flood_calls_per_wire(held: int, mode: str, with_view: bool) -> float:
+    """Calls a client session spends per new live edit, with ``held`` edits already folded: each
+    prompt edits the one before (``chain``: an edit of an edit of ...) or the first (``one``).
+    Without a view, the tree's default path (the latest edit shown) is read after every wire."""
+    session = ClientSession(InProcessHub().client("alice").channel("chat"))
+    if with_view:
+        session.view.on("update", lambda *_: None)  # a UI listening: it pins the edit it showed
+    else:
+        session.view.close()
+    tree = session.tree
+
+    def publish(n: int) -> None:
+        target = None if n == 0 else (f"e{n - 1}" if mode == "chain" else "e0")
+        session._on_live(prompt_wire(n, "mallory", f"e{n}", fork_of=target))
+        if not with_view:
+            tree.visible_path()
+
+    for n in range(held):
+        publish(n)
+
+    def more() -> None:
+        for n in range(held, held + 20):
+            publish(n)
+
+    spent = _calls(more)
+    last = held + 19
+    assert len(tree.sibling_group(f"e{last}")) == held + 20  # one group: the prompt and all its edits
+    assert tree.group_root(f"e{last}") == "e0" and tree.root_of(f"e{last // 2}") == "e0"
+    shown = [n.key for n in (session.view._visible() if with_view else tree.visible_path())]
+    assert shown == (["e0"] if with_view else [f"e{last}"])  # the view keeps the edit it showed
+    return spent / 20
+
+
+@pytest.mark.parametrize("with_view", [True, False], ids=["view", "tree"])
+@pytest.mark.parametrize("mode", ["chain", "one"])
+def test_a_live_edit_costs_the_same_with_50_or_400_edits_held(mode: str, with_view: bool) -> None:
+    small, large = edit_flood_calls_per_wire(50, mode, with_view), edit_flood_calls_per_wire(400, mode, with_view)
+    # before: each edit walked its fork-of chain (twice), was appended to the group of every prompt
+    # the chain reached (O(N^2) entries), and the visible path was rebuilt from scratch: ~+10,000
+    # calls a wire at 400
+    assert large <= small * 1.15 + 20, (small, large)
+
+
+def test_a_live_edit_of_the_last_prompt_of_a_long_conversation_costs_the_same() -> None:
+    """An edit of the prompt shown last (the reply chain above it stays): the path loses one node
+    and gains one, whatever the conversation's length."""
+
+    def calls(depth: int) -> float:
+        session = ClientSession(InProcessHub().client("alice").channel("chat"))
+        session.view.close()
+        tree = session.tree
+        for n in range(depth):
+            session._on_live(prompt_wire(n, "alice", f"q{n}", parent=f"q{n - 1}" if n else None))
+        tree.visible_path()
+
+        def more() -> None:
+            for k in range(20):
+                n = depth + k
+                target = f"q{depth - 1}" if k == 0 else f"q{n - 1}"
+                session._on_live(prompt_wire(n, "alice", f"q{n}", parent=f"q{depth - 2}", fork_of=target))
+                tree.visible_path()
+
+        spent = _calls(more)
+        keys = [n.key for n in tree.visible_path()]
+        assert keys == [f"q{n}" for n in range(depth - 1)] + [f"q{depth + 19}"]
+        return spent / 20
+
+    small, large = calls(50), calls(400)
+    assert large <= small * 1.15 + 20, (small, large)

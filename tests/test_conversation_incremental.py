@@ -262,3 +262,139 @@ def test_incremental_structures_equal_a_recomputation_after_every_wire(
         assert cached["forked"] == cached["forked_by_definition"]
         assert cached["root_of"] == {k: cached["roots"][k] for k in cached["root_of"]}
         assert cached["replies"] == cached["replies_by_definition"]
+
+
+# -- edit floods: the prompt groups against their definition ---------------------------------------
+
+
+def defined_root(tree: Tree, key: str) -> str:
+    """A prompt's group root by definition, walked with no memo: ``root(p) = root(t)`` when ``p``
+    is a ``fork-of`` of a prompt ``t`` of the same publisher (the ids' owners, by the ownership
+    rule) with the same parent, else ``p``; a loop's root is its smallest key."""
+    walked: list[str] = []
+    while key not in walked:
+        walked.append(key)
+        entry = tree._nodes[key]
+        fork_of = entry.node.fork_of
+        target = tree._nodes.get(fork_of) if fork_of is not None else None
+        if (
+            target is None
+            or not isinstance(target.node, InputNode)
+            or target.owner != entry.owner
+            or target.node.parent != entry.node.parent
+        ):
+            return key
+        key = fork_of
+    return min(walked[walked.index(key):])
+
+
+def defined_answers(tree: Tree, selections: dict[str, str]) -> Any:
+    """The groups, roots and visible path from their definitions over the tree's nodes alone."""
+    nodes = tree.nodes()
+    prompts = [n for n in nodes if isinstance(n, InputNode)]
+    roots = {n.key: defined_root(tree, n.key) for n in prompts}
+    live = [n for n in prompts if n.key not in tree._superseded]
+    groups = {k: [n.key for n in live if roots[n.key] == root] for k, root in roots.items()}
+    path: list[str] = []
+    chosen: dict[str, str] = {}
+    for n in live:
+        parent = tree._cmid_to_key.get(n.parent) if n.parent is not None else None
+        if parent is not None and parent != n.key and parent not in path:  # a self-parent: a root
+            continue
+        root, group = roots[n.key], groups[n.key]
+        if len(group) > 1:
+            pick = chosen.setdefault(root, selections[root] if selections.get(root) in group else group[-1])
+            if n.key != pick:
+                continue
+        path.append(n.key)
+    return {"roots": roots, "groups": groups, "path": path,
+            "forked": sorted(k for k in roots if len(groups[k]) > 1)}
+
+
+def kept_answers(tree: Tree, selections: dict[str, str]) -> Any:
+    """The same answers as the tree keeps them (read through its caches)."""
+    prompts = [n.key for n in tree.nodes() if isinstance(n, InputNode)]
+    return {"roots": {k: tree.group_root(k) for k in prompts},
+            "groups": {k: [m.key for m in tree.sibling_group(k)] for k in prompts},
+            "path": [n.key for n in tree.visible_path(selections)],
+            "forked": sorted(tree.forked_prompts())}
+
+
+edit_steps = st.lists(
+    st.tuples(
+        st.sampled_from(["new", "new", "new", "impostor"]),  # an impostor takes a prompt's id (maybe first)
+        st.sampled_from([None, None, None, "p0", "p1"]),  # the parent: most prompts share one
+        st.one_of(st.none(), st.sampled_from(["prev", "first"]), st.integers(0, 14)),  # fork-of (a later id: loops)
+        st.sampled_from(["alice", "alice", "mallory"]),
+    ),
+    min_size=1, max_size=14,
+)
+
+
+def edit_wires(steps: list[tuple[str, str | None, Any, str]], pick: int) -> list[dict[str, Any]]:
+    """The prompts of ``steps`` in serial order. A publisher never publishes one id twice (that
+    re-publication, newest first, keeps the later serial: an ordering question of its own)."""
+    wires = []
+    published: set[tuple[str, str]] = set()
+    for i, (op, parent, fork, who) in enumerate(steps):
+        cmid = f"p{(i + pick) % len(steps)}" if op == "impostor" else f"p{i}"
+        if (cmid, who) in published:
+            continue
+        published.add((cmid, who))
+        # an edit of the one before (of nothing yet for the first), of the first, of any id (a later
+        # one: loops), itself (half of the time kept: a self-loop), or none
+        fork_of = f"p{fork}" if isinstance(fork, int) else {"prev": f"p{i - 1}", "first": "p0"}.get(fork or "")
+        wires.append(prompt(i + 1, who, cmid, parent, None if fork_of == cmid and i % 2 else fork_of))
+    return wires
+
+
+@settings(max_examples=200, deadline=None)
+@given(steps=edit_steps, how=st.sampled_from(["live", "history", "shuffled"]), page=st.integers(1, 5),
+       seed=st.integers(0, 1000), pick=st.integers(0, 20), choice=st.integers(0, 40))
+def test_prompt_groups_equal_their_definition_after_every_wire(
+    steps: list[tuple[str, str | None, Any, str]], how: str, page: int, seed: int, pick: int, choice: int
+) -> None:
+    """Edit chains, edits of one prompt, ``fork-of`` loops (and self-edits), another publisher's
+    "edit", edits of a prompt folded after them, impostors: after every wire the kept groups, roots,
+    forked prompts and visible path (default and with a selection) equal their definitions, and a
+    recomputation from scratch; every arrival order ends with the same answers."""
+    wires = edit_wires(steps, pick)
+    # one selection for the whole fold (so the kept path extends wire after wire): a group root and
+    # its member, or ids that are neither (yet), or none
+    selections = {f"p{choice % 7}": f"p{choice // 7 % 7}"} if choice % 3 else {}
+
+    def fold(order: list[dict[str, Any]]) -> Tree:
+        tree, viewed = Tree(ResponsesCodec), Tree(ResponsesCodec)  # viewed: by two views pinning forks
+        appliers = [WireApplier(t, ResponsesCodec.create_decoder()) for t in (tree, viewed)]
+        pins, recomputed = NavigableBranch(viewed), RecomputedPins(viewed)
+        for message in order:
+            shown = [{n.key: at for at, n in enumerate(b.visible_path())} for b in (pins, recomputed)]
+            for applier in appliers:
+                applier.apply(message)
+            assert kept_answers(tree, selections) == defined_answers(tree, selections), json.dumps(message)[:200]
+            kept = (tree._visible_cache, tree._children_cache)
+            tree._visible_cache = tree._children_cache = None
+            assert kept_answers(tree, selections) == defined_answers(tree, selections)
+            tree._visible_cache, tree._children_cache = kept  # the next wire extends the kept caches
+            pins.on_visible_nodes_changed(shown[0])
+            recomputed.on_visible_nodes_changed(shown[1])
+            assert pins._forks == recomputed._forks
+            assert [n.key for n in pins.visible_path()] == [n.key for n in recomputed.visible_path()]
+        return tree
+
+    final = kept_answers(fold(arrival(wires, how, page, seed)), selections)
+    assert final == kept_answers(fold(list(wires)), selections)  # as live, whatever the arrival order
+
+
+def test_an_edit_loop_is_one_group_rooted_at_its_smallest_key_in_any_order() -> None:
+    # serial order p3, p1, p2 (the smallest key neither first nor last); p0 edits into the loop
+    wires = [prompt(1, "alice", "p3", None, "p1"), prompt(2, "alice", "p1", None, "p2"),
+             prompt(3, "alice", "p2", None, "p3"), prompt(4, "alice", "p0", None, "p2")]
+    for order in (wires, wires[::-1], [wires[1], wires[3], wires[2], wires[0]]):
+        tree = Tree(ResponsesCodec)
+        applier = WireApplier(tree, ResponsesCodec.create_decoder())
+        for message in order:
+            applier.apply(message)
+        assert {k: tree.group_root(k) for k in ("p0", "p1", "p2", "p3")} == dict.fromkeys(("p0", "p1", "p2", "p3"), "p1")
+        assert [n.key for n in tree.sibling_group("p2")] == ["p3", "p1", "p2", "p0"]  # in serial order
+        assert [n.key for n in tree.visible_path()] == ["p0"]  # the latest of the group
