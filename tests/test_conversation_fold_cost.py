@@ -247,3 +247,26 @@ def test_a_live_edit_of_the_last_prompt_of_a_long_conversation_costs_the_same() 
 
     small, large = calls(50), calls(400)
     assert large <= small * 1.15 + 20, (small, large)
+
+
+def test_a_live_edit_of_another_shown_prompt_each_time_costs_the_same_with_50_or_400_held() -> None:
+    """Mallory's prompts, all shown, then an edit of a different one each time: the view pins each
+    prompt it showed as its group forks, which keeps the path (the same list, diffed in O(1))."""
+
+    def calls(held: int) -> float:
+        session = ClientSession(InProcessHub().client("alice").channel("chat"))
+        session.view.on("update", lambda *_: None)
+        for n in range(held):
+            session._on_live(prompt_wire(n, "mallory", f"x{n}"))
+
+        def more() -> None:
+            for k in range(20):
+                session._on_live(prompt_wire(held + k, "mallory", f"e{k}", fork_of=f"x{k * 2}"))
+
+        spent = _calls(more)
+        assert [n.key for n in session.view._visible()] == [f"x{n}" for n in range(held)]  # each pinned
+        assert [m.key for m in session.tree.sibling_group("x2")] == ["x2", "e1"]
+        return spent / 20
+
+    small, large = calls(50), calls(400)
+    assert large <= small * 1.15 + 40, (small, large)

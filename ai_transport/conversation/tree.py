@@ -505,14 +505,17 @@ class Tree(LifecycleFold, TreeOwnership):
         return [journal[-k] for k in range(new, 0, -1)]  # from the newest end: O(new)
 
     def visible_path(self, selections: Mapping[str, str] | None = None) -> list[Node]:
-        """:meth:`visible_nodes` as the tree holds it: never mutate it. A later answer for the same
-        selections that is the same list object only grew at its end (the live append case); a
+        """:meth:`visible_nodes` as the tree holds it: never mutate it. A later answer that is the
+        same list object only grew at its end (the live append case; other selections that pick
+        the members shown already, such as a view pinning what it shows, answer the same list); a
         structural change answers a new list."""
         selections = selections or {}
         chosen = tuple(sorted(selections.items()))
         cache_key = (self.version, chosen)
         cached = self._visible_cache
-        if cached is not None and cached[0] != cache_key and cached[0][1] == chosen:
+        if cached is not None and cached[0] != cache_key and cached[0][1] != chosen:
+            cached = self._reselect_visible(cached, chosen)
+        if cached is not None and cached[0] != cache_key:
             cached = self._extend_visible(cached)
         if cached is not None and cached[0] == cache_key:
             return cached[1]
@@ -538,7 +541,7 @@ class Tree(LifecycleFold, TreeOwnership):
                 selected = resolved.get(root)
                 if selected is None:
                     preferred = selections.get(root)
-                    if preferred is not None and any(n.key == preferred for n in group):
+                    if preferred is not None and self._in_group(preferred, node, root):
                         selected = preferred
                     else:
                         selected = group[-1].key
@@ -597,6 +600,43 @@ class Tree(LifecycleFold, TreeOwnership):
         extended = ((self.version, chosen), result, path)
         self._visible_cache = extended
         return extended
+
+    def _reselect_visible(self, cached: Any, chosen: tuple[tuple[str, str], ...]) -> Any:
+        """The cached path (of the tree as it was, before the nodes appended since) for other
+        selections, when each selection that changed picks the member the path shows already (a
+        view pinning the prompt it shows when someone edits it); else None. O(the selections)."""
+        (version, before), result, path = cached
+        appended = self._appended_since(version)
+        if appended is None or self._children_cache is None:
+            return None
+        referenced = self._children_cache[4]
+        if any(n.key in referenced for n in appended):
+            return None
+        runs, inputs, _ = self._groups()
+        new = {n.key for n in appended}
+        old_pick, new_pick = dict(before), dict(chosen)
+        for root in {r for r, _ in set(before).symmetric_difference(chosen)}:
+            entry = self._nodes.get(root)
+            groups = [inputs.get(root, ())]
+            if entry is not None and isinstance(entry.node, RunNode):
+                siblings = runs.get(entry.node.parent, ())
+                if siblings and siblings[0].key == root:
+                    groups.append(siblings)
+            for group in groups:
+                held = len(group)
+                while held and group[held - 1].key in new:  # appended since: at the group's end
+                    held -= 1
+                if held > 1 and self._pick(group, held, old_pick.get(root), root, new) != self._pick(
+                    group, held, new_pick.get(root), root, new
+                ):
+                    return None
+        return ((version, chosen), result, path)
+
+    def _pick(self, group: Any, held: int, preferred: str | None, root: str, new: set[str]) -> str:
+        """The member of ``group[:held]`` a path shows for the selection ``preferred``."""
+        if preferred is not None and preferred not in new and self._in_group(preferred, group[0], root):
+            return preferred
+        return str(group[held - 1].key)
 
     def _parent_key(self, node: Node) -> str | None:
         """The key of the node ``node``'s parent, None for a root (or a run whose prompt was never
