@@ -6,7 +6,11 @@
   history); then more prompts arrive live, and the time the session spends on each (its channel
   listener: admission, tree fold, view update) is measured. Before the sans-I/O core this grew
   with ``N`` (``Tree.sibling_group`` scanned every child per visible node: 18 / 96 / 319 ms at
-  N = 100 / 200 / 400).
+  N = 100 / 200 / 400). The same with edit floods (``--modes``): the ``N`` prompts and the live
+  ones are each an edit (``fork-of``) of the one before (``editchain``: an edit of an edit ...) or
+  of the first (``edit``); before the groups were memoised a chain of N edits cost each new one
+  O(N) (its fork-of chain walked, appended to the group of every prompt it reached, the visible
+  path rebuilt: 59 / 161 / 278 / 417 ms per 250 live edits as N grew past 1000).
 * **wake-up per history message** (target: <= 20 us): ``bench_wakeup.py``'s path (a fresh worker:
   connect, locate the trigger, fold the whole conversation, decide what it owes, build the model
   input) for conversations of 1k and 10k messages, divided by the messages in history; CPU time
@@ -26,7 +30,7 @@
   --in-process-only``'s measure.
 
 Run: ``python benchmarks/bench_fold.py [--sizes 100,1000,10000] [--wake-sizes 1000,10000]
-[--live 50] [--repeat 3]``. Not a test.
+[--live 50] [--repeat 3] [--modes junk,editchain,edit]``. Not a test.
 """
 
 from __future__ import annotations
@@ -72,12 +76,25 @@ def prompt_wire(text: str) -> dict[str, Any]:
     }
 
 
-async def live_fold_per_message(n: int, live: int) -> float:
-    """Median seconds a client session spends folding one new live prompt, ``n`` already held."""
+def flood_wire(text: str, mode: str, sent: list[str]) -> dict[str, Any]:
+    """:func:`prompt_wire`, an edit of the previous prompt of ``sent`` (``editchain``) or of its
+    first (``edit``) when there is one; its id is appended to ``sent``."""
+    wire = prompt_wire(text)
+    transport = wire["extras"]["ai"]["transport"]
+    if sent and mode in ("editchain", "edit"):
+        transport["fork-of"] = sent[-1] if mode == "editchain" else sent[0]
+    sent.append(transport["codec-message-id"])
+    return wire
+
+
+async def live_fold_per_message(n: int, live: int, mode: str = "junk") -> float:
+    """Median seconds a client session spends folding one new live prompt, ``n`` already held
+    (junk prompts, or an edit flood: :func:`flood_wire`)."""
     hub = InProcessHub()
     mallory = hub.client("mallory").channel("chat")
+    sent: list[str] = []
     for i in range(n):
-        await mallory.publish(copy.deepcopy(prompt_wire(f"junk {i}")))
+        await mallory.publish(copy.deepcopy(flood_wire(f"junk {i}", mode, sent)))
     session = ClientSession(hub.client("alice").channel("chat"))
     session.view.on("update", lambda *_: None)
     spent: list[float] = []
@@ -95,7 +112,7 @@ async def live_fold_per_message(n: int, live: int) -> float:
     spent.clear()
     gc.collect()
     for i in range(live):
-        await mallory.publish(prompt_wire(f"live {i}"))
+        await mallory.publish(flood_wire(f"live {i}", mode, sent))
     for _ in range(10):
         await asyncio.sleep(0)
     assert len(spent) == live, (len(spent), live)
@@ -130,12 +147,17 @@ def main() -> None:
     ap.add_argument("--live", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--deltas", type=int, default=20_000)
+    ap.add_argument("--modes", default="junk,editchain,edit", help="junk prompts and/or edit floods")
     args = ap.parse_args()
 
-    print(f"{'messages on channel':>20} {'live fold per new message':>27}")
+    modes = [m for m in args.modes.split(",") if m]
+    print(f"{'messages on channel':>20} {'live fold per new message':>27}" + "".join(f" {m:>10}" for m in modes[1:]))
     for n in (int(s) for s in args.sizes.split(",") if s):
-        best = min(asyncio.run(live_fold_per_message(n, args.live)) for _ in range(args.repeat))
-        print(f"{n:>20} {best * 1e6:>24.0f} us")
+        row = f"{n:>20}"
+        for i, mode in enumerate(modes):
+            best = min(asyncio.run(live_fold_per_message(n, args.live, mode)) for _ in range(args.repeat))
+            row += f" {best * 1e6:>{24 if i == 0 else 8}.0f} us"
+        print(row)
 
     print(f"{'history messages':>20} {'wake-up per history message (CPU)':>35} {'collector off':>14}")
     for size in (int(s) for s in args.wake_sizes.split(",") if s):
