@@ -372,6 +372,9 @@ def test_prompt_groups_equal_their_definition_after_every_wire(
             for applier in appliers:
                 applier.apply(message)
             assert kept_answers(tree, selections) == defined_answers(tree, selections), json.dumps(message)[:200]
+            # one member list a group: each unsuperseded prompt held once (a chain of N edits: N entries)
+            held = sum(len(members) for members in tree._children_cache[2].values())
+            assert held == sum(isinstance(n, InputNode) and n.key not in tree._superseded for n in tree.nodes())
             kept = (tree._visible_cache, tree._children_cache)
             tree._visible_cache = tree._children_cache = None
             assert kept_answers(tree, selections) == defined_answers(tree, selections)
