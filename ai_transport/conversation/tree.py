@@ -510,7 +510,7 @@ class Tree(LifecycleFold, TreeOwnership):
         the members shown already, such as a view pinning what it shows, answer the same list); a
         structural change answers a new list."""
         selections = selections or {}
-        chosen = tuple(sorted(selections.items()))
+        chosen = frozenset(selections.items())  # no sort: O(the selections), hashed once
         cache_key = (self.version, chosen)
         cached = self._visible_cache
         if cached is not None and cached[0] != cache_key and cached[0][1] != chosen:
@@ -601,7 +601,7 @@ class Tree(LifecycleFold, TreeOwnership):
         self._visible_cache = extended
         return extended
 
-    def _reselect_visible(self, cached: Any, chosen: tuple[tuple[str, str], ...]) -> Any:
+    def _reselect_visible(self, cached: Any, chosen: frozenset[tuple[str, str]]) -> Any:
         """The cached path (of the tree as it was, before the nodes appended since) for other
         selections, when each selection that changed picks the member the path shows already (a
         view pinning the prompt it shows when someone edits it); else None. O(the selections)."""
@@ -614,8 +614,8 @@ class Tree(LifecycleFold, TreeOwnership):
             return None
         runs, inputs, _ = self._groups()
         new = {n.key for n in appended}
-        old_pick, new_pick = dict(before), dict(chosen)
-        for root in {r for r, _ in set(before).symmetric_difference(chosen)}:
+        old_pick, new_pick = dict(before - chosen), dict(chosen - before)  # what changed only
+        for root in old_pick.keys() | new_pick.keys():
             entry = self._nodes.get(root)
             groups = [inputs.get(root, ())]
             if entry is not None and isinstance(entry.node, RunNode):
