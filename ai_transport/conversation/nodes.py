@@ -60,6 +60,9 @@ class _LogEntry:
     message_id: str | None
     events: list[CodecEvent]
     decoded_through: str
+    #: The publisher Ably verified for the wire (its create's ``clientId``): what a refold passes
+    #: the codec's fold as ``author`` (per-publisher bounds in the projection).
+    author: str | None = None
 
 
 class WireLog:
@@ -89,8 +92,10 @@ class WireLog:
         events: list[CodecEvent],
         version: str | None,
         streamed: bool,
+        author: str | None = None,
     ) -> str:
-        """Record ``events`` of the wire at ``serial``; see the class docstring for the result."""
+        """Record ``events`` of the wire at ``serial`` (published by ``author``); see the class
+        docstring for the result."""
         entries = self.entries
         for i in range(len(entries) - 1, -1, -1):
             entry = entries[i]
@@ -104,14 +109,18 @@ class WireLog:
                 return "incremental" if i == len(entries) - 1 or self.swept else "refold"
             if entry.serial < serial:
                 kept = [] if self.swept else list(events)
-                entries.insert(i + 1, _LogEntry(serial, message_id, kept, version or serial))
+                entries.insert(i + 1, _LogEntry(serial, message_id, kept, version or serial, author))
                 return "incremental" if i + 1 == len(entries) - 1 or self.swept else "refold"
-        entries.insert(0, _LogEntry(serial, message_id, [] if self.swept else list(events), version or serial))
+        entries.insert(0, _LogEntry(serial, message_id, [] if self.swept else list(events), version or serial, author))
         return "incremental" if len(entries) == 1 or self.swept else "refold"
 
     def replay(self) -> list[tuple[CodecEvent, str, str | None]]:
         """Every logged event with its serial and message id, in serial order."""
         return [(ev, e.serial, e.message_id) for e in self.entries for ev in e.events]
+
+    def replay_authored(self) -> list[tuple[CodecEvent, str, str | None, str | None]]:
+        """:meth:`replay` with each wire's author."""
+        return [(ev, e.serial, e.message_id, e.author) for e in self.entries for ev in e.events]
 
 
 # ---------------------------------------------------------------------------------------------

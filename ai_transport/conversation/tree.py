@@ -34,6 +34,7 @@ step replaces its failed attempt in every view. The reorder-window log sweep is
 from __future__ import annotations
 
 import bisect
+import inspect
 import itertools
 import logging
 from collections import deque
@@ -88,6 +89,15 @@ logger = logging.getLogger("ai_transport.conversation.tree")
 # Tree
 
 
+def _takes_author(codec: Any) -> bool:
+    """Whether ``codec.fold`` accepts the ``author`` keyword."""
+    try:
+        params = inspect.signature(codec.fold).parameters
+    except (TypeError, ValueError):
+        return False
+    return "author" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
+
+
 def _append_version(append: tuple[int, Node]) -> int:
     return append[0]
 
@@ -118,6 +128,8 @@ class Tree(LifecycleFold, TreeOwnership):
         refused: Callable[[Mapping[str, Any], str], None] | None = None,
     ) -> None:
         self._codec = codec
+        #: Whether the codec's fold takes ``author`` (both built-in codecs do; a custom one may not).
+        self._fold_author = _takes_author(codec)
         #: Where the tree reports what each fold changed (:mod:`.changes`; its core's queue).
         self._report: Report = report if report is not None else discard
         #: Called with ``(message, why)`` for every wire the tree refuses (the core counts it).
@@ -722,11 +734,14 @@ class Tree(LifecycleFold, TreeOwnership):
         if serial is not None and self._gated(entry, serial):
             return
         projection = entry.node.projection
+        fold = self._codec.fold
+        author = self._client if self._fold_author else None
         for direction, event in events:
             try:
-                projection = self._codec.fold(
-                    projection, direction, event, message_id=mid, serial=serial or ""
-                )
+                if author is None:
+                    projection = fold(projection, direction, event, message_id=mid, serial=serial or "")
+                else:
+                    projection = fold(projection, direction, event, message_id=mid, serial=serial or "", author=author)
             except Exception:
                 logger.exception("fold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
@@ -736,11 +751,15 @@ class Tree(LifecycleFold, TreeOwnership):
 
     def _refold(self, entry: _Internal) -> None:
         projection = self._codec.init()
-        for (direction, event), serial, mid in entry.log.replay():
+        fold = self._codec.fold
+        for (direction, event), serial, mid, author in entry.log.replay_authored():
             if self._gated(entry, serial):
                 continue
             try:
-                projection = self._codec.fold(projection, direction, event, message_id=mid, serial=serial)
+                if author is None or not self._fold_author:
+                    projection = fold(projection, direction, event, message_id=mid, serial=serial)
+                else:
+                    projection = fold(projection, direction, event, message_id=mid, serial=serial, author=author)
             except Exception:
                 logger.exception("refold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
@@ -763,7 +782,7 @@ class Tree(LifecycleFold, TreeOwnership):
                 entry.optimistic = True
             self._fold_into(entry, events, serial, mid)
             return
-        fold = entry.log.record(serial, mid, events, version, streamed)
+        fold = entry.log.record(serial, mid, events, version, streamed, self._client)
         if fold == "dropped":
             logger.debug("dropped re-delivered wire %s (version %s) on %s", serial, version, entry.node.key)
             return
