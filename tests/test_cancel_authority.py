@@ -27,7 +27,7 @@ from typing import Any
 
 import pytest
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
-from support_sessions import eventually, user_message
+from support_sessions import eventually, open_session, user_message
 
 from ai_transport.auth import agent_token_params, browser_token_params, token_request_callback
 from ai_transport.channels.ably_channel import AblyChannel
@@ -57,11 +57,7 @@ async def settle() -> None:
 
 
 async def alices_run(**agent_options: Any) -> tuple[InProcessHub, ClientSession, AgentSession, Any, Any]:
-    hub = InProcessHub()
-    alice = ClientSession(hub.client("alice").channel("chat"))
-    await alice.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"), **agent_options)
-    await agent.connect()
+    hub, alice, agent = await open_session(**agent_options)
     sent = await alice.view.send(user_message("Count to a million"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
@@ -124,11 +120,7 @@ async def test_a_trusted_identity_comes_from_configuration_only() -> None:
 
 
 async def test_mallorys_early_cancel_of_alices_input_is_refused_at_start() -> None:
-    hub = InProcessHub()
-    alice = ClientSession(hub.client("alice").channel("chat"))
-    await alice.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
+    hub, alice, agent = await open_session()
     sent = await alice.view.send(user_message("hi"))
     mallory = hub.client("mallory").channel("chat")
     await mallory.publish(build_cancel_message(CancelTarget(None, sent.input_codec_message_id)))
@@ -156,11 +148,7 @@ async def copy_of(hub: InProcessHub, sent: Any) -> str:
 async def test_a_copy_of_alices_prompt_is_never_a_trigger_and_never_captures_her_cancel() -> None:
     # mallory republishes alice's prompt (alice's codec-message-id, a fresh event-id) and invokes a
     # run on it: the tree refused the copy (the id is alice's), so no run answers it in her place
-    hub = InProcessHub()
-    alice = ClientSession(hub.client("alice").channel("chat"))
-    await alice.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
+    hub, alice, agent = await open_session()
     sent = await alice.view.send(user_message("hi"))
     run = await agent.create_run(sent.invocation.to_json())
     await run.start()
@@ -232,11 +220,7 @@ async def test_alices_early_cancel_outlives_a_run_on_a_copy_that_starts_first() 
 
 async def test_a_prompt_its_owner_published_again_is_still_a_trigger() -> None:
     # alice's client republishes her prompt (same codec-message-id, a new event-id): still hers
-    hub = InProcessHub()
-    alice = ClientSession(hub.client("alice").channel("chat"))
-    await alice.connect()
-    agent = AgentSession(hub.client("agent").channel("chat"))
-    await agent.connect()
+    hub, alice, agent = await open_session()
     sent = await alice.view.send(user_message("hi"))
     page = await hub.client("x").channel("chat").history(limit=5)
     original = next(m for m in page.items if m.get("clientId") == "alice")
