@@ -51,29 +51,15 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
+from support_sessions import prompt_wire as support_prompt
+
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.sessions.client import ClientSession
 
 
 def prompt_wire(text: str) -> dict[str, Any]:
-    """A user prompt as a client publishes it (fresh codec-message-id and event-id)."""
-    return {
-        "name": "ai-input",
-        "data": text,
-        "extras": {
-            "ai": {
-                "transport": {
-                    "role": "user",
-                    "codec-message-id": str(uuid.uuid4()),
-                    "run-client-id": "mallory",
-                    "event-id": str(uuid.uuid4()),
-                    "stream": "false",
-                    "discrete": "true",
-                },
-                "codec": {"kind": "user-message", "partType": "input_text"},
-            }
-        },
-    }
+    """A user prompt of mallory's as a client publishes it (fresh codec-message-id and event-id)."""
+    return support_prompt(text, str(uuid.uuid4()), "mallory")
 
 
 def flood_wire(text: str, mode: str, sent: list[str]) -> dict[str, Any]:

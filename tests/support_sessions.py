@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from typing import Any
 
@@ -55,6 +56,27 @@ async def model_stream(items: list[dict[str, Any]], delay: float = 0.0) -> Async
     for event in scripted_turn({"input": items, "model": "scripted-model"}):
         await asyncio.sleep(delay)
         yield _with_encrypted_reasoning(event)
+
+
+def prompt_wire(text: str, event_id: str, client_id: str) -> dict[str, Any]:
+    """A user prompt as a client publishes it (raw wire, fresh codec-message-id) carrying ``event_id``."""
+    return {
+        "name": "ai-input",
+        "data": text,
+        "extras": {
+            "ai": {
+                "transport": {
+                    "role": "user",
+                    "codec-message-id": str(uuid.uuid4()),
+                    "run-client-id": client_id,
+                    "event-id": event_id,
+                    "stream": "false",
+                    "discrete": "true",
+                },
+                "codec": {"kind": "user-message", "partType": "input_text"},
+            }
+        },
+    }
 
 
 async def open_session(

@@ -26,6 +26,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_sessions import prompt_wire as prompt
 from support_sessions import user_message
 
 from ai_transport.channels.ably_channel import AblyChannel
@@ -37,28 +38,6 @@ from ai_transport.emulator.client import client_options
 from ai_transport.errors import AITransportError
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
-
-
-def prompt(text: str, event_id: str, client_id: str) -> dict[str, Any]:
-    """A user prompt as a client publishes it, carrying ``event_id``."""
-    return {
-        "name": "ai-input",
-        "data": text,
-        "extras": {
-            "ai": {
-                "transport": {
-                    "role": "user",
-                    "codec-message-id": str(uuid.uuid4()),
-                    "run-client-id": client_id,
-                    "event-id": event_id,
-                    "stream": "false",
-                    "discrete": "true",
-                },
-                "codec": {"kind": "user-message", "partType": "input_text"},
-            }
-        },
-    }
-
 
 # -- the tree's index, in any arrival order --------------------------------------------------------
 

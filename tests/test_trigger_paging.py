@@ -22,6 +22,7 @@ from typing import Any
 
 import pytest
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_sessions import prompt_wire as prompt
 from support_sessions import user_message
 
 from ai_transport.channels.ably_channel import AblyChannel
@@ -36,27 +37,6 @@ from ai_transport.temporal.activities import DEFAULT_MAX_HISTORY_PAGES, page_his
 PAGE = 100
 OLDER = 1_999  # bob's prompts before alice's
 NEWER = 1_000  # mallory's after it (the last one her copy of alice's event-id, when copied)
-
-
-def prompt(text: str, event_id: str, client_id: str) -> dict[str, Any]:
-    """A user prompt as a client publishes it, carrying ``event_id``."""
-    return {
-        "name": "ai-input",
-        "data": text,
-        "extras": {
-            "ai": {
-                "transport": {
-                    "role": "user",
-                    "codec-message-id": str(uuid.uuid4()),
-                    "run-client-id": client_id,
-                    "event-id": event_id,
-                    "stream": "false",
-                    "discrete": "true",
-                },
-                "codec": {"kind": "user-message", "partType": "input_text"},
-            }
-        },
-    }
 
 
 async def publish_many(channel: Any, wires: list[dict[str, Any]], batch: int) -> None:
