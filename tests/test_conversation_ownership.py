@@ -18,6 +18,7 @@ order, whatever order the wires arrive in (issue 21, break #1: the event-id hija
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import uuid
 from typing import Any
@@ -32,6 +33,7 @@ from support_sessions import user_message
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.codec import ResponsesCodec
+from ai_transport.conversation.core import Conversation
 from ai_transport.conversation.tree import Tree
 from ai_transport.conversation.tree_owners import AGENT_PARTY
 from ai_transport.emulator.client import client_options
@@ -329,9 +331,9 @@ BASELINE_DECISION = asyncio.run(resume_decision(PENDING["history"], 50, {"agent"
 @settings(max_examples=25, deadline=None)
 @given(
     handoffs=st.lists(
-        # (a step-start older than the step's canonical attempt is left out: see the note in
-        # SECURITY.md, an earlier attempt folded after a later one is an open order dependency)
-        st.tuples(st.sampled_from(["run-end", "run restart"]), st.integers(0, 100)), min_size=1, max_size=3
+        st.tuples(st.sampled_from(["run-end", "step retry", "run restart"]), st.integers(0, 100)),
+        min_size=1,
+        max_size=3,
     ),
     page_size=st.integers(1, 12),
 )
@@ -345,6 +347,55 @@ def test_a_second_agent_identity_anywhere_after_the_runs_start_folds_as_in_one_p
     assert asyncio.run(decision_or_error(handed, page_size, TWO_AGENTS)) == asyncio.run(
         decision_or_error(handed, ONE_PAGE, TWO_AGENTS)
     )
+
+
+# -- a step attempt older than the step's canonical one, in any arrival order (issue 21) -------------
+
+
+def _older_attempt(history: list[dict[str, Any]], who: str, after: int) -> list[dict[str, Any]]:
+    """``history`` with one more ``ai-step-start`` of the step by ``who``, ``after`` wires past the
+    run's start and before the agent's own step-start: the agent's attempt (the latest serial)
+    stays the canonical one, its output is what counts."""
+    start_at = next(i for i, w in enumerate(history) if w.get("name") == "ai-run-start")
+    step_at = next(i for i, w in enumerate(history) if w.get("name") == "ai-step-start")
+    older = _copy_as_agent_b(history[step_at], history[start_at + after % (step_at - start_at)]["serial"] + "b")
+    older["clientId"] = who
+    return sorted([*history, older], key=lambda w: w["serial"])
+
+
+def _folded_run(wires: list[dict[str, Any]]) -> Any:
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids=TWO_AGENTS)
+    for wire in wires:
+        core.fold(wire)
+    run_id = next(_transport_of(w)["run-id"] for w in wires if w.get("name") == "ai-run-start")
+    node = core.tree.get_run_node(run_id)
+    assert node is not None
+    messages = [m.to_dict() for m in core.tree.messages_of(node)]
+    return messages, [(s.step_id, s.status, s.attempt_count) for s in node.steps], core.tree.open_step_attempts(run_id)
+
+
+@settings(max_examples=60, deadline=None)
+@given(who=st.sampled_from(["agent", "agent-b"]), after=st.integers(0, 10), data=st.data())
+def test_an_older_step_attempt_folds_alike_in_any_arrival_order(who: str, after: int, data: st.DataObject) -> None:
+    # one identity (a retried step read back from history) or two trusted ones: the step's output
+    # is its latest attempt's, whether the older step-start arrives before, between or after the
+    # later one and its output (the fold of the agent's attempt is not lost to the older one)
+    handed = _older_attempt(PENDING["history"], who, after)
+    in_order = _folded_run(copy.deepcopy(handed))
+    assert BASELINE_DECISION["owed"][0] in json.dumps(in_order[0])  # the agent's attempt's call folded
+    assert _folded_run(data.draw(st.permutations(copy.deepcopy(handed)))) == in_order
+
+
+@pytest.mark.parametrize("who", ["agent", "agent-b"])
+@pytest.mark.parametrize("page_size", [3, 4, 6])
+async def test_an_older_step_attempt_leaves_the_resume_decision_as_in_one_page(who: str, page_size: int) -> None:
+    # the page sizes that put the older step-start and the agent's in one page newest first (the
+    # older one folded first within it) once lost the agent's output: no owed call, no model input
+    handed = _older_attempt(PENDING["history"], who, 0)
+    decision = await decision_or_error(handed, page_size, TWO_AGENTS)
+    assert decision == await decision_or_error(handed, ONE_PAGE, TWO_AGENTS)
+    assert decision["owed"] == BASELINE_DECISION["owed"] != []
+    assert decision["model input"] == BASELINE_DECISION["model input"]
 
 
 async def test_an_untrusted_identitys_run_wires_change_nothing() -> None:

@@ -26,7 +26,8 @@ whose prompt was never seen (mid-run join without history) is shown as a root in
 Step attempts (as 0.8.0): an output carrying ``step-id`` and ``step-start-serial`` is attributed to
 that attempt of the step; only the step's canonical attempt (the ``ai-step-start`` with the latest
 serial) is folded, and a later attempt refolds the run without the superseded one, so a retried
-step replaces its failed attempt in every view. The reorder-window log sweep is
+step replaces its failed attempt in every view, in any arrival order (an older attempt's step-start
+arriving first gates the later attempt's output only until the later step-start refolds it). The reorder-window log sweep is
 :mod:`.retention`; branch selection (a view's state, not the tree's) is :mod:`.branch`.
 """
 

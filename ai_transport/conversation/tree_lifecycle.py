@@ -248,9 +248,8 @@ class LifecycleFold:
             ):
                 rec["canonical"] = event.serial
                 rec["client"] = event.step_client_id
-                attempts = entry.output_attempts.get(event.step_id)
-                if attempts and any(s != event.serial for s in attempts):
-                    # a later attempt supersedes one whose output is folded: refold without it
+                if self._gating_changes(entry.output_attempts.get(event.step_id), canonical, event.serial):
+                    # the canonical attempt changed under logged output: refold with only its output
                     self._refold(entry)
                     self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
             rec["started"] = True
@@ -271,6 +270,20 @@ class LifecycleFold:
             self._report(TREE_CHANGED)
 
     # -- step attempts -----------------------------------------------------------------------
+
+    @staticmethod
+    def _gating_changes(attempts: set[str] | None, old: str | None, new: str | None) -> bool:
+        """True when a step's canonical attempt moving from ``old`` to ``new`` changes which of its
+        logged output (by attempt: ``attempts``) folds: an output folds when no attempt is canonical
+        yet or it is the canonical attempt's. Whatever order the step-starts arrive in (live, history
+        newest page first, oldest first), the output folded is then the latest attempt's: an older
+        attempt without output that was canonical for a while gates the later attempt's output until
+        the later step-start arrives, which must fold it again."""
+        if not attempts or old == new:
+            return False
+        if old is None:
+            return any(a != new for a in attempts)
+        return old in attempts or new in attempts
 
     @staticmethod
     def _record_step_attribution(entry: _Internal, serial: str, step_id: str, step_start_serial: str) -> None:
