@@ -110,7 +110,8 @@ class UIChatAgent:
 
     async def handle_invocation(self, invocation: Mapping[str, Any]) -> str:
         """One wake-up: start or resume the run, stream one pass; ``suspended`` or how it ended."""
-        session = AgentSession(await self.open_channel(), codec=UIMessageCodec)
+        channel = await self.open_channel()
+        session = AgentSession(channel, codec=UIMessageCodec)
         try:
             await session.connect()
             run = await session.create_run(dict(invocation))
@@ -131,6 +132,7 @@ class UIChatAgent:
             return "complete"
         finally:
             await session.close()
+            await channel.close()  # one connection per wake-up, like a serverless worker
 
 
 def _awaiting(view: Any) -> list[tuple[str, Mapping[str, Any]]]:
