@@ -115,6 +115,11 @@ SKIP_MEMORY: Final = 100_000
 #: same publisher replaces its earlier one, another publisher's never does.
 DEFERRED_CANCEL_LIMIT: Final = 200
 
+#: Live wires one publisher (:func:`~.authority.author_of`) may have held while a refold runs;
+#: beyond it the publisher's later ones are skipped (counted), so a flood evicts only its own.
+#: A live agent streaming through a refold of a few seconds sends far fewer.
+HELD_LIVE_LIMIT: Final = 10_000
+
 _RESTORING_ACTIONS: Final = ("message.append", "message.update")
 
 
@@ -296,8 +301,10 @@ class Conversation:
         self._skipped = 0
         self._skipped_wires: dict[tuple[str, str], None] = {}
         self._refold: _Refold | None = None
-        #: Live wires held while a refold runs (folded after it, in arrival order).
+        #: Live wires held while a refold runs (folded after it, in arrival order), and how many
+        #: each publisher has held (at most :data:`HELD_LIVE_LIMIT`).
         self._held_live: list[Any] | None = None
+        self._held_live_by: dict[str | None, int] = {}
         #: The trust rules (always for an agent; for a client only with ``trusted_agent_ids``).
         self.admission: Admission | None = None
         if agent or trusted_agent_ids is not None:
@@ -463,8 +470,9 @@ class Conversation:
         """Fold one wire the live subscription delivered (never raises). While a refold runs it is
         held and folded after the refold, so a replayed append lands on its message rather than
         starting it (history holds the aggregates up to the new attach point, live the rest)."""
-        if self._held_live is not None:
-            self._held_live.append(message)
+        held = self._held_live
+        if held is not None:
+            self._hold_live(held, message)
             return
         if not self._well_formed(message):
             return
@@ -709,6 +717,18 @@ class Conversation:
         """Drop an optimistic input whose publish failed (one already echoed stays)."""
         self.apply_local(functools.partial(_drop_optimistic, codec_message_id))
 
+    def _hold_live(self, held: list[Any], message: Any) -> None:
+        """Hold a live wire while a refold runs, at most :data:`HELD_LIVE_LIMIT` per publisher."""
+        mapping = isinstance(message, MAPPING)
+        author = author_of(message) if mapping else None
+        count = self._held_live_by.get(author, 0)
+        if count >= HELD_LIVE_LIMIT:
+            why = f"more than {HELD_LIVE_LIMIT} live wires of one publisher held during a refold"
+            self._skip(message if mapping else {}, why)
+            return
+        self._held_live_by[author] = count + 1
+        held.append(message)
+
     # -- refold after a loss of continuity -------------------------------------------------------
 
     def begin_refold(self) -> Tree:
@@ -775,11 +795,13 @@ class Conversation:
         each with :meth:`receive_live` and drains :meth:`changes` after each (what
         :meth:`release_live` does in one step)."""
         held, self._held_live = self._held_live or [], None
+        self._held_live_by = {}
         return held
 
     def drop_live(self) -> None:
         """Forget the live wires held during a refold (the session closed)."""
         self._held_live = None
+        self._held_live_by = {}
 
     def _reset_sinks(self) -> None:
         self._claims_sink, self._streams_sink = self.claims, self.open_streams
