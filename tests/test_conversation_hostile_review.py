@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ from support_untrusted import record
 from ai_transport.codec.codec import ResponsesCodec
 from ai_transport.conversation import core as core_module
 from ai_transport.conversation.core import Conversation, Skipped
+from ai_transport.lease import ledger as ledger_module
 
 RECORDED = asyncio.run(record())
 FULL = RECORDED["full"]
@@ -54,3 +56,42 @@ def test_live_wires_held_during_a_refold_are_bounded_per_publisher(monkeypatch: 
     core.begin_refold()
     core.receive_live(_as(prompt, "mallory", "999999999"))
     assert len(core.take_live()) == 1
+
+
+def _claim_flood_steps(n: int, monkeypatch: pytest.MonkeyPatch) -> int:
+    """How many holder-rule steps a client view trusting every publisher (0.8.0's) takes to fold the
+    recorded conversation, then ``n`` claims by mallory on alice's run (each a fresh claimant and key)."""
+    steps = 0
+    real = ledger_module._step
+
+    def counted(*args: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        return real(*args)
+
+    monkeypatch.setattr(ledger_module, "_step", counted)
+    core = Conversation(ResponsesCodec)
+    for wire in FULL["wires"]:
+        core.receive_live(wire)
+    claim = next(w for w in FULL["wires"] if w.get("name") == "ai-claim")
+    body = json.loads(claim["data"])
+    before = steps
+    for i in range(n):
+        wire = _as(claim, "mallory", f"9{i:08d}")
+        wire["connectionId"] = "mallory-conn"
+        wire["data"] = json.dumps({**body, "claimant": f"m{i}", "callIds": [f"call_m{i}"]})
+        core.receive_live(wire)
+    core.changes()
+    return steps - before
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the reader's fence refolds every lease wire of a run on each new one (Fence._changes_of "
+    "-> LeaseLedger.tenures is O(wires) per wire): a flood of claims on one run costs O(N^2) in a view "
+    "that folds the publisher's claims; needs an incremental tenure fold",
+)
+def test_a_claim_flood_costs_each_view_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each of mallory's claims costs a constant number of holder-rule steps, whatever she sent before."""
+    small, large = _claim_flood_steps(60, monkeypatch), _claim_flood_steps(120, monkeypatch)
+    assert large <= 2.5 * small, (small, large)

@@ -359,24 +359,31 @@ class LeaseLedger:
     def tenures(self, run_id: str, lease_ms: float) -> list[tuple[str, Holding | None, Holding]]:
         """Every change of holder of every key of the run, in serial order: ``(serial, before,
         after)`` at the wire that began ``after``'s tenure (a claim, or a takeover from ``before``)."""
+        # one pass over the wires in serial order, each stepping only the keys it names (a poison
+        # steps every key): the holder rule of :meth:`_fold`, without a pass per key
         out: list[tuple[str, Holding | None, Holding]] = []
-        for key in sorted(self.keys(run_id)):
-            previous: Holding | None = None
-            for serial, h in self._fold(run_id, key, lease_ms):
+        keys = sorted(self.keys(run_id))
+        holding: dict[str, Holding | None] = dict.fromkeys(keys)
+        for w in self._ordered(run_id):
+            for key in keys if isinstance(w, Poison) else sorted(set(w.keys)):
+                previous = holding[key]
+                h = holding[key] = _step(previous, w, key, lease_ms)
                 if h is not None and (previous is None or h.since != previous.since):
-                    out.append((serial, previous, h))
-                previous = h
-        out.sort(key=lambda t: t[0])
+                    out.append((w.serial, previous, h))
         return out
 
-    def _fold(self, run_id: str, key: str, lease_ms: float) -> Iterator[tuple[str, Holding | None]]:
-        """The holder rule, one wire at a time: ``(serial, holder once that wire is folded)``."""
+    def _ordered(self, run_id: str) -> list[LeaseWire | Poison]:
+        """The run's lease wires and every poison, in serial order."""
         run = self._runs.get(run_id)
         wires: list[LeaseWire | Poison] = list(run.sorted()) if run is not None else []
         if self._poisons:
             wires = sorted([*wires, *self._poisons.values()], key=lambda w: w.serial)
+        return wires
+
+    def _fold(self, run_id: str, key: str, lease_ms: float) -> Iterator[tuple[str, Holding | None]]:
+        """The holder rule, one wire at a time: ``(serial, holder once that wire is folded)``."""
         holding: Holding | None = None
-        for w in wires:
+        for w in self._ordered(run_id):
             holding = _step(holding, w, key, lease_ms)
             yield w.serial, holding
 
