@@ -63,7 +63,7 @@ ACTIONS: tuple[str, ...] = (
 
 def action_name(action: Any) -> str | None:
     """Normalise an action (ably-js string, Ably int, or the ably-python ``MessageAction`` enum)."""
-    if isinstance(action, str):
+    if type(action) is str or isinstance(action, str):
         return action if action in ACTIONS else None
     try:
         i = int(action)

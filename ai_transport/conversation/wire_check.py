@@ -34,6 +34,9 @@ _STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
 _VERSION_STRING_FIELDS = ("serial", "clientId")
 _ONLY_STR = frozenset((str,))
 _ACTION_NAMES = frozenset(ACTIONS)
+_FAST_FIELDS = (*_STRING_FIELDS, "action", "timestamp", "version", "extras")
+_FAST_VERSION_FIELDS = ("serial", "clientId", "timestamp")
+_TIERS = ("transport", "codec")
 
 
 def _is_number(value: Any) -> bool:
@@ -63,32 +66,30 @@ def _plainly_well_typed(message: Any) -> bool:
     (then :func:`_full_problem` finds nothing); False means "look closer", never "malformed"."""
     if type(message) is not dict:
         return False
-    get = message.get
+    # every field read in one pass in C (one lookup each, no Python-level call per field)
+    name, client_id, serial, id_, connection_id, action, timestamp, version, extras = map(
+        message.get, _FAST_FIELDS
+    )
     if not (
-        type(get("name", "")) is str
-        and type(get("clientId", "")) is str
-        and type(get("serial", "")) is str
-        and type(get("id", "")) is str
-        and type(get("connectionId", "")) is str
+        (name is None or type(name) is str)
+        and (client_id is None or type(client_id) is str)
+        and (serial is None or type(serial) is str)
+        and (id_ is None or type(id_) is str)
+        and (connection_id is None or type(connection_id) is str)
     ):
         return False
-    action = get("action")
     if action is not None and not (type(action) is str and action in _ACTION_NAMES):
         return False
-    timestamp = get("timestamp")
     if timestamp is not None and type(timestamp) is not int and type(timestamp) is not float:
         return False
-    version = get("version")
     if version is not None:
         if type(version) is not dict:
             return False
-        vget = version.get
-        if type(vget("serial", "")) is not str or type(vget("clientId", "")) is not str:
+        vserial, vclient_id, vts = map(version.get, _FAST_VERSION_FIELDS)
+        if not ((vserial is None or type(vserial) is str) and (vclient_id is None or type(vclient_id) is str)):
             return False
-        vts = vget("timestamp")
         if vts is not None and type(vts) is not int and type(vts) is not float:
             return False
-    extras = get("extras")
     if extras is None:
         return True
     if type(extras) is not dict:
@@ -98,7 +99,7 @@ def _plainly_well_typed(message: Any) -> bool:
         return True
     if type(ai) is not dict:
         return False
-    for tier in (ai.get("transport"), ai.get("codec")):
+    for tier in map(ai.get, _TIERS):
         if tier is None:
             continue
         if type(tier) is not dict:

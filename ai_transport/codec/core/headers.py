@@ -109,6 +109,12 @@ def has_ai_envelope(extras: Any) -> bool:
 
 
 def _tier(extras: Any, tier: str) -> dict[str, str]:
+    if type(extras) is dict:  # the common case (plain dicts all the way down): no isinstance call
+        ai = extras.get(AI)
+        if type(ai) is dict:
+            sub = ai.get(tier)
+            if type(sub) is dict:
+                return sub
     if not isinstance(extras, MAPPING):
         return {}
     ai = extras.get(AI)
@@ -163,7 +169,7 @@ def write_json(headers: dict[str, str], key: str, value: Any) -> None:
 def read_str(headers: Mapping[str, Any], key: str, default: Any = None) -> Any:
     """The string at ``key``, else ``default`` (a non-string value reads as missing)."""
     value = headers.get(key)
-    return value if isinstance(value, str) else default
+    return value if type(value) is str or isinstance(value, str) else default
 
 
 def read_bool(headers: Mapping[str, Any], key: str, default: Any = None) -> Any:

@@ -11,7 +11,7 @@ One namespace bundling the reducer (:meth:`ResponsesCodec.init` / :meth:`~Respon
     state = ResponsesCodec.fold(ResponsesCodec.init(), "output", event, message_id)
 
 The reducer and decoder live in :mod:`ai_transport.codec.reducer` and :mod:`ai_transport.codec.decoder`
-(imported on first use).
+(imported with this module: a fold per history wire must not pay an import lookup).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from typing_extensions import Self
 
+from . import decoder, reducer
 from .encoder import ChannelWriter, Encoder
 from .inputs import (
     create_regenerate,
@@ -51,8 +52,6 @@ class ResponsesCodec:
     @staticmethod
     def init() -> Any:
         """An empty projection (``init``)."""
-        from . import reducer
-
         return reducer.init()
 
     @staticmethod
@@ -66,15 +65,11 @@ class ResponsesCodec:
     ) -> Any:
         """Fold one ``"input"``/``"output"`` event into the projection (``fold``); ``author`` (the
         wire's verified publisher) is accepted as every codec's fold takes it."""
-        from . import reducer
-
         return reducer.fold(state, direction, event, message_id, serial, author)
 
     @staticmethod
     def get_messages(state: Any) -> list[Any]:
         """The projection's messages, each a :class:`~ai_transport.codec.types.CodecMessage` (``getMessages``)."""
-        from . import reducer
-
         return reducer.get_messages(state)
 
     @staticmethod
@@ -110,6 +105,4 @@ class ResponsesCodec:
     @staticmethod
     def create_decoder() -> Any:
         """A stateful decoder (``createDecoder``): ``decode(inbound) -> DecodeResult(inputs, outputs)``."""
-        from . import decoder
-
         return decoder.Decoder()
