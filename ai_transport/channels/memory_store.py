@@ -174,9 +174,32 @@ def _json_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
+def _copy_extras(extras: Any) -> Any:
+    """``extras`` copied; the common AI envelope (``{"ai": {tier: {str: str}}}``) without recursion."""
+    if type(extras) is dict and len(extras) == 1:
+        ai = extras.get("ai")
+        if type(ai) is dict and _DICTS.issuperset(map(type, ai.values())):
+            tiers: dict[str, Any] = {}
+            for name, tier in ai.items():
+                if not _SCALARS.issuperset(map(type, tier.values())):
+                    return _json_copy(extras)
+                tiers[name] = tier.copy()
+            return {"ai": tiers}
+    return _json_copy(extras)
+
+
+_DICTS = frozenset((dict,))
+_NESTED = (dict, list, bytearray)
+_NESTED_TYPES = frozenset(_NESTED)
+
+
 def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
     out = dict(msg)
-    for key in ("extras", "version", "data"):
-        if key in out and isinstance(out[key], (dict, list, bytearray)):
-            out[key] = _json_copy(out[key])
+    extras, version, data = map(out.get, ("extras", "version", "data"))
+    if extras is not None and (type(extras) in _NESTED_TYPES or isinstance(extras, _NESTED)):
+        out["extras"] = _copy_extras(extras)
+    if version is not None and (type(version) in _NESTED_TYPES or isinstance(version, _NESTED)):
+        out["version"] = _json_copy(version)
+    if data is not None and (type(data) in _NESTED_TYPES or isinstance(data, _NESTED)):
+        out["data"] = _json_copy(data)
     return out  # type: ignore[return-value]

@@ -152,6 +152,7 @@ class OwnershipLedger:
         self._arrivals = itertools.count()
         #: Claims refused (on arrival, or lost to an older claim of another publisher), by kind.
         self.refused: dict[str, int] = {}
+        self._accepted_rulings: dict[str | None, Ruling] = {}
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -223,10 +224,12 @@ class OwnershipLedger:
         may count later: a caller that keeps what it folded from the owner's claims itself)."""
         key: _Key = (kind, ident)
         entry = self._entries.get(key)
-        order: _Order = serial if isinstance(serial, str) else f"{_LATE}{next(self._arrivals):012d}"
+        order: _Order = (
+            serial if type(serial) is str or isinstance(serial, str) else f"{_LATE}{next(self._arrivals):012d}"
+        )
         if entry is None:
             self._entries[key] = _Entry(publisher, order, payload if keep else None)
-            return Ruling(True, publisher)
+            return self._accepted_rulings.get(publisher) or self._accepted(publisher)
         owner = entry.owner
         mine = entry.claims.get(publisher)
         if mine is not None and order in mine:
@@ -240,7 +243,7 @@ class OwnershipLedger:
             entry.claims[publisher][order] = payload if keep else None
             if order < entry.first:
                 entry.first = order
-            return Ruling(True, publisher)
+            return self._accepted_rulings.get(publisher) or self._accepted(publisher)
         if order < entry.first:
             return self._take(key, entry, publisher, order, payload if keep else None)
         # refused: kept pending (it counts if its publisher turns out to own the identifier)
@@ -249,6 +252,14 @@ class OwnershipLedger:
         self._trim(key, entry, publisher)
         self._count(kind)
         return Ruling(False, owner)
+
+    def _accepted(self, publisher: str | None) -> Ruling:
+        """``Ruling(True, publisher)``, one shared instance per publisher (a ruling is immutable):
+        an identifier claimed once allocates no ruling per wire."""
+        ruling = self._accepted_rulings.get(publisher)
+        if ruling is None:
+            ruling = self._accepted_rulings[publisher] = Ruling(True, publisher)
+        return ruling
 
     def _take(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, payload: Any) -> Ruling:
         previous = entry.owner

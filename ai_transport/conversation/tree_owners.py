@@ -136,7 +136,7 @@ class TreeOwnership:
     ) -> Ruling | None:
         """Claim ``ident`` for the wire being folded (``payload``: a :class:`Replay` of it, or the
         message); None when refused (reported)."""
-        replay = isinstance(payload, Replay)  # the tree keeps what it folded from counted claims itself
+        replay = type(payload) is Replay or (type(payload) is not dict and isinstance(payload, Replay))  # the tree keeps what it folded from counted claims itself
         ruling = self.owners.claim(kind, ident, publisher, serial, payload, mutation=mutation, keep=not replay)
         if not ruling.accepted:
             # the wire being folded, as it came (a kept replay is only part of it)
@@ -165,7 +165,7 @@ class TreeOwnership:
         ruling = self._claim(KIND_RUN_ID, run_id, AGENT_PARTY, serial, replay, mutation=mutation)
         if ruling is None:
             return False
-        if ruling.moved:
+        if ruling.lost or ruling.regained:  # (ruling.moved, without a property call per wire)
             self._move(run_id, ruling, run=True)
         return True
 
@@ -177,7 +177,7 @@ class TreeOwnership:
         ruling = self._claim(KIND_STEP_ID, (run_id, step_id), AGENT_PARTY, serial, replay, mutation=mutation)
         if ruling is None:
             return False
-        if ruling.moved:
+        if ruling.lost or ruling.regained:  # (ruling.moved, without a property call per wire)
             self._move(run_id, ruling, run=True)
         return True
 
@@ -241,7 +241,7 @@ class TreeOwnership:
         ruling = self._claim(KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay)
         if ruling is None:
             return False, None
-        if ruling.moved:
+        if ruling.lost or ruling.regained:  # (ruling.moved, without a property call per wire)
             self._move(cmid, ruling, run=False)
         return True, self._nodes.get(cmid)
 
