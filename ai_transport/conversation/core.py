@@ -569,8 +569,9 @@ class Conversation:
         self._streams_sink.note(message)
         if message.get("clientId") in trusted:
             self.published_calls.note(message)
-        event = self.applier.apply(message)
-        tree.emit_ably_message(message)
+        headers = transport_headers(message.get("extras"))  # read once for the applier and the tree
+        event = self.applier.apply(message, headers)
+        tree.emit_ably_message(message, headers)
         if verifier is not None:
             self._settle(verifier)
         if isinstance(event, RunLifecycleEvent):
@@ -589,16 +590,15 @@ class Conversation:
                 return False
             if not verdict:
                 return False
-        if live and message.get("name") == EVENT_RUN_END:
-            headers = transport_headers(message.get("extras"))
-            if headers.get(H_RUN_REASON) == "error":
-                err = build_run_end_error(headers)
-                self.log.error("run %s ended with an agent error: %s", headers.get(H_RUN_ID), err.message)
-                self._changes.append(RunFailed(headers.get(H_RUN_ID), err))
-        event = self.applier.apply(message)
+        headers = transport_headers(message.get("extras"))  # read once for the applier and the tree
+        if live and message.get("name") == EVENT_RUN_END and headers.get(H_RUN_REASON) == "error":
+            err = build_run_end_error(headers)
+            self.log.error("run %s ended with an agent error: %s", headers.get(H_RUN_ID), err.message)
+            self._changes.append(RunFailed(headers.get(H_RUN_ID), err))
+        event = self.applier.apply(message, headers)
         if isinstance(event, RunLifecycleEvent):
             self._changes.append(RunChanged(event, message, live))
-        tree.emit_ably_message(message)
+        tree.emit_ably_message(message, headers)
         if admission is not None and isinstance(event, RunLifecycleEvent) and event.type == "start":
             for held in admission.release(event.run_id):
                 self._fold_client(held, live)

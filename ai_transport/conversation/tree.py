@@ -1039,9 +1039,13 @@ class Tree(LifecycleFold, TreeOwnership):
         self._changed()
         self._report(TREE_CHANGED)
 
-    def emit_ably_message(self, message: Mapping[str, Any]) -> None:
-        """Index the wire by ``event-id`` (:meth:`claim_event_id`) and report it folded (:class:`~.changes.WireFolded`)."""
-        event_id = transport_headers(message.get("extras")).get(H_EVENT_ID)
+    def emit_ably_message(self, message: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> None:
+        """Index the wire by ``event-id`` (:meth:`claim_event_id`) and report it folded (:class:`~.changes.WireFolded`).
+
+        ``headers``: the wire's transport tier when the caller read it already (read once per wire)."""
+        if headers is None:
+            headers = transport_headers(message.get("extras"))
+        event_id = headers.get(H_EVENT_ID)
         if isinstance(event_id, str):
             self.claim_event_id(event_id, message)
         self._report(WireFolded(message))
@@ -1079,9 +1083,11 @@ class WireApplier:
         self.tree = tree
         self.decoder = decoder
 
-    def apply(self, message: Mapping[str, Any]) -> RunLifecycleEvent | None:
-        """Apply the wire; returns the run lifecycle event it carried, if any."""
-        headers = transport_headers(message.get("extras"))
+    def apply(self, message: Mapping[str, Any], headers: Mapping[str, str] | None = None) -> RunLifecycleEvent | None:
+        """Apply the wire; returns the run lifecycle event it carried, if any. ``headers``: the
+        wire's transport tier when the caller read it already (read once per wire)."""
+        if headers is None:
+            headers = transport_headers(message.get("extras"))
         name = message.get("name")
         serial = message.get("serial")
         timestamp = message.get("timestamp")
