@@ -83,12 +83,14 @@ AcceptInput = Callable[[Any, RunNode | None], bool]
 def is_untrusted_agent_mutation(message: Mapping[str, Any], trusted_agent_ids: set[Any]) -> bool:
     """True for an update / append / delete of an agent message (named in :data:`AGENT_NAMES`, or
     name-less) whose mutator is not in ``trusted_agent_ids``."""
+    action = message.get("action")
+    # a str action is its own name (one outside ACTIONS is no mutation either): no call for the usual create
+    if (action if type(action) is str else action_name(action)) not in MUTATIONS:
+        return False
     name = message.get("name")
     mutator = mutator_of(message)
-    return (
-        action_name(message.get("action")) in MUTATIONS
-        and (mutator if isinstance(mutator, str) else None) not in trusted_agent_ids
-        and (not name or name in AGENT_NAMES)
+    return (mutator if isinstance(mutator, str) else None) not in trusted_agent_ids and (
+        not name or name in AGENT_NAMES
     )
 
 

@@ -33,12 +33,14 @@ def mutator_of(message: Mapping[str, Any]) -> Any:
 def author_of(message: Mapping[str, Any]) -> str | None:
     """Who Ably says wrote ``message`` as it stands: the mutator of a mutation (when Ably stamped
     one), else the publisher; None when neither is a string."""
-    if action_name(message.get("action")) in MUTATIONS:
+    action = message.get("action")
+    # a str action is its own name (one outside ACTIONS is no mutation either): no call for the usual create
+    if (action if type(action) is str else action_name(action)) in MUTATIONS:
         mutator = mutator_of(message)
         if isinstance(mutator, str):
             return mutator
     client_id = message.get("clientId")
-    return client_id if isinstance(client_id, str) else None
+    return client_id if type(client_id) is str or isinstance(client_id, str) else None
 
 
 def trusted_ids(trusted_agent_ids: Iterable[str]) -> frozenset[str]:
