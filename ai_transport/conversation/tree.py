@@ -94,7 +94,7 @@ def _takes_author(codec: Any) -> bool:
     """Whether ``codec.fold`` accepts the ``author`` keyword."""
     try:
         params = inspect.signature(codec.fold).parameters
-    except (TypeError, ValueError):
+    except (AttributeError, TypeError, ValueError):  # no fold (a bare tree), or one with no signature
         return False
     return "author" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
