@@ -39,7 +39,7 @@ import inspect
 import itertools
 import logging
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from .._shapes import MAPPING
@@ -88,6 +88,18 @@ logger = logging.getLogger("ai_transport.conversation.tree")
 
 # ---------------------------------------------------------------------------------------------
 # Tree
+
+
+def _group_of(
+    node: Node, runs: Mapping[str | None, list[Node]], inputs: Mapping[str, list[Node]], roots: Mapping[str, str]
+) -> tuple[str, Sequence[Node]]:
+    """``(group root, members)`` of ``node`` in :meth:`Tree._groups`' tables: a run's group is the
+    runs answering its parent, a prompt's the prompts of its group root."""
+    if isinstance(node, RunNode):
+        group = runs.get(node.parent, ())
+        return (group[0].key if group else node.key), group
+    root = roots.get(node.key, node.key)
+    return root, inputs.get(root, ())
 
 
 def _takes_author(codec: Any) -> bool:
@@ -544,12 +556,7 @@ class Tree(LifecycleFold, TreeOwnership):
             parent_key = self._parent_key(node)
             if parent_key is not None and parent_key not in path:
                 continue
-            if isinstance(node, RunNode):
-                group = runs.get(node.parent, ())
-                root = group[0].key if group else key
-            else:
-                root = roots.get(key, key)
-                group = inputs.get(root, ())
+            root, group = _group_of(node, runs, inputs, roots)
             if len(group) > 1:
                 selected = resolved.get(root)
                 if selected is None:
@@ -590,12 +597,7 @@ class Tree(LifecycleFold, TreeOwnership):
             parent_key = self._parent_key(node)
             if parent_key is not None and parent_key not in path:
                 continue
-            if isinstance(node, RunNode):
-                group = runs.get(node.parent, ())
-                root = group[0].key if group else key
-            else:
-                root = roots.get(key, key)
-                group = inputs.get(root, ())
+            root, group = _group_of(node, runs, inputs, roots)
             if len(group) > 1:
                 if group[-1] is not node:
                     return None
