@@ -18,6 +18,7 @@ from ai_transport.conversation.changes import OutputChanged
 from ai_transport.errors import AITransportError
 from ai_transport.responses.local_server import ScriptedFunctionCall, ScriptedText, build_response_events
 from ai_transport.sessions.agent import AgentSession, function_call_output, gate_calls
+from ai_transport.sessions.client import ClientSession
 from ai_transport.sessions.steer import defer_unresponded_steers, parse_steer_stamp
 from ai_transport.sessions.steer_client import SteerOutcome
 
@@ -108,11 +109,10 @@ async def test_steer_outcome_pending_over_suspend_fails_on_close() -> None:
     await agent.end()
 
 
-async def test_steer_into_a_suspended_run_is_answered_by_the_resuming_worker() -> None:
-    """A steer that lands while the run is suspended is seeded by the next worker's ``start()`` (it
-    reads it from history) and answered by that worker's first pass; a third worker that re-reads the
-    whole history after ``start()`` does not answer it again."""
-    hub, client, agent = await open_session()
+async def steered_while_suspended(client: ClientSession, agent: AgentSession) -> tuple[Any, dict[str, Any], Any]:
+    """Alice asks, the agent's run suspends on a gated ``get_weather`` call, alice steers ("in
+    fahrenheit please") and then approves the call; returns (the approval's send, the call, the
+    steer's result)."""
     sent = await client.view.send(user_message("Weather in Oslo?"))
     run = await agent.create_run(sent.invocation)
     await run.start()
@@ -124,7 +124,16 @@ async def test_steer_into_a_suspended_run_is_answered_by_the_resuming_worker() -
     await wait_status(client.view, run.run_id, "suspended")
     result = sent.steer(user_message("in fahrenheit please"))
     await asyncio.wait_for(result.published, 5)
-    answer, _call = await approve_call(client.view, run.run_id)
+    answer, call = await approve_call(client.view, run.run_id)
+    return answer, call, result
+
+
+async def test_steer_into_a_suspended_run_is_answered_by_the_resuming_worker() -> None:
+    """A steer that lands while the run is suspended is seeded by the next worker's ``start()`` (it
+    reads it from history) and answered by that worker's first pass; a third worker that re-reads the
+    whole history after ``start()`` does not answer it again."""
+    hub, client, agent = await open_session()
+    answer, _call, result = await steered_while_suspended(client, agent)
     await agent.close()
 
     fresh = AgentSession(hub.client("agent").channel("chat"))
@@ -157,18 +166,7 @@ async def test_a_duplicate_wake_up_never_answers_an_answered_steer_again() -> No
     """A second worker woken by the same approval, starting after the first one answered the steer
     (its stamp is in history), seeds nothing from ``start()``: it would answer the steer twice."""
     hub, client, agent = await open_session()
-    sent = await client.view.send(user_message("Weather in Oslo?"))
-    run = await agent.create_run(sent.invocation)
-    await run.start()
-    events = build_response_events(
-        [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Oslo"})], seed=5
-    )
-    await run.pipe(gate_calls(events, lambda item: True))
-    await run.suspend()
-    await wait_status(client.view, run.run_id, "suspended")
-    result = sent.steer(user_message("in fahrenheit please"))
-    await asyncio.wait_for(result.published, 5)
-    answer, call = await approve_call(client.view, run.run_id)
+    answer, call, result = await steered_while_suspended(client, agent)
     await agent.close()
     first = AgentSession(hub.client("agent").channel("chat"))  # a stateless wake-up
     await first.connect()
@@ -324,18 +322,7 @@ async def test_a_steer_before_create_run_in_a_live_session_is_seeded_and_answere
     steer live, before the resuming ``create_run``): the resumed run seeds it and its first pass
     answers it; a later run of the same session does not answer it again."""
     _hub, client, agent = await open_session()
-    sent = await client.view.send(user_message("Weather in Oslo?"))
-    run = await agent.create_run(sent.invocation)
-    await run.start()
-    events = build_response_events(
-        [ScriptedText("Checking."), ScriptedFunctionCall("get_weather", {"city": "Oslo"})], seed=5
-    )
-    await run.pipe(gate_calls(events, lambda item: True))
-    await run.suspend()
-    await wait_status(client.view, run.run_id, "suspended")
-    result = sent.steer(user_message("in fahrenheit please"))
-    await asyncio.wait_for(result.published, 5)
-    answer, call = await approve_call(client.view, run.run_id)
+    answer, call, result = await steered_while_suspended(client, agent)
     seen: list[int] = []
     resumed = await agent.create_run(answer.invocation, hooks={"on_steer": lambda: seen.append(1)})
     await resumed.start()
