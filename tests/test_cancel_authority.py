@@ -145,6 +145,16 @@ async def copy_of(hub: InProcessHub, sent: Any) -> str:
     return event_id
 
 
+async def alice_and_a_copy() -> tuple[InProcessHub, ClientSession, Any, str]:
+    """A hub where alice asked "hi" and mallory republished it (:func:`copy_of`); no agent yet.
+    Returns (hub, alice's session, her send, the copy's event-id)."""
+    hub = InProcessHub()
+    alice = ClientSession(hub.client("alice").channel("chat"))
+    await alice.connect()
+    sent = await alice.view.send(user_message("hi"))
+    return hub, alice, sent, await copy_of(hub, sent)
+
+
 async def test_a_copy_of_alices_prompt_is_never_a_trigger_and_never_captures_her_cancel() -> None:
     # mallory republishes alice's prompt (alice's codec-message-id, a fresh event-id) and invokes a
     # run on it: the tree refused the copy (the id is alice's), so no run answers it in her place
@@ -178,11 +188,7 @@ async def copy_run_first(hub: InProcessHub, sent: Any, copied: str) -> tuple[Age
 
 
 async def test_a_run_on_a_copy_of_alices_prompt_never_takes_her_cancel() -> None:
-    hub = InProcessHub()
-    alice = ClientSession(hub.client("alice").channel("chat"))
-    await alice.connect()
-    sent = await alice.view.send(user_message("hi"))
-    copied = await copy_of(hub, sent)
+    hub, alice, sent, copied = await alice_and_a_copy()
     worker, theirs = await copy_run_first(hub, sent, copied)
     await sent.cancel()  # by input: routed to mallory's run (the only run of that input so far)
     await eventually(lambda: cancels_refused(worker, "alice") == 1)  # refused there, counted ...
@@ -198,11 +204,7 @@ async def test_a_run_on_a_copy_of_alices_prompt_never_takes_her_cancel() -> None
 
 
 async def test_alices_early_cancel_outlives_a_run_on_a_copy_that_starts_first() -> None:
-    hub = InProcessHub()
-    alice = ClientSession(hub.client("alice").channel("chat"))
-    await alice.connect()
-    sent = await alice.view.send(user_message("hi"))
-    copied = await copy_of(hub, sent)
+    hub, alice, sent, copied = await alice_and_a_copy()
     worker = AgentSession(hub.client("agent").channel("chat"), history_page_size=1)
     await worker.connect()
     await sent.cancel()  # live, before any run of the input exists here: held
@@ -236,11 +238,7 @@ async def test_a_prompt_its_owner_published_again_is_still_a_trigger() -> None:
 
 
 async def test_ending_another_run_of_the_same_input_keeps_alices_run_cancellable() -> None:
-    hub = InProcessHub()
-    alice = ClientSession(hub.client("alice").channel("chat"))
-    await alice.connect()
-    sent = await alice.view.send(user_message("hi"))
-    copied = await copy_of(hub, sent)
+    hub, alice, sent, copied = await alice_and_a_copy()
     worker, theirs = await copy_run_first(hub, sent, copied)
     mine = await worker.create_run(sent.invocation.to_json())
     await mine.start()
