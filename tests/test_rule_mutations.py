@@ -2,8 +2,8 @@
 when one rule of the session layer is removed or inverted by hand, for the rules no other test
 caught (the list of mutations tried, and the test catching each, is in the issue's report).
 
-* resume closes only the step attempts opened before its trigger (a live worker's later step is
-  never ended ``failed`` by a duplicate wake-up), as it does for streams;
+* (resume closes only the step attempts opened before its trigger, as it does for streams: in
+  ``tests/test_session_durable.py``, beside the stream case;)
 * seeding a run's steers skips its trigger and every steer an earlier pass answered (by the run's
   own watch, without a session ledger, and after seeding);
 * no test ``importorskip``\\ s the project's own modules (a broken import must fail, not skip).
@@ -17,40 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support_sessions import Worker, approve_call, open_session, open_text_stream, user_message, wait_status
-
-from ai_transport.sessions.agent import AgentSession
 
 TESTS = Path(__file__).parent
-
-
-async def test_resume_never_ends_a_step_opened_after_its_trigger() -> None:
-    # a duplicate wake-up (same approval) resumes while the first worker streams its answer: only
-    # step attempts opened before the trigger are a dead worker's
-    hub, client, agent = await open_session()
-    worker = Worker()
-    sent = await client.view.send(user_message("Weather in Rome?"))
-    run = await worker.handle(agent, sent.invocation.to_json())
-    await wait_status(client.view, run.run_id, "suspended")
-    answer, _ = await approve_call(client.view, run.run_id)
-    live = await agent.create_run(answer.invocation.to_json())
-    await live.start()
-    await live.view.load_all()
-    step, _encoder = await open_text_stream(live, "msg_live", "Rome is")
-    duplicate_session = AgentSession(hub.client("agent").channel("chat"))
-    await duplicate_session.connect()
-    duplicate = await duplicate_session.create_run(answer.invocation.to_json())
-    await duplicate.start()
-    history = await hub.client("x").channel("chat").history(limit=1000)
-    ends = [
-        m["extras"]["ai"]["transport"]
-        for m in history.items
-        if m.get("name") == "ai-step-end" and m["extras"]["ai"]["transport"].get("step-id") == step.step_id
-    ]
-    assert ends == []  # the live worker's step stays open
-    await duplicate_session.close()
-    await agent.close()
-    await client.close()
 
 
 def test_no_test_importorskips_the_projects_own_modules() -> None:

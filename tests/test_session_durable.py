@@ -214,9 +214,10 @@ async def test_resuming_worker_closes_what_the_dead_worker_left_before_the_trigg
     await client.close()
 
 
-async def test_resume_never_closes_a_stream_opened_after_its_trigger() -> None:
+async def test_resume_never_closes_a_stream_or_ends_a_step_opened_after_its_trigger() -> None:
     # a duplicate wake-up (same approval) resumes while the first worker streams its answer: only
-    # streams opened before the trigger are a dead worker's; the live worker's stream stays open
+    # streams and step attempts opened before the trigger are a dead worker's; the live worker's
+    # stream stays open and its step is not ended
     from support_sessions import Worker, approve_call, open_text_stream
 
     hub, client, agent = await open_session()
@@ -228,7 +229,7 @@ async def test_resume_never_closes_a_stream_opened_after_its_trigger() -> None:
     live = await agent.create_run(answer.invocation.to_json())
     await live.start()
     await live.view.load_all()
-    await open_text_stream(live, "msg_live", "Rome is")  # streaming, the worker very much alive
+    step, _encoder = await open_text_stream(live, "msg_live", "Rome is")  # streaming, the worker very much alive
     duplicate_session = AgentSession(hub.client("agent").channel("chat"))
     await duplicate_session.connect()
     duplicate = await duplicate_session.create_run(answer.invocation.to_json())
@@ -240,6 +241,12 @@ async def test_resume_never_closes_a_stream_opened_after_its_trigger() -> None:
         if m.get("name") == "ai-output" and m["extras"]["ai"].get("codec", {}).get("item_id") == "msg_live"
     ]
     assert [t.get("status") for t in live_streams] == ["streaming"]
+    ends = [
+        m["extras"]["ai"]["transport"]
+        for m in history.items
+        if m.get("name") == "ai-step-end" and m["extras"]["ai"]["transport"].get("step-id") == step.step_id
+    ]
+    assert ends == []  # the live worker's step stays open
     await duplicate_session.close()
     await agent.close()
     await client.close()
