@@ -166,7 +166,10 @@ class NavigableBranch:
         if seen is None or seen[0] is not index:  # a rebuild of the tree's groups: read it all again
             self._unpinned = dict(index)
         elif len(index) > seen[1]:
-            self._unpinned.update(dict.fromkeys(itertools.islice(index, seen[1], None)))
+            # the keys added since, read from the index's newest end: O(them), never a skip over
+            # the ones read already (an edit flood grows the index by one a wire)
+            added = list(itertools.islice(reversed(index), len(index) - seen[1]))
+            self._unpinned.update(dict.fromkeys(reversed(added)))
         self._fork_seen = (index, len(index))
         if self._unpinned:
             if not isinstance(previous, (set, frozenset, dict)):
