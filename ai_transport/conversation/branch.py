@@ -17,11 +17,13 @@ view already showed stays pinned when someone else's edit adds a sibling.
 from __future__ import annotations
 
 import itertools
+from collections import UserDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
 from .nodes import InputNode, Node, RunNode
+from .selections import Selections
 from .tree import Tree
 
 __all__ = ["BranchHandle", "NavigableBranch", "collect_messages"]
@@ -59,6 +61,24 @@ class _Point:
     kind: str  # "fork-of" | "regen" | "non-head-regen"
     root: str
     members: list[_Member]
+
+
+class _Intents(UserDict[str, tuple[str, str]]):
+    """Group root -> ``(kind, key)`` selection intents of one kind (a :class:`NavigableBranch`'s
+    prompt forks or reply regenerates): every write and delete calls ``changed(root)``, so the
+    branch's :class:`~.selections.Selections` follow whatever writes them (O(1) a change)."""
+
+    def __init__(self, changed: Callable[[str], None]) -> None:
+        self._changed = changed
+        super().__init__()
+
+    def __setitem__(self, root: str, intent: tuple[str, str]) -> None:
+        self.data[root] = intent
+        self._changed(root)
+
+    def __delitem__(self, root: str) -> None:
+        del self.data[root]
+        self._changed(root)
 
 
 def collect_messages(
@@ -108,8 +128,10 @@ class NavigableBranch:
 
     def __init__(self, tree: Tree) -> None:
         self.tree = tree
-        self._forks: dict[str, tuple[str, str]] = {}  # group root -> (user|auto|pinned, input key)
-        self._regens: dict[str, tuple[str, str]] = {}  # group root -> (user|auto|pending, run id | carrier)
+        #: What :attr:`selections` answers, kept as the intents below change (never rebuilt a read).
+        self._selections = Selections()
+        self._forks = _Intents(self._resolve)  # group root -> (user|auto|pinned, input key)
+        self._regens = _Intents(self._resolve)  # group root -> (user|auto|pending, run id | carrier)
         self._non_head: dict[str, tuple[str, str]] = {}  # anchor cmid -> (user|auto|pending, run id | carrier)
         self._version = 0
         #: The tree's forked index last read and how much of it (:meth:`on_visible_nodes_changed`),
@@ -120,11 +142,21 @@ class NavigableBranch:
     # -- branch source -------------------------------------------------------------------------
 
     @property
-    def selections(self) -> dict[str, str]:
-        """Group root -> selected node key, as the tree's ``visible_nodes`` takes them."""
-        resolved = {root: key for root, (_, key) in self._forks.items()}
-        resolved.update({root: key for root, (kind, key) in self._regens.items() if kind != "pending"})
-        return resolved
+    def selections(self) -> Selections:
+        """Group root -> selected node key, as the tree's ``visible_nodes`` takes them (read-only:
+        kept up to date as the selections change, O(1) a change, so a view that pinned N forks
+        does not rebuild N entries a read)."""
+        return self._selections
+
+    def _resolve(self, root: str) -> None:
+        """Bring ``selections[root]`` in line with the intents: a regenerate's selection (unless
+        pending) over a prompt fork's."""
+        regen = self._regens.data.get(root)
+        if regen is not None and regen[0] != "pending":
+            self._selections.set(root, regen[1])
+        else:
+            fork = self._forks.data.get(root)
+            self._selections.set(root, fork[1] if fork is not None else None)
 
     def cache_key(self) -> Any:
         """Changes whenever :meth:`visible_nodes` may change."""

@@ -77,6 +77,7 @@ from .lifecycle import (
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
 from .ownership import KIND_CODEC_MESSAGE_ID, KIND_EVENT_ID, OwnershipLedger
 from .retention import LogRetention
+from .selections import Selections
 from .steers import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
 from .tree_owners import Replay, TreeOwnership, slim_wire
@@ -100,6 +101,36 @@ def _group_of(
         return (group[0].key if group else node.key), group
     root = roots.get(node.key, node.key)
     return root, inputs.get(root, ())
+
+
+def _selection_stamp(selections: Mapping[str, str]) -> Any:
+    """What names ``selections`` in :meth:`Tree.visible_path`'s cache: ``(ident, version, the
+    object)`` of a :class:`~.selections.Selections` (O(1); its ident is unique, so two stamps with
+    the same ident and version are the same object and contents), else the frozen items of a plain
+    mapping (O(the selections), hashed once)."""
+    if isinstance(selections, Selections):
+        return (selections.ident, selections.version, selections)
+    return frozenset(selections.items())
+
+
+def _selection_changes(before: Any, selections: Mapping[str, str], chosen: Any) -> dict[str, str | None] | None:
+    """The roots whose selection differs between the stamp ``before`` and ``selections`` (stamped
+    ``chosen``), each with its value then (None: none); None when that cannot be told (the
+    selections ``before`` named changed beyond their journal since)."""
+    if isinstance(before, tuple) and isinstance(chosen, tuple) and before[0] == chosen[0]:
+        return selections.changed_since(before[1]) if isinstance(selections, Selections) else None
+    if isinstance(before, frozenset):
+        then: Mapping[str, str] | None = dict(before)
+    else:
+        then = before[2].as_of(before[1])
+    if then is None:
+        return None
+    changed: dict[str, str | None] = {}
+    for root in then.keys() | selections.keys():
+        was = then.get(root)
+        if was != selections.get(root):
+            changed[root] = was
+    return changed
 
 
 def _takes_author(codec: Any) -> bool:
@@ -533,15 +564,21 @@ class Tree(LifecycleFold, TreeOwnership):
         """:meth:`visible_nodes` as the tree holds it: never mutate it. A later answer that is the
         same list object only grew at its end (the live append case; other selections that pick
         the members shown already, such as a view pinning what it shows, answer the same list); a
-        structural change answers a new list."""
-        selections = selections or {}
-        chosen = frozenset(selections.items())  # no sort: O(the selections), hashed once
+        structural change answers a new list.
+
+        The path is cached for the selections it was computed for: a plain mapping is hashed whole
+        on every call (O(the selections)); a :class:`~.selections.Selections` (a view's) is named by
+        its identity and version, and what changed since is read from its journal (O(the changes)).
+        """
+        if selections is None:
+            selections = {}
+        chosen = _selection_stamp(selections)
         cache_key = (self.version, chosen)
         cached = self._visible_cache
         if cached is not None and cached[0] != cache_key and cached[0][1] != chosen:
-            cached = self._reselect_visible(cached, chosen)
+            cached = self._reselect_visible(cached, selections, chosen)
         if cached is not None and cached[0] != cache_key:
-            cached = self._extend_visible(cached)
+            cached = self._extend_visible(cached, selections)
         if cached is not None and cached[0] == cache_key:
             return cached[1]
         result: list[Node] = []
@@ -573,7 +610,7 @@ class Tree(LifecycleFold, TreeOwnership):
         self._visible_cache = (cache_key, result, path)
         return result
 
-    def _extend_visible(self, cached: Any) -> Any:
+    def _extend_visible(self, cached: Any, selections: Mapping[str, str]) -> Any:
         """The cached path extended by the nodes appended since it was computed, else None.
 
         An appended node of its own (no siblings) is shown iff its parent is on the path (the path
@@ -581,7 +618,8 @@ class Tree(LifecycleFold, TreeOwnership):
         of its group, and no node names it yet: when a selection keeps another member it changes
         nothing; else it replaces the member shown until now (the group's previous latest), which
         leaves the path with the nodes shown through it — a new list, rebuilt from that member on
-        only (O(the path after it), never the whole tree)."""
+        only (O(the path after it), never the whole tree). ``selections``: the ones the cached path
+        was computed (or reselected) for."""
         (version, chosen), result, path = cached
         appended = self._appended_since(version)
         if appended is None:
@@ -589,7 +627,6 @@ class Tree(LifecycleFold, TreeOwnership):
         runs, inputs, roots = self._groups()
         if self._children_cache is None or any(n.key in self._children_cache[4] for n in appended):
             return None
-        selections = dict(chosen)
         for node in appended:
             key = node.key
             if key in self._superseded:
@@ -616,10 +653,11 @@ class Tree(LifecycleFold, TreeOwnership):
         self._visible_cache = extended
         return extended
 
-    def _reselect_visible(self, cached: Any, chosen: frozenset[tuple[str, str]]) -> Any:
+    def _reselect_visible(self, cached: Any, selections: Mapping[str, str], chosen: Any) -> Any:
         """The cached path (of the tree as it was, before the nodes appended since) for other
         selections, when each selection that changed picks the member the path shows already (a
-        view pinning the prompt it shows when someone edits it); else None. O(the selections)."""
+        view pinning the prompt it shows when someone edits it); else None. O(the selections
+        that changed) for a :class:`~.selections.Selections` read again, else O(the selections)."""
         (version, before), result, path = cached
         appended = self._appended_since(version)
         if appended is None or self._children_cache is None:
@@ -627,10 +665,12 @@ class Tree(LifecycleFold, TreeOwnership):
         referenced = self._children_cache[4]
         if any(n.key in referenced for n in appended):
             return None
+        changed = _selection_changes(before, selections, chosen)
+        if changed is None:
+            return None
         runs, inputs, _ = self._groups()
         new = {n.key for n in appended}
-        old_pick, new_pick = dict(before - chosen), dict(chosen - before)  # what changed only
-        for root in old_pick.keys() | new_pick.keys():
+        for root, was in changed.items():
             entry = self._nodes.get(root)
             groups = [inputs.get(root, ())]
             if entry is not None and isinstance(entry.node, RunNode):
@@ -641,8 +681,8 @@ class Tree(LifecycleFold, TreeOwnership):
                 held = len(group)
                 while held and group[held - 1].key in new:  # appended since: at the group's end
                     held -= 1
-                if held > 1 and self._pick(group, held, old_pick.get(root), root, new) != self._pick(
-                    group, held, new_pick.get(root), root, new
+                if held > 1 and self._pick(group, held, was, root, new) != self._pick(
+                    group, held, selections.get(root), root, new
                 ):
                     return None
         return ((version, chosen), result, path)
