@@ -10,7 +10,17 @@
   ones are each an edit (``fork-of``) of the one before (``editchain``: an edit of an edit ...) or
   of the first (``edit``); before the groups were memoised a chain of N edits cost each new one
   O(N) (its fork-of chain walked, appended to the group of every prompt it reached, the visible
-  path rebuilt: 59 / 161 / 278 / 417 ms per 250 live edits as N grew past 1000).
+  path rebuilt: 59 / 161 / 278 / 417 ms per 250 live edits as N grew past 1000). ``editeach``:
+  every other prompt is an edit of the one just before it (groups of two, each an edit of a prompt
+  the view shows, which it pins: N / 2 selections). Two scans that a count of Python calls does not
+  see (one call each) then grew with ``N``: the view's branch stepped over every forked prompt it
+  had read to reach the new ones (``islice``), and rebuilt its selections on each read for the tree
+  to hash them whole; now it reads the new forked prompts from the index's newest end and keeps
+  versioned selections (:mod:`ai_transport.conversation.selections`) whose changes the tree reads
+  from a journal (``tests/test_branch_fold_cost.py`` counts the work). Median CPU per live wire,
+  main -> after, 1k / 10k held, shared 2-core machine at load 4-6 (two runs each, interleaved):
+  ``edit`` 66-72 / 108-160 -> 52-64 / 62-72 us, ``editchain`` 58-84 / 111-160 -> 74-81 / 53-55 us,
+  ``editeach`` 167-195 / 2801-3034 -> 55 / 74-85 us (``junk`` 50-81 us either way).
 * **wake-up per history message** (target: <= 20 us): ``bench_wakeup.py``'s path (a fresh worker:
   connect, locate the trigger, fold the whole conversation, decide what it owes, build the model
   input) for conversations of 1k and 10k messages, divided by the messages in history; CPU time
@@ -30,7 +40,7 @@
   --in-process-only``'s measure.
 
 Run: ``python benchmarks/bench_fold.py [--sizes 100,1000,10000] [--wake-sizes 1000,10000]
-[--live 50] [--repeat 3] [--modes junk,editchain,edit]``. Not a test.
+[--live 50] [--repeat 3] [--modes junk,editchain,edit,editeach]``. Not a test.
 """
 
 from __future__ import annotations
@@ -64,11 +74,14 @@ def prompt_wire(text: str) -> dict[str, Any]:
 
 def flood_wire(text: str, mode: str, sent: list[str]) -> dict[str, Any]:
     """:func:`prompt_wire`, an edit of the previous prompt of ``sent`` (``editchain``) or of its
-    first (``edit``) when there is one; its id is appended to ``sent``."""
+    first (``edit``) when there is one, or (``editeach``) of the previous one every other prompt;
+    its id is appended to ``sent``."""
     wire = prompt_wire(text)
     transport = wire["extras"]["ai"]["transport"]
     if sent and mode in ("editchain", "edit"):
         transport["fork-of"] = sent[-1] if mode == "editchain" else sent[0]
+    elif len(sent) % 2 == 1 and mode == "editeach":
+        transport["fork-of"] = sent[-1]  # the prompt published just before (shown): a group of two
     sent.append(transport["codec-message-id"])
     return wire
 
@@ -133,7 +146,7 @@ def main() -> None:
     ap.add_argument("--live", type=int, default=50)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--deltas", type=int, default=20_000)
-    ap.add_argument("--modes", default="junk,editchain,edit", help="junk prompts and/or edit floods")
+    ap.add_argument("--modes", default="junk,editchain,edit,editeach", help="junk prompts and/or edit floods")
     args = ap.parse_args()
 
     modes = [m for m in args.modes.split(",") if m]
