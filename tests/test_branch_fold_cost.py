@@ -80,11 +80,14 @@ class CountingIndex(dict):  # type: ignore[type-arg]
 BISECT_KEYS = {"_stored_key", "_append_version"}
 
 
-def work_per_wire(mode: str, held: int, live: int = 20) -> tuple[float, float, int]:
+def work_per_wire(mode: str, held: int, live: int = 20, views: int = 1) -> tuple[float, float, int]:
     """``(forked-index entries read, Python lines run, selections held)`` per new live wire of a
-    client session whose view has an ``update`` listener, ``held`` wires of the flood folded."""
+    client session whose ``views`` views have an ``update`` listener, ``held`` wires of the flood
+    folded."""
     session = ClientSession(InProcessHub().client("alice").channel("chat"))
     session.view.on("update", lambda *_: None)
+    for _ in range(views - 1):
+        session.create_view().on("update", lambda *_: None)
     sent: list[str] = []
     for n in range(held):
         session._on_live(flood_wire(mode, n, sent))
@@ -133,6 +136,14 @@ def test_a_view_that_pinned_every_edited_prompt_reads_its_selections_incremental
     small, large = work_per_wire("editeach", 100), work_per_wire("editeach", 1000)
     assert small[2] >= 50 and large[2] >= 500  # one pin a group shown when edited: they grow ...
     assert large[1] - small[1] <= 2, (small, large)  # ... and a wire costs the same
+
+
+def test_two_views_reading_the_tree_in_turn_diff_their_selections_outside_python() -> None:
+    # the tree keeps one cached path: each view's read reselects it from the other's selections, a
+    # set operation on their items (O(the selections) in C, as before), Python only for the changes
+    small, large = work_per_wire("editeach", 100, views=2), work_per_wire("editeach", 1000, views=2)
+    assert small[0] <= 4 and large[0] <= 4, (small, large)  # each view reads the new forked prompts
+    assert large[1] - small[1] <= 4, (small, large)
 
 
 # -- the versioned selections ------------------------------------------------------------------

@@ -59,6 +59,11 @@ class Selections(Mapping[str, str]):
     def __repr__(self) -> str:
         return f"Selections({self._map!r})"
 
+    def contents(self) -> Mapping[str, str]:
+        """The selections as the plain dict this object keeps (never mutate it): for set
+        operations on its items."""
+        return self._map
+
     def set(self, root: str, key: str | None) -> None:
         """Select ``key`` at ``root`` (None: no selection there)."""
         before = self._map.get(root)

@@ -120,17 +120,14 @@ def _selection_changes(before: Any, selections: Mapping[str, str], chosen: Any) 
     if isinstance(before, tuple) and isinstance(chosen, tuple) and before[0] == chosen[0]:
         return selections.changed_since(before[1]) if isinstance(selections, Selections) else None
     if isinstance(before, frozenset):
-        then: Mapping[str, str] | None = dict(before)
+        then: dict[str, str] | None = dict(before)
     else:
         then = before[2].as_of(before[1])
     if then is None:
         return None
-    changed: dict[str, str | None] = {}
-    for root in then.keys() | selections.keys():
-        was = then.get(root)
-        if was != selections.get(root):
-            changed[root] = was
-    return changed
+    now = selections.contents() if isinstance(selections, Selections) else dict(selections)
+    # the pairs in one and not the other (a set operation: the unchanged ones never reach Python)
+    return {root: then.get(root) for root, _ in then.items() ^ now.items()}
 
 
 def _takes_author(codec: Any) -> bool:
