@@ -104,3 +104,23 @@ def test_the_common_shape_takes_the_fast_path() -> None:
     ):
         assert not _plainly_well_typed(broken)
         assert wire_problem(broken) == why
+
+
+def test_values_the_conversion_would_coerce_are_left_to_the_full_check() -> None:
+    """The fast path's msgspec conversion takes a Decimal for a float; the full check does not, so
+    a Decimal timestamp (and any number that is not exactly an int or a float) is looked at closer."""
+    from decimal import Decimal
+    from enum import IntEnum
+
+    class Level(IntEnum):
+        ONE = 1
+
+    base = {"name": "ai-input", "serial": "01", "action": "message.create"}
+    for wire, why in (
+        ({**base, "timestamp": Decimal("1.5")}, "timestamp is Decimal, not a number"),
+        ({**base, "version": {"timestamp": Decimal("2")}}, "version.timestamp is Decimal, not a number"),
+        ({**base, "timestamp": Level.ONE}, None),
+        ({**base, "version": {"serial": "01", "timestamp": Level.ONE}}, None),
+    ):
+        assert not _plainly_well_typed(wire)
+        assert wire_problem(wire) == why

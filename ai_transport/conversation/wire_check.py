@@ -13,8 +13,9 @@ A message without an AI envelope (no ``extras.ai``) is a *foreign* message and p
 the fields above are well typed; a present but non-object ``extras`` / ``extras.ai`` does not.
 
 Every wire of a fold is checked, so the common shape (plain dicts, every field exactly its type) is
-recognised first by :func:`_plainly_well_typed`, a conservative test that only ever answers "well
-typed" or "look closer"; anything else takes the full check, whose answers (and refusal texts) are
+recognised first by :func:`_plainly_well_typed` (one msgspec conversion to :class:`_Wire`), a
+conservative test that only ever answers "well typed" or "look closer"; anything else takes the full
+check, whose answers (and refusal texts) are
 the only ones a caller sees (``tests/test_conversation_wire_check.py`` compares both on arbitrary
 values).
 """
@@ -22,7 +23,9 @@ values).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
+
+import msgspec
 
 from .._shapes import MAPPING
 from ..channels.channel import ACTIONS, action_name
@@ -33,10 +36,7 @@ __all__ = ["wire_problem"]
 _STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
 _VERSION_STRING_FIELDS = ("serial", "clientId")
 _ONLY_STR = frozenset((str,))
-_ACTION_NAMES = frozenset(ACTIONS)
-_FAST_FIELDS = (*_STRING_FIELDS, "action", "timestamp", "version", "extras")
-_FAST_VERSION_FIELDS = ("serial", "clientId", "timestamp")
-_TIERS = ("transport", "codec")
+_convert = msgspec.convert
 
 
 def _is_number(value: Any) -> bool:
@@ -61,53 +61,62 @@ def _tier_problem(ai: Mapping[Any, Any], tier: str) -> str | None:
     return None
 
 
+class _Version(msgspec.Struct, gc=False):
+    """``version`` as the fast path reads it (other fields are not looked at)."""
+
+    serial: str | None = None
+    clientId: str | None = None
+    timestamp: Any = None  # checked by _plainly_well_typed: msgspec would take a Decimal as a float
+
+
+class _Ai(msgspec.Struct, gc=False):
+    """``extras.ai``: both header tiers flat string-to-string maps."""
+
+    transport: dict[str, str] | None = None
+    codec: dict[str, str] | None = None
+
+
+class _Extras(msgspec.Struct, gc=False):
+    """``extras`` (only ``ai`` is read)."""
+
+    ai: _Ai | None = None
+
+
+class _Wire(msgspec.Struct, gc=False):
+    """The fields :func:`wire_problem` checks, each of its wire type (``None``: absent or null)."""
+
+    name: str | None = None
+    clientId: str | None = None
+    serial: str | None = None
+    id: str | None = None
+    connectionId: str | None = None
+    action: Literal[ACTIONS] | None = None  # type: ignore[valid-type]
+    timestamp: Any = None
+    version: _Version | None = None
+    extras: _Extras | None = None
+
+
 def _plainly_well_typed(message: Any) -> bool:
     """True when ``message`` has the common shape with every field checked exactly of its type
-    (then :func:`_full_problem` finds nothing); False means "look closer", never "malformed"."""
+    (then :func:`_full_problem` finds nothing); False means "look closer", never "malformed".
+
+    The whole message is checked against :class:`_Wire` in one msgspec conversion (in C, fields it
+    does not name skipped unread); the two timestamps, which it leaves alone, must be an exact
+    ``int`` or ``float``.
+    """
     if type(message) is not dict:
         return False
-    # every field read in one pass in C (one lookup each, no Python-level call per field)
-    name, client_id, serial, id_, connection_id, action, timestamp, version, extras = map(
-        message.get, _FAST_FIELDS
-    )
-    if not (
-        (name is None or type(name) is str)
-        and (client_id is None or type(client_id) is str)
-        and (serial is None or type(serial) is str)
-        and (id_ is None or type(id_) is str)
-        and (connection_id is None or type(connection_id) is str)
-    ):
+    try:
+        wire = _convert(message, _Wire)
+    except (msgspec.ValidationError, TypeError):
         return False
-    if action is not None and not (type(action) is str and action in _ACTION_NAMES):
-        return False
+    timestamp = wire.timestamp
     if timestamp is not None and type(timestamp) is not int and type(timestamp) is not float:
         return False
+    version = wire.version
     if version is not None:
-        if type(version) is not dict:
-            return False
-        vserial, vclient_id, vts = map(version.get, _FAST_VERSION_FIELDS)
-        if not ((vserial is None or type(vserial) is str) and (vclient_id is None or type(vclient_id) is str)):
-            return False
+        vts = version.timestamp
         if vts is not None and type(vts) is not int and type(vts) is not float:
-            return False
-    if extras is None:
-        return True
-    if type(extras) is not dict:
-        return False
-    ai = extras.get("ai")
-    if ai is None:
-        return True
-    if type(ai) is not dict:
-        return False
-    for tier in map(ai.get, _TIERS):
-        if tier is None:
-            continue
-        if type(tier) is not dict:
-            return False
-        try:  # in C: raises unless every key and every value is a str
-            "".join(tier)
-            "".join(tier.values())
-        except TypeError:
             return False
     return True
 
