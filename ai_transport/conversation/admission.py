@@ -150,18 +150,21 @@ class Admission:
         name = message.get("name")
         client_id = message.get("clientId")
         serial = message.get("serial")
-        action = action_name(message.get("action"))
-        if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
-            self._reject(
-                message, f"agent message mutated by {mutator_of(message)!r}, not a trusted agent identity"
-            )
-            return False
-        if action in MUTATIONS and isinstance(serial, str) and serial in self._accepted_streams:
-            mutator = mutator_of(message)
-            if (mutator if isinstance(mutator, str) else None) not in self.trusted_agent_ids:
-                # a mutation renaming a trusted output (any name) is still a mutation of that output
-                self._reject(message, f"agent output mutated by {mutator!r}, not a trusted agent identity")
+        action = message.get("action")
+        # a str action is its own name (one outside ACTIONS is no mutation either): no call for the usual create
+        mutation = (action if type(action) is str else action_name(action)) in MUTATIONS
+        if mutation:
+            if is_untrusted_agent_mutation(message, self.trusted_agent_ids):
+                self._reject(
+                    message, f"agent message mutated by {mutator_of(message)!r}, not a trusted agent identity"
+                )
                 return False
+            if isinstance(serial, str) and serial in self._accepted_streams:
+                mutator = mutator_of(message)
+                if (mutator if isinstance(mutator, str) else None) not in self.trusted_agent_ids:
+                    # a mutation renaming a trusted output (any name) is still a mutation of that output
+                    self._reject(message, f"agent output mutated by {mutator!r}, not a trusted agent identity")
+                    return False
         if name == LEASE_NAME and client_id not in self.trusted_agent_ids:
             self._reject(message, f"lease wire from untrusted client {client_id!r}")
             return False
@@ -173,7 +176,7 @@ class Admission:
                 self._accepted_streams.add(serial)
             return True
         if not name:
-            if action in MUTATIONS:
+            if mutation:
                 if serial in self._accepted_streams:
                     return True
                 if message.get("extras") is not None:

@@ -109,12 +109,7 @@ def has_ai_envelope(extras: Any) -> bool:
 
 
 def _tier(extras: Any, tier: str) -> dict[str, str]:
-    if type(extras) is dict:  # the common case (plain dicts all the way down): no isinstance call
-        ai = extras.get(AI)
-        if type(ai) is dict:
-            sub = ai.get(tier)
-            if type(sub) is dict:
-                return sub
+    """The general read of one tier (:func:`transport_headers` / :func:`codec_headers` try plain dicts first)."""
     if not isinstance(extras, MAPPING):
         return {}
     ai = extras.get(AI)
@@ -128,11 +123,23 @@ def _tier(extras: Any, tier: str) -> dict[str, str]:
 
 def transport_headers(extras: Any) -> dict[str, str]:
     """The transport tier of ``extras`` (``{}`` when missing or not an object). Not copied."""
+    if type(extras) is dict:  # the common case (plain dicts all the way down): read here, in one call
+        ai = extras.get(AI)
+        if type(ai) is dict:
+            sub = ai.get(TRANSPORT)
+            if type(sub) is dict:
+                return sub
     return _tier(extras, TRANSPORT)
 
 
 def codec_headers(extras: Any) -> dict[str, str]:
     """The codec tier of ``extras`` (``{}`` when missing or not an object). Not copied."""
+    if type(extras) is dict:  # the common case (plain dicts all the way down): read here, in one call
+        ai = extras.get(AI)
+        if type(ai) is dict:
+            sub = ai.get(CODEC)
+            if type(sub) is dict:
+                return sub
     return _tier(extras, CODEC)
 
 
