@@ -158,6 +158,10 @@ class StreamDecoder:
             result = self._dict_create(inbound)
             if result is not None:
                 return result
+        elif action == _UPDATE:
+            result = self._dict_first_update(inbound)
+            if result is not None:
+                return result
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
@@ -210,6 +214,47 @@ class StreamDecoder:
             logger.warning(
                 "decode(); skipping message (serial %r) that failed to decode", inbound.get("serial"), exc_info=True
             )
+            return DecodeResult()
+        if name == NAME_INPUT:
+            return DecodeResult(events, [])
+        return DecodeResult([], events)
+
+    def _dict_first_update(self, inbound: dict[str, Any]) -> DecodeResult | None:
+        """An update of a serial not tracked yet (what history holds: a stream's aggregate) in the
+        common shape (a dict, object tiers, a non-empty string serial), read directly; None: another
+        shape, or a tracked stream, which :meth:`_decode` reads."""
+        extras = inbound.get("extras")
+        ai = extras.get("ai") if type(extras) is dict else None
+        if type(ai) is not dict:
+            return None
+        transport = ai.get("transport")
+        codec = ai.get("codec")
+        serial = inbound.get("serial")
+        version = inbound.get("version")
+        if (
+            type(transport) is not dict
+            or (codec is not None and type(codec) is not dict)
+            or type(serial) is not str
+            or not serial
+            or (version is not None and type(version) is not dict)
+            or serial in self._trackers
+        ):
+            return None
+        name = inbound.get("name")
+        codec = _EMPTY if codec is None else codec
+        data = inbound.get("data", _ABSENT)
+        try:
+            if transport.get("stream") == "true":
+                # As ably-js reads it: a missing (or empty) version.serial is the message serial.
+                vs = version.get("serial") if version is not None else None
+                events = self._first_contact(name, data, vs or serial, transport, codec, serial)
+            else:
+                events = self._discrete(name, transport, codec, data)
+        except _Malformed as exc:
+            logger.warning("decode(); skipping malformed message (serial %r): %s", serial, exc)
+            return DecodeResult()
+        except Exception:  # pragma: no cover - defensive: the decoder must never crash
+            logger.warning("decode(); skipping message (serial %r) that failed to decode", serial, exc_info=True)
             return DecodeResult()
         if name == NAME_INPUT:
             return DecodeResult(events, [])
@@ -348,7 +393,10 @@ class StreamDecoder:
         if tracker is None:
             if not streamed:
                 return self._discrete(m.name, transport, codec, m.data)
-            return self._first_contact(m, transport, codec, status, serial)
+            version = m.version
+            return self._first_contact(
+                m.name, m.data, serial if version is _ABSENT else version, transport, codec, serial
+            )
         if self._already_incorporated(tracker, m.version):
             return []
         if type(m.data) is not str:
@@ -376,19 +424,23 @@ class StreamDecoder:
         return []
 
     def _first_contact(
-        self, m: _Inbound, transport: Mapping[str, Any], codec: Mapping[str, Any], status: Any, serial: Any
+        self, name: Any, data: Any, version: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], serial: Any
     ) -> list[dict[str, Any]]:
-        if type(m.data) is not str:
-            _warn_data(m.data, serial)
-        data = m.data if type(m.data) is str else ""
-        version = m.version
+        """Start tracking ``serial`` from an update or append that is the first the decoder sees of
+        it: start events, then the delta of its data and, when it completes, the end events."""
+        if type(data) is not str:
+            _warn_data(data, serial)
+            data = ""
+        status = transport.get("status")
+        closes = status == "complete" or status == "cancelled"
         tracker = _Tracker(
-            _nullish(m.name, ""),
+            _nullish(name, ""),
             _nullish(transport.get("stream-id"), ""),
             data,
-            dict(codec),
-            dict(transport),
-            serial if version is _ABSENT else version,
+            # a stream that closes here is never read again: its headers need no copy of their own
+            codec if closes else dict(codec),  # type: ignore[arg-type]
+            transport if closes else dict(transport),  # type: ignore[arg-type]
+            version,
         )
         self._trackers[serial] = tracker
         out = self._start_events(tracker)
@@ -397,7 +449,7 @@ class StreamDecoder:
                 self._delta_events(tracker, data, out)
             if status == "complete":
                 self._end_events(tracker, codec, out)
-        if status == "complete" or status == "cancelled":
+        if closes:
             self._trackers[serial] = CLOSED
         return out
 
