@@ -49,28 +49,14 @@ class ResponsesCodec:
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # a namespace: never returns
         raise TypeError("ResponsesCodec is a namespace; call its static methods")
 
-    @staticmethod
-    def init() -> Any:
-        """An empty projection (``init``)."""
-        return reducer.init()
-
-    @staticmethod
-    def fold(
-        state: Any,
-        direction: str,
-        event: Any,
-        message_id: str | None = None,
-        serial: str = "",
-        author: str | None = None,
-    ) -> Any:
-        """Fold one ``"input"``/``"output"`` event into the projection (``fold``); ``author`` (the
-        wire's verified publisher) is accepted as every codec's fold takes it."""
-        return reducer.fold(state, direction, event, message_id, serial, author)
-
-    @staticmethod
-    def get_messages(state: Any) -> list[Any]:
-        """The projection's messages, each a :class:`~ai_transport.codec.types.CodecMessage` (``getMessages``)."""
-        return reducer.get_messages(state)
+    # The reducer's own functions (one call per fold, not two): ``init`` (an empty projection),
+    # ``fold(state, direction, event, message_id=None, serial="", author=None)`` (fold one
+    # ``"input"`` / ``"output"`` event; ``author``, the wire's verified publisher, is accepted as every
+    # codec's fold takes it) and ``get_messages`` (each a
+    # :class:`~ai_transport.codec.types.CodecMessage`); see :mod:`ai_transport.codec.reducer`.
+    init = staticmethod(reducer.init)
+    fold = staticmethod(reducer.fold)
+    get_messages = staticmethod(reducer.get_messages)
 
     @staticmethod
     def create_encoder(

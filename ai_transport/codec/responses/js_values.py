@@ -148,13 +148,15 @@ def _set_slot(arr: list[Any], raw_index: Any, value: Any) -> None:
 
 
 def _clone(v: Any) -> Any:
-    """``structuredClone`` of a JSON value."""
+    """``structuredClone`` of a JSON value: every dict and list copied, anything else shared."""
     t = type(v)
-    if t is dict:
-        return {k: (x if type(x) is str else _clone(x)) for k, x in v.items()}
-    if t is list:
-        return [x if type(x) is str else _clone(x) for x in v]
-    return v
+    if t is not dict and t is not list:
+        return v
+    out = v.copy()  # then only the nested containers are cloned (no call per scalar)
+    for k, x in (v.items() if t is dict else enumerate(v)):
+        if type(x) is dict or type(x) is list:
+            out[k] = _clone(x)
+    return out
 
 
 def _dense(slots: list[Any]) -> list[Any]:
