@@ -53,7 +53,7 @@ def test_the_usual_stream_keeps_its_start_reads() -> None:
              "part": '{"type":"output_text","text":""}'}
     tracker = _Tracker("ai-output", "s:0", "", dict(codec), {}, "01")
     _start_events(tracker)
-    assert tracker.memo == (("msg_1", "0", "2"), ("msg_1", 0, 2))
+    assert tracker.memo == ("msg_1", "0", "2", 0, 2)
     out: list[dict[str, Any]] = []
     _end_events(tracker, dict(codec), out)
     assert out == [{"type": "response.output_text.done", "item_id": "msg_1", "output_index": 0,

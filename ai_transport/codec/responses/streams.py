@@ -155,8 +155,15 @@ def _start_events(tracker: _Tracker) -> list[dict[str, Any]]:
         out.append(bag)
         if _immutable(item_id) and _immutable(index):  # the delta template, from the same reads
             tracker._delta = _group_template(group, item_id, index)
-            if _immutable(output_index):
-                _keep_end_fields(tracker, codec, group, (item_id, output_index, index))
+            raw_output, raw_index = codec.get("output_index"), codec.get(group.index_key)
+            if (
+                type(item_id) is str
+                and type(raw_output) is str
+                and type(raw_index) is str
+                and type(output_index) is int
+                and type(index) is int
+            ):  # what the end reads of the same raw headers (see _end_fields)
+                tracker.memo = (item_id, raw_output, raw_index, output_index, index)
     elif kind == _FN_ARGS:
         item = _json_field(codec, "item")
         bag = _strip({"item": item, "output_index": output_index})
@@ -181,35 +188,22 @@ def _delta_events(tracker: _Tracker, delta: str, out: list[dict[str, Any]]) -> N
     if template is not None:
         out.append(delta_event(template, delta))  # type: ignore[arg-type]
 
-def _keep_end_fields(tracker: _Tracker, codec: Mapping[str, Any], group: _Group, values: tuple[Any, Any, Any]) -> None:
-    """Keep on ``tracker.memo`` the raw start headers the end event of ``group`` reads (``item_id``,
-    ``output_index``, the index) with the values the end computes from them, when every raw header is
-    absent or a string that parsed (so the same raw headers at the end give the same values, and a
-    header that fails to parse is still read, and logged, again)."""
-    item_id, output_index, index = values
-    raws = (codec.get("item_id", _ABSENT), codec.get("output_index", _ABSENT), codec.get(group.index_key, _ABSENT))
-    for raw, value in zip(raws, values):
-        if raw is not _ABSENT and (type(raw) is not str or value is _ABSENT):
-            return  # not a string, or not valid JSON
-    tracker.memo = (raws, (_nullish(item_id, ""), _nullish(output_index, 0), _nullish(index, 0)))
-
-
-def _same_raw(value: Any, raw: Any) -> bool:
-    return value is raw or (type(value) is str and value == raw)
-
-
 def _end_fields(tracker: _Tracker, closing: Mapping[str, Any], group: _Group) -> tuple[Any, Any, Any]:
     """``item_id``, ``output_index`` and the index of ``group``'s end event, read from the closing
-    headers (kept from the start when they are the same raw headers)."""
+    headers; kept from the start (``tracker.memo``: its raw strings and the integers they parsed to)
+    when the closing headers repeat those strings, as a history aggregate's always do."""
     memo = tracker.memo
     if memo is not None:
-        raws, values = memo
+        item_id, output_index, index = closing.get("item_id"), closing.get("output_index"), closing.get(group.index_key)
         if (
-            _same_raw(closing.get("item_id", _ABSENT), raws[0])
-            and _same_raw(closing.get("output_index", _ABSENT), raws[1])
-            and _same_raw(closing.get(group.index_key, _ABSENT), raws[2])
+            type(item_id) is str
+            and item_id == memo[0]
+            and type(output_index) is str
+            and output_index == memo[1]
+            and type(index) is str
+            and index == memo[2]
         ):
-            return values
+            return item_id, memo[3], memo[4]
     return (
         _nullish(_str_field(closing, "item_id"), ""),
         _nullish(_json_field(closing, "output_index"), 0),
