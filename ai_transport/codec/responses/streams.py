@@ -157,13 +157,12 @@ def _start_events(tracker: _Tracker) -> list[dict[str, Any]]:
             tracker._delta = _group_template(group, item_id, index)
             raw_output, raw_index = codec.get("output_index"), codec.get(group.index_key)
             if (
-                type(item_id) is str
-                and type(raw_output) is str
+                type(raw_output) is str
                 and type(raw_index) is str
                 and type(output_index) is int
                 and type(index) is int
             ):  # what the end reads of the same raw headers (see _end_fields)
-                tracker.memo = (item_id, raw_output, raw_index, output_index, index)
+                tracker.memo = (raw_output, raw_index, output_index, index)
     elif kind == _FN_ARGS:
         item = _json_field(codec, "item")
         bag = _strip({"item": item, "output_index": output_index})
@@ -190,20 +189,20 @@ def _delta_events(tracker: _Tracker, delta: str, out: list[dict[str, Any]]) -> N
 
 def _end_fields(tracker: _Tracker, closing: Mapping[str, Any], group: _Group) -> tuple[Any, Any, Any]:
     """``item_id``, ``output_index`` and the index of ``group``'s end event, read from the closing
-    headers; kept from the start (``tracker.memo``: its raw strings and the integers they parsed to)
-    when the closing headers repeat those strings, as a history aggregate's always do."""
+    headers; the two integers are kept from the start (``tracker.memo``: its raw strings and the
+    integers they parsed to) when the closing headers repeat those strings, as a history aggregate's
+    always do."""
     memo = tracker.memo
     if memo is not None:
         item_id, output_index, index = closing.get("item_id"), closing.get("output_index"), closing.get(group.index_key)
         if (
-            type(item_id) is str
-            and item_id == memo[0]
+            type(item_id) is str  # read as it is: only the two integers are kept
             and type(output_index) is str
-            and output_index == memo[1]
+            and output_index == memo[0]
             and type(index) is str
-            and index == memo[2]
+            and index == memo[1]
         ):
-            return item_id, memo[3], memo[4]
+            return item_id, memo[2], memo[3]
     return (
         _nullish(_str_field(closing, "item_id"), ""),
         _nullish(_json_field(closing, "output_index"), 0),
