@@ -59,7 +59,7 @@ Pure (no I/O, no asyncio).
 from __future__ import annotations
 
 import itertools
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Any, Final, NamedTuple
 
 __all__ = [
@@ -134,6 +134,11 @@ class _Entry:
         self.owner = owner
         #: The sort key of the owner's first claim (the lowest).
         self.first = order
+
+
+def _held(payload: Any, hold: Callable[[Any], Any] | None) -> Any:
+    """What a claim holds of ``payload`` (:meth:`OwnershipLedger.claim`'s ``hold``)."""
+    return payload if hold is None else hold(payload)
 
 
 def _serial_of(order: _Order) -> str | None:
@@ -214,6 +219,7 @@ class OwnershipLedger:
         *,
         mutation: bool = False,
         keep: bool = True,
+        hold: Callable[[Any], Any] | None = None,
     ) -> Ruling:
         """``publisher``'s wire at ``serial`` claims ``ident`` of ``kind`` (see the module docstring).
 
@@ -221,14 +227,15 @@ class OwnershipLedger:
         (``publisher`` its mutator, whom admission already judged): when that message's claim is
         known the mutation stands for it (accepted iff it counts) instead of claiming anew.
         ``keep``: hold ``payload`` for a claim that counts too (else only for a refused one, which
-        may count later: a caller that keeps what it folded from the owner's claims itself)."""
+        may count later: a caller that keeps what it folded from the owner's claims itself).
+        ``hold``: what of ``payload`` is held, when it is (default: ``payload`` itself)."""
         key: _Key = (kind, ident)
         entry = self._entries.get(key)
         order: _Order = (
             serial if type(serial) is str or isinstance(serial, str) else f"{_LATE}{next(self._arrivals):012d}"
         )
         if entry is None:
-            self._entries[key] = _Entry(publisher, order, payload if keep else None)
+            self._entries[key] = _Entry(publisher, order, (payload if hold is None else hold(payload)) if keep else None)
             return self._accepted_rulings.get(publisher) or self._accepted(publisher)
         owner = entry.owner
         mine = entry.claims.get(publisher)
@@ -240,14 +247,14 @@ class OwnershipLedger:
                 if order in theirs:  # a mutation of a wire claimed already stands for that claim
                     return Ruling(who == owner, owner)
         if publisher == owner:
-            entry.claims[publisher][order] = payload if keep else None
+            entry.claims[publisher][order] = (payload if hold is None else hold(payload)) if keep else None
             if order < entry.first:
                 entry.first = order
             return self._accepted_rulings.get(publisher) or self._accepted(publisher)
         if order < entry.first:
-            return self._take(key, entry, publisher, order, payload if keep else None)
+            return self._take(key, entry, publisher, order, _held(payload, hold) if keep else None)
         # refused: kept pending (it counts if its publisher turns out to own the identifier)
-        entry.claims.setdefault(publisher, {})[order] = payload
+        entry.claims.setdefault(publisher, {})[order] = _held(payload, hold)
         self._index_pending(publisher, key, order)
         self._trim(key, entry, publisher)
         self._count(kind)

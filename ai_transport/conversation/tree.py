@@ -80,7 +80,7 @@ from .retention import LogRetention
 from .selections import Selections
 from .steers import parse_steer_stamp
 from .tree_lifecycle import LifecycleFold
-from .tree_owners import Replay, TreeOwnership, slim_wire
+from .tree_owners import Replay, TreeOwnership
 
 __all__ = ["CodecEvent", "Emitter", "InputNode", "RunNode", "Tree", "WireApplier", "WireLog"]
 
@@ -849,14 +849,15 @@ class Tree(LifecycleFold, TreeOwnership):
         that published it first (lowest serial): the same id from another client is refused (or, when
         older, takes the node over), as is a prompt or client fork whose id names a node of another kind.
         """
-        kept = slim_wire(wire) if wire is not None else None
+        # (the whole wire: what the tree keeps of a fold to make it again is slimmed then, :func:`.held`)
         replay = Replay(
             "apply_message",
-            (inputs, outputs, headers, serial, version, client_id, kept),
+            (inputs, outputs, headers, serial, version, client_id, wire),
             serial,
-            kept if kept is not None else {"serial": serial, "clientId": client_id},
+            wire if wire is not None else {"serial": serial, "clientId": client_id},
+            wire is None,
         )
-        self._wire = wire if wire is not None else replay.wire
+        self._wire = replay.wire
         self._apply_message(inputs, outputs, headers, serial, version, client_id, wire, replay)
         self._flush_replays()
 
@@ -1128,47 +1129,48 @@ class WireApplier:
         if headers is None:
             headers = transport_headers(message.get("extras"))
         name = message.get("name")
-        serial = message.get("serial")
-        timestamp = message.get("timestamp")
-        if isinstance(name, str) and is_run_lifecycle_name(name):
-            event = parse_run_lifecycle(name, headers, serial, timestamp)
-            if event is not None and not self.tree.apply_run_lifecycle(event, author_of(message), message):
-                return None  # another identity owns the run: refused (reported)
-            return event
-        if isinstance(name, str) and is_step_lifecycle_name(name):
-            step = parse_step_lifecycle(name, headers, serial, timestamp)
-            if step is not None:
-                self.tree.apply_step_lifecycle(step, author_of(message), message)
-            return None
-        if name == LEASE_NAME:
-            self.tree.note_lease(message)
-            return None
-        creates = action_name(message.get("action")) in (None, "message.create")
-        if name not in (EVENT_AI_INPUT, EVENT_AI_OUTPUT) and (name or creates):
-            # only ai-input / ai-output (and name-less appends / updates of them) carry codec events;
-            # anything else is foreign and must not claim a serial's stream tracker
-            return None
+        if name != EVENT_AI_OUTPUT and name != EVENT_AI_INPUT:  # (the codec's wires first: the commonest)
+            if name:
+                return self._apply_named(message, name, headers)
+            if action_name(message.get("action")) in (None, "message.create"):
+                return None  # a name-less create is foreign: it must not claim a serial's stream tracker
+            # a name-less append / update / delete (of an ai-input / ai-output) carries codec events
         try:
             result = self.decoder.decode(message)
         except Exception:  # the decoder should never raise; never let one wire break the session
-            logger.exception("decoder raised on wire %s", serial)
+            logger.exception("decoder raised on wire %s", message.get("serial"))
             return None
         inputs = list(getattr(result, "inputs", []) or [])
         outputs = list(getattr(result, "outputs", []) or [])
         if inputs or outputs or (headers.get(H_RUN_ID) and name in (EVENT_AI_INPUT, EVENT_AI_OUTPUT)):
-            version = (
-                (message.get("version") or {}).get("serial")
-                if isinstance(message.get("version"), MAPPING)
-                else None
-            )
+            serial = message.get("serial")
+            version = message.get("version")
+            version_serial = version.get("serial") if isinstance(version, MAPPING) else None
             self.tree.apply_message(
                 inputs,
                 outputs,
                 headers,
                 serial,
-                version or serial,
+                version_serial or serial,
                 author_of(message),  # who Ably says wrote the wire as it stands (its mutator, if any)
                 message,
             )
         return None
 
+    def _apply_named(self, message: Mapping[str, Any], name: Any, headers: Mapping[str, str]) -> RunLifecycleEvent | None:
+        """A wire named neither ``ai-input`` nor ``ai-output``: a run or step lifecycle event, a
+        lease wire, or a foreign one (ignored: only the codec's wires carry codec events)."""
+        if isinstance(name, str):
+            if is_run_lifecycle_name(name):
+                event = parse_run_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
+                if event is not None and not self.tree.apply_run_lifecycle(event, author_of(message), message):
+                    return None  # another identity owns the run: refused (reported)
+                return event
+            if is_step_lifecycle_name(name):
+                step = parse_step_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
+                if step is not None:
+                    self.tree.apply_step_lifecycle(step, author_of(message), message)
+                return None
+            if name == LEASE_NAME:
+                self.tree.note_lease(message)
+        return None

@@ -25,7 +25,7 @@ from .ownership import (
     Ruling,
 )
 
-__all__ = ["AGENT_PARTY", "UNJUDGED", "Replay", "TreeOwnership", "slim_wire"]
+__all__ = ["AGENT_PARTY", "UNJUDGED", "Replay", "TreeOwnership", "held", "slim_wire"]
 
 #: A fold call that names no publisher (a direct API call, not a wire): it claims nothing.
 UNJUDGED: Final[Any] = object()
@@ -56,12 +56,17 @@ SET_ASIDE_HELD: Final = 1000
 
 
 class Replay(NamedTuple):
-    """A fold the tree can make again: ``method`` of the tree called with ``args``."""
+    """A fold the tree can make again: ``method`` of the tree called with ``args``.
+
+    ``wire``: the wire folded (the last of ``args`` too, or None there); ``slim``: whether it is
+    only what a replay keeps of it (:func:`slim_wire`), else the whole message, which the tree
+    never holds: what it keeps is :func:`held` (most folds are never kept, so they never copy)."""
 
     method: str
     args: tuple[Any, ...]
     serial: str | None
     wire: Mapping[str, Any]
+    slim: bool = True
 
 
 #: The fields of a wire a replay keeps (what folding and reporting read besides the decoded
@@ -72,6 +77,14 @@ _KEPT: Final = ("serial", "clientId", "name", "action", "connectionId", "timesta
 def slim_wire(wire: Mapping[str, Any]) -> dict[str, Any]:
     """What a :class:`Replay` keeps of ``wire``."""
     return {k: wire[k] for k in _KEPT if k in wire}
+
+
+def held(replay: Replay) -> Replay:
+    """What the tree keeps of ``replay``: the same fold, its wire slimmed (:func:`slim_wire`)."""
+    if replay.slim:
+        return replay
+    kept = slim_wire(replay.wire)
+    return Replay(replay.method, (*replay.args[:-1], kept), replay.serial, kept)
 
 
 def _replay_order(replay: Replay) -> tuple[int, str]:
@@ -137,7 +150,11 @@ class TreeOwnership:
         """Claim ``ident`` for the wire being folded (``payload``: a :class:`Replay` of it, or the
         message); None when refused (reported)."""
         replay = type(payload) is Replay or (type(payload) is not dict and isinstance(payload, Replay))  # the tree keeps what it folded from counted claims itself
-        ruling = self.owners.claim(kind, ident, publisher, serial, payload, mutation=mutation, keep=not replay)
+        ruling = self.owners.claim(
+            kind, ident, publisher, serial, payload, mutation=mutation, keep=not replay, hold=held if replay else None
+        )
+        if ruling.accepted and not ruling.lost:  # (the common case: an identifier claimed by its owner)
+            return ruling
         if not ruling.accepted:
             # the wire being folded, as it came (a kept replay is only part of it)
             self._refuse(self._wire if replay else payload, f"{kind} {ident!r} belongs to {ruling.owner!r}")
@@ -209,9 +226,9 @@ class TreeOwnership:
     def _keep_replay(self, entry: _Internal, replay: Replay) -> None:
         """Remember a wire folded into ``entry`` that claims nothing (folded again on a change of owner)."""
         if entry.replays is None:
-            entry.replays = [replay]
+            entry.replays = [held(replay)]
         elif len(entry.replays) < REPLAYS_HELD:
-            entry.replays.append(replay)
+            entry.replays.append(held(replay))
 
     def _flush_replays(self) -> None:
         """Fold again the wires a change of owner let count (oldest first); announce the change."""
