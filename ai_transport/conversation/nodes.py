@@ -97,6 +97,9 @@ class WireLog:
         """Record ``events`` of the wire at ``serial`` (published by ``author``); see the class
         docstring for the result."""
         entries = self.entries
+        if not entries or entries[-1].serial < serial:  # the next wire in serial order (the commonest)
+            entries.append(_LogEntry(serial, message_id, [] if self.swept else list(events), version or serial, author))
+            return "incremental"
         for i in range(len(entries) - 1, -1, -1):
             entry = entries[i]
             if entry.serial == serial:

@@ -13,12 +13,10 @@ lower it in tests. Sessions take it as ``reorder_window=`` (seconds).
 from __future__ import annotations
 
 from collections import deque
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import InvalidArgumentError
-
-if TYPE_CHECKING:
-    from .nodes import _Internal
+from .nodes import RunNode, _Internal
 
 __all__ = ["DEFAULT_REORDER_WINDOW", "LogRetention", "set_reorder_window"]
 
@@ -52,8 +50,6 @@ class LogRetention:
 
     def maybe_queue(self, entry: _Internal) -> None:
         """Queue a run whose start and end were seen and whose steps are all settled."""
-        from .nodes import RunNode
-
         node = entry.node
         if not isinstance(node, RunNode) or entry.log.swept or entry.sweep_queued:
             return

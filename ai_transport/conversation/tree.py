@@ -38,8 +38,10 @@ import bisect
 import inspect
 import itertools
 import logging
+import operator
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
+from itertools import repeat
 from typing import Any
 
 from .._shapes import MAPPING
@@ -139,12 +141,20 @@ def _takes_author(codec: Any) -> bool:
     return "author" in params or any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
 
 
-def _append_version(append: tuple[int, Node]) -> int:
-    return append[0]
+#: The version of an entry of :attr:`Tree._appends`, and the key an entry of the order was sorted by
+#: (C-level getters: a binary search calls them for every probe).
+_append_version: Callable[[tuple[int, Node]], int] = operator.itemgetter(0)
+_stored_key: Callable[[_Internal], tuple[int, str, int]] = operator.attrgetter("sort_key")
 
 
-def _stored_key(entry: _Internal) -> tuple[int, str, int]:
-    return entry.sort_key
+def _codec_events(inputs: list[dict[str, Any]], outputs: list[dict[str, Any]]) -> list[CodecEvent]:
+    """A decoded wire's events in fold order: its inputs, then its outputs."""
+    if not inputs:
+        return list(zip(repeat("output"), outputs))
+    events: list[CodecEvent] = list(zip(repeat("input"), inputs))
+    if outputs:
+        events += zip(repeat("output"), outputs)
+    return events
 
 
 #: Folds a tree remembers for :meth:`Tree.folded_since` (a view whose snapshot is older diffs in full).
@@ -859,7 +869,8 @@ class Tree(LifecycleFold, TreeOwnership):
         )
         self._wire = replay.wire
         self._apply_message(inputs, outputs, headers, serial, version, client_id, wire, replay)
-        self._flush_replays()
+        if self._replays or self._moved:  # (what _flush_replays does first: a call less a wire)
+            self._flush_replays()
 
     def _apply_message(
         self,
@@ -874,41 +885,35 @@ class Tree(LifecycleFold, TreeOwnership):
     ) -> None:
         self._client = client_id
         run_id = headers.get(H_RUN_ID)
+        if run_id is not None:  # a wire of a run (an output, a continuation input): the commonest
+            events = _codec_events(inputs, outputs)
+            if (events or run_id in self._nodes) and self._apply_run(
+                run_id, inputs, outputs, events, headers, serial, version, False, replay, judged=wire is not None
+            ):
+                self._report(TREE_CHANGED)
+            return
         cmid = headers.get(H_CODEC_MESSAGE_ID)
-        role = headers.get(H_ROLE)
-        run_less_input = run_id is None and cmid is not None and bool(inputs)
-        input_cmid = cmid if run_less_input and role == "user" else None
-        fork_cmid = cmid if run_less_input and role != "user" else None
-        if run_id is None and input_cmid is None and fork_cmid is None:
+        if cmid is None or not inputs:
             logger.debug("message has no run-id and is not a user input or fork; skipped")
             return
-        events: list[CodecEvent] = [("input", e) for e in inputs] + [("output", e) for e in outputs]
-        existing_key = input_cmid if input_cmid is not None else run_id
-        if not events and existing_key is not None and existing_key not in self._nodes:
+        events = _codec_events(inputs, outputs)
+        if headers.get(H_ROLE) == "user":  # a prompt
+            if self._apply_input(cmid, headers, serial, version, events, inputs, replay):
+                self._report(TREE_CHANGED)
             return
+        # a client fork (a run-less input of another role: a tool result), keyed by its
+        # codec-message-id until the agent's run-start names the run
         structural = False
-        if fork_cmid is not None:
-            supersedes = headers.get(H_SUPERSEDES)
-            if supersedes is not None and supersedes not in self._supersedes:
-                self._supersedes[supersedes] = self._client
-                structural = self._sync_superseded()
-        if input_cmid is not None:
-            structural |= self._apply_input(input_cmid, headers, serial, version, events, replay)
-        else:
-            key = run_id
-            if fork_cmid is not None:
-                mapped = self._cmid_to_key.get(fork_cmid)
-                mapped_entry = self._nodes.get(mapped) if mapped is not None else None
-                key = (
-                    mapped
-                    if mapped_entry is not None and isinstance(mapped_entry.node, RunNode)
-                    else fork_cmid
-                )
-            assert key is not None
-            structural |= self._apply_run(
-                key, inputs, outputs, events, headers, serial, version, fork_cmid is not None, replay,
-                judged=wire is not None,
-            )
+        supersedes = headers.get(H_SUPERSEDES)
+        if supersedes is not None and supersedes not in self._supersedes:
+            self._supersedes[supersedes] = self._client
+            structural = self._sync_superseded()
+        mapped = self._cmid_to_key.get(cmid)
+        mapped_entry = self._nodes.get(mapped) if mapped is not None else None
+        key = mapped if mapped is not None and mapped_entry is not None and isinstance(mapped_entry.node, RunNode) else cmid
+        structural |= self._apply_run(
+            key, inputs, outputs, events, headers, serial, version, True, replay, judged=wire is not None
+        )
         if structural:
             self._report(TREE_CHANGED)
 
@@ -919,6 +924,7 @@ class Tree(LifecycleFold, TreeOwnership):
         serial: str | None,
         version: str | None,
         events: list[CodecEvent],
+        inputs: list[dict[str, Any]],
         replay: Replay,
     ) -> bool:
         structural = False
@@ -937,7 +943,7 @@ class Tree(LifecycleFold, TreeOwnership):
             entry.node.serial = serial
             structural |= self._promote(entry)
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
-        self._report(OutputChanged(None, cmid, cmid, serial, (), [e for d, e in events if d == "input"]))
+        self._report(OutputChanged(None, cmid, cmid, serial, (), list(inputs)))
         return structural
 
     def _apply_run(

@@ -179,23 +179,51 @@ class TreeOwnership:
         tree that admits run wires from trusted agents alone (:attr:`judge_runs`)."""
         if publisher is UNJUDGED or not self.judge_runs:
             return True
-        ruling = self._claim(KIND_RUN_ID, run_id, AGENT_PARTY, serial, replay, mutation=mutation)
-        if ruling is None:
-            return False
-        if ruling.lost or ruling.regained:  # (ruling.moved, without a property call per wire)
-            self._move(run_id, ruling, run=True)
-        return True
+        ruling = self.owners.claim(KIND_RUN_ID, run_id, AGENT_PARTY, serial, replay, mutation=mutation, keep=False, hold=held)
+        if ruling.accepted and not ruling.lost and not ruling.regained:
+            return True  # (the run's own again, the common case: :meth:`_claim_folded` inlined)
+        return self._settle(KIND_RUN_ID, run_id, ruling, run_id, run=True)
 
     def _claim_step(self, run_id: str, step_id: str, publisher: Any, serial: str | None, replay: Replay,
                     *, mutation: bool = False) -> bool:
         """A wire of step ``step_id`` of ``run_id``: may it fold?"""
         if publisher is UNJUDGED or not self.judge_runs:
             return True
-        ruling = self._claim(KIND_STEP_ID, (run_id, step_id), AGENT_PARTY, serial, replay, mutation=mutation)
-        if ruling is None:
+        ident = (run_id, step_id)
+        ruling = self.owners.claim(KIND_STEP_ID, ident, AGENT_PARTY, serial, replay, mutation=mutation, keep=False, hold=held)
+        if ruling.accepted and not ruling.lost and not ruling.regained:
+            return True  # (the step's own again, the common case: :meth:`_claim_folded` inlined)
+        return self._settle(KIND_STEP_ID, ident, ruling, run_id, run=True)
+
+    def _claim_folded(
+        self,
+        kind: str,
+        ident: Hashable,
+        publisher: Any,
+        serial: str | None,
+        replay: Replay,
+        mutation: bool,
+        key: str,
+        *,
+        run: bool,
+    ) -> bool:
+        """:meth:`_claim` for the fold ``replay`` of the node ``key``, which changes owner with the
+        identifier (:meth:`_move`); False when refused (reported). An identifier claimed by its
+        owner again (the common case) costs the ledger's claim and nothing else."""
+        ruling = self.owners.claim(kind, ident, publisher, serial, replay, mutation=mutation, keep=False, hold=held)
+        if ruling.accepted and not ruling.lost and not ruling.regained:
+            return True
+        return self._settle(kind, ident, ruling, key, run=run)
+
+    def _settle(self, kind: str, ident: Hashable, ruling: Ruling, key: str, *, run: bool) -> bool:
+        """The rest of :meth:`_claim_folded` when the claim was refused or moved the identifier."""
+        why = f"{kind} {ident!r} belongs to {ruling.owner!r}"
+        if not ruling.accepted:
+            self._refuse(self._wire, why)  # the wire being folded, as it came (a kept replay is only part of it)
             return False
-        if ruling.lost or ruling.regained:  # (ruling.moved, without a property call per wire)
-            self._move(run_id, ruling, run=True)
+        for claim in ruling.lost:
+            self._refuse_claim(claim, why)
+        self._move(key, ruling, run=run)  # (ruling.moved)
         return True
 
     def _move(self, key: str, ruling: Ruling, *, run: bool) -> None:
@@ -255,11 +283,8 @@ class TreeOwnership:
         of a prompt or a client fork? (False, None) when refused (reported), else (True, the node
         keyed by ``cmid`` if any). A node an older wire of another publisher takes the id from is
         evicted (it came from an impostor); the new owner's wires refused meanwhile fold again."""
-        ruling = self._claim(KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay)
-        if ruling is None:
+        if not self._claim_folded(KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay, False, cmid, run=False):
             return False, None
-        if ruling.lost or ruling.regained:  # (ruling.moved, without a property call per wire)
-            self._move(cmid, ruling, run=False)
         return True, self._nodes.get(cmid)
 
     def _claim_prompt_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
