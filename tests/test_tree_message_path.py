@@ -1,0 +1,172 @@
+"""The tree's message path: its fast paths agree with the general ones.
+
+* the wire log appends the next serial without a scan: for any sequence of wires (serials,
+  versions, streamed or discrete, a swept log) it answers what the general scan answers, and logs
+  the same entries;
+* the applier tests the codec's wire names first: for any name and action it decodes exactly the
+  wires the codec carries (``ai-input`` / ``ai-output``, and name-less mutations of them);
+* a fold's replay holds the whole wire and is slimmed only when the tree keeps it: a refused
+  prompt's pending claim holds no payload of the wire, and still folds when its publisher turns
+  out to own the id; the ledger holds ``hold(payload)`` exactly where it holds a payload.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from support_sessions import prompt_wire
+
+from ai_transport.codec import ResponsesCodec
+from ai_transport.conversation.nodes import WireLog, _LogEntry
+from ai_transport.conversation.ownership import KIND_CODEC_MESSAGE_ID, OwnershipLedger
+from ai_transport.conversation.tree import Tree, WireApplier
+from ai_transport.conversation.tree_owners import Replay, held, slim_wire
+
+# -- the wire log ---------------------------------------------------------------------------------
+
+
+def _record_by_scan(log: WireLog, serial: str, mid: Any, events: list[Any], version: Any, streamed: bool) -> str:
+    """``WireLog.record`` as it was before its tail fast path: always the scan from the end."""
+    entries = log.entries
+    for i in range(len(entries) - 1, -1, -1):
+        entry = entries[i]
+        if entry.serial == serial:
+            if version is not None and (version <= entry.decoded_through or not streamed):
+                return "dropped"
+            if not log.swept:
+                entry.events.extend(events)
+            if version is not None:
+                entry.decoded_through = version
+            return "incremental" if i == len(entries) - 1 or log.swept else "refold"
+        if entry.serial < serial:
+            kept = [] if log.swept else list(events)
+            entries.insert(i + 1, _LogEntry(serial, mid, kept, version or serial, None))
+            return "incremental" if i + 1 == len(entries) - 1 or log.swept else "refold"
+    entries.insert(0, _LogEntry(serial, mid, [] if log.swept else list(events), version or serial, None))
+    return "incremental" if len(entries) == 1 or log.swept else "refold"
+
+
+wire_steps = st.lists(
+    st.tuples(
+        st.integers(0, 6),  # serial
+        st.one_of(st.none(), st.integers(0, 9)),  # version
+        st.booleans(),  # streamed
+        st.booleans(),  # sweep before this wire
+    ),
+    max_size=14,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(steps=wire_steps)
+def test_the_log_tail_fast_path_answers_as_the_scan(steps: list[tuple[int, int | None, bool, bool]]) -> None:
+    fast, scan = WireLog(), WireLog()
+    for n, (s, v, streamed, sweep) in enumerate(steps):
+        if sweep and n == len(steps) // 2:
+            fast.sweep()
+            scan.sweep()
+        serial, version = f"s{s}", (f"s{s}v{v}" if v is not None else None)
+        events = [("output", {"n": n})]
+        assert fast.record(serial, f"m{s}", events, version, streamed) == _record_by_scan(
+            scan, serial, f"m{s}", events, version, streamed
+        )
+        assert [(e.serial, e.events, e.decoded_through) for e in fast.entries] == [
+            (e.serial, e.events, e.decoded_through) for e in scan.entries
+        ]
+
+
+# -- the applier's dispatch -----------------------------------------------------------------------
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.decoded: list[Any] = []
+
+    def decode(self, message: Any) -> Any:
+        self.decoded.append(message)
+        return None
+
+
+names = st.one_of(
+    st.sampled_from(["ai-input", "ai-output", "ai-cancel", "ai-claim", "ai-run-start", "ai-step-end", "other"]),
+    st.sampled_from([None, "", 0, 1, b"ai-output"]),
+)
+actions = st.sampled_from([None, "message.create", "message.update", "message.append", "message.delete", 0, 1, 5, "x"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(name=names, action=actions)
+def test_the_applier_decodes_exactly_the_codec_wires(name: Any, action: Any) -> None:
+    tree = Tree(ResponsesCodec)
+    decoder = _Recorder()
+    message: dict[str, Any] = {"serial": "01", "clientId": "agent"}
+    if name is not None:
+        message["name"] = name
+    if action is not None:
+        message["action"] = action
+    WireApplier(tree, decoder).apply(message, {})
+    creates = action in (None, "message.create", 0, "x")  # (an unknown action names no mutation)
+    codec_wire = name in ("ai-input", "ai-output") or (not name and not creates)
+    assert decoder.decoded == ([message] if codec_wire else [])
+
+
+# -- replays: slimmed only when kept --------------------------------------------------------------
+
+
+def _prompt(cmid: str, serial: str, who: str) -> dict[str, Any]:
+    wire = prompt_wire(f"from {who}", f"ev-{serial}", who)
+    wire["extras"]["ai"]["transport"]["codec-message-id"] = cmid
+    return {**wire, "serial": serial, "clientId": who, "timestamp": 1000 + int(serial)}
+
+
+def test_a_refused_prompt_is_held_slim_and_folds_when_its_publisher_owns_the_id() -> None:
+    refused: list[Any] = []
+    tree = Tree(ResponsesCodec, refused=lambda message, why: refused.append(message.get("serial")))
+    tree.judge_runs = True
+    applier = WireApplier(tree, ResponsesCodec.create_decoder())
+    later_bob = _prompt("p-1", "03", "bob")
+    original = copy.deepcopy(later_bob)
+    applier.apply(_prompt("p-1", "02", "alice"))
+    applier.apply(later_bob)
+    assert refused == ["03"]
+    pending = tree.owners._entries[(KIND_CODEC_MESSAGE_ID, "p-1")].claims["bob"]
+    (kept,) = pending.values()
+    assert isinstance(kept, Replay) and kept.slim
+    assert kept.wire == slim_wire(later_bob) and "extras" not in kept.wire and "data" not in kept.wire
+    assert kept.args[-1] is kept.wire
+    assert later_bob == original  # the wire itself is never changed
+    # an older wire of bob takes the id: the held (slim) replay folds again, as the wire would
+    applier.apply(_prompt("p-1", "01", "bob"))
+    assert tree.prompt_owner("p-1") == ("bob",)
+    node = tree.get_node("p-1")
+    assert node is not None and node.serial == "01"
+    (message,) = tree.messages_of(node)
+    (item,) = message.message.items
+    # bob's two wires, both folded (the refused one from its held replay); alice's impostor gone
+    assert [part["text"] for part in item["content"]] == ["from bob", "from bob"]
+
+
+def test_held_slims_a_whole_wire_once() -> None:
+    wire = {"serial": "05", "clientId": "c", "name": "ai-input", "extras": {"x": 1}, "data": "big"}
+    whole = Replay("apply_message", ([], [], {}, "05", "05", "c", wire), "05", wire, False)
+    kept = held(whole)
+    assert kept.slim and kept.wire == {"serial": "05", "clientId": "c", "name": "ai-input"}
+    assert kept.args[:-1] == whole.args[:-1] and kept.args[-1] is kept.wire
+    assert held(kept) is kept
+
+
+def test_the_ledger_holds_what_hold_makes_of_a_payload() -> None:
+    ledger = OwnershipLedger()
+    hold = lambda payload: ("held", payload)  # noqa: E731
+    ledger.claim("k", "id", "alice", "02", "a2", keep=False, hold=hold)
+    assert ledger.first("k", "id").payload is None  # a counted claim the caller keeps itself
+    refused = ledger.claim("k", "id", "bob", "03", "b3", keep=False, hold=hold)
+    assert not refused.accepted
+    ledger.claim("k", "other", "alice", "01", "x1", hold=hold)
+    assert ledger.first("k", "other").payload == ("held", "x1")  # keep: held as hold makes it
+    taken = ledger.claim("k", "id", "bob", "01", "b1", keep=False, hold=hold)
+    assert taken.accepted and [c.payload for c in taken.regained] == [("held", "b3")]
+    assert [c.serial for c in taken.lost] == ["02"]
