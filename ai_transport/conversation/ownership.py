@@ -246,8 +246,8 @@ class OwnershipLedger:
             for who, theirs in entry.claims.items():
                 if order in theirs:  # a mutation of a wire claimed already stands for that claim
                     return Ruling(who == owner, owner)
-        if publisher == owner:
-            entry.claims[publisher][order] = (payload if hold is None else hold(payload)) if keep else None
+        if mine is not None and publisher == owner:
+            mine[order] = (payload if hold is None else hold(payload)) if keep else None
             if order < entry.first:
                 entry.first = order
             return self._accepted_rulings.get(publisher) or self._accepted(publisher)

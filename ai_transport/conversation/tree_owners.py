@@ -343,7 +343,8 @@ class TreeOwnership:
     def _link_fork_input(self, fork_cmid: str | None, run_id: str) -> bool:
         if fork_cmid is None or fork_cmid == run_id:
             return False
-        if self._rekey_fork_run(fork_cmid, run_id) is not None:
+        held = self._nodes.get(fork_cmid)  # (the prompt an output names, as a rule: no fork run to rekey)
+        if held is not None and isinstance(held.node, RunNode) and self._rekey_fork_run(fork_cmid, run_id) is not None:
             return True
         if fork_cmid not in self._cmid_to_key:
             self._cmid_to_key[fork_cmid] = run_id
