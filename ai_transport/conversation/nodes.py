@@ -143,11 +143,11 @@ class InputNode:
     #: Bumped on every fold (keys the messages cache).
     fold_version: int = field(default=0, repr=False)
     messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
+    #: The node key (its codec-message-id): a plain attribute, read on every fold and view walk.
+    key: str = field(default="", init=False, repr=False)
 
-    @property
-    def key(self) -> str:
-        """The node key (its codec-message-id)."""
-        return self.codec_message_id
+    def __post_init__(self) -> None:
+        self.key = self.codec_message_id
 
 
 @dataclass(eq=False)
@@ -174,11 +174,16 @@ class RunNode:
     #: Bumped on every fold (keys the messages cache).
     fold_version: int = field(default=0, repr=False)
     messages_cache: tuple[int, list[Any]] | None = field(default=None, repr=False)
+    #: The node key (its run id; a client fork's run is re-keyed with it, :meth:`rekey`): a plain
+    #: attribute, read on every fold and view walk.
+    key: str = field(default="", init=False, repr=False)
 
-    @property
-    def key(self) -> str:
-        """The node key (its run id)."""
-        return self.run_id
+    def __post_init__(self) -> None:
+        self.key = self.run_id
+
+    def rekey(self, run_id: str) -> None:
+        """The run is ``run_id`` (a client fork's run, keyed by its codec-message-id until then)."""
+        self.run_id = self.key = run_id
 
     def info(self) -> RunInfo:
         """A :class:`RunInfo` snapshot."""

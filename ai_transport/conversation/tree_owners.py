@@ -331,7 +331,7 @@ class TreeOwnership:
         if other is not None and other is not entry:
             return None
         del self._nodes[fork_cmid]
-        entry.node.run_id = run_id
+        entry.node.rekey(run_id)
         self._nodes[run_id] = entry
         for k, v in list(self._cmid_to_key.items()):
             if v == fork_cmid:
