@@ -228,7 +228,7 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Bumped when a message id is mapped to its node without a structural change (a cache
         #: that resolved an id still unmapped keys on it, see :class:`~.leaf_branch.LeafBranch`).
         self.cmid_version = 0
-        #: The nodes folded most recently (:meth:`_fold_into`, :meth:`_refold`), so a view diffs
+        #: The nodes folded most recently (:meth:`_record_and_fold`, :meth:`_refold`), so a view diffs
         #: only those against its snapshot (:meth:`folded_since`); ``_folds`` counts every fold.
         self._folded: deque[Node] = deque(maxlen=FOLD_JOURNAL)
         self._folds = 0
@@ -778,27 +778,6 @@ class Tree(LifecycleFold, TreeOwnership):
             self._report_fenced(entry, list(entry.publishers))
             self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
 
-    def _fold_into(
-        self, entry: _Internal, events: list[CodecEvent], serial: str | None, mid: str | None
-    ) -> None:
-        if serial is not None and self._gated(entry, serial):
-            return
-        projection = entry.node.projection
-        fold = self._codec.fold
-        author = self._client if self._fold_author else None
-        for direction, event in events:
-            try:
-                if author is None:
-                    projection = fold(projection, direction, event, message_id=mid, serial=serial or "")
-                else:
-                    projection = fold(projection, direction, event, message_id=mid, serial=serial or "", author=author)
-            except Exception:
-                logger.exception("fold raised for node %s (message %s)", entry.node.key, mid)
-        entry.node.projection = projection
-        entry.node.fold_version += 1
-        self._folded.append(entry.node)
-        self._folds += 1
-
     def _refold(self, entry: _Internal) -> None:
         projection = self._codec.init()
         fold = self._codec.fold
@@ -826,21 +805,43 @@ class Tree(LifecycleFold, TreeOwnership):
         version: str | None,
         streamed: bool,
     ) -> None:
+        """Log the wire's ``events`` on ``entry`` (:class:`WireLog`) and fold them into its projection:
+        at the end when the wire is the node's latest, else by a refold (it landed before a later
+        serial, or the node holds an optimistic fold); a re-delivery is dropped, a gated wire
+        (:meth:`_gated`) logged only. A serial-less (optimistic) wire folds without a log entry."""
         self.retention.record_activity(self._nodes, entry, self._wire.get("timestamp"))
-        if serial is None or not events:
-            if serial is None and events:
-                entry.optimistic = True
-            self._fold_into(entry, events, serial, mid)
-            return
-        fold = entry.log.record(serial, mid, events, version, streamed, self._client)
-        if fold == "dropped":
-            logger.debug("dropped re-delivered wire %s (version %s) on %s", serial, version, entry.node.key)
-            return
-        if entry.optimistic or fold == "refold":
-            entry.optimistic = False
-            self._refold(entry)
-            return
-        self._fold_into(entry, events, serial, mid)
+        if serial is not None:
+            if events:
+                fold = entry.log.record(serial, mid, events, version, streamed, self._client)
+                if fold == "dropped":
+                    logger.debug("dropped re-delivered wire %s (version %s) on %s", serial, version, entry.node.key)
+                    return
+                if entry.optimistic or fold == "refold":
+                    entry.optimistic = False
+                    self._refold(entry)
+                    return
+            if self._gated(entry, serial):
+                return
+        elif events:
+            entry.optimistic = True
+        node = entry.node
+        projection = node.projection
+        fold_event = self._codec.fold
+        author = self._client if self._fold_author else None
+        for direction, event in events:
+            try:
+                if author is None:
+                    projection = fold_event(projection, direction, event, message_id=mid, serial=serial or "")
+                else:
+                    projection = fold_event(
+                        projection, direction, event, message_id=mid, serial=serial or "", author=author
+                    )
+            except Exception:
+                logger.exception("fold raised for node %s (message %s)", node.key, mid)
+        node.projection = projection
+        node.fold_version += 1
+        self._folded.append(node)
+        self._folds += 1
 
     def apply_message(
         self,
@@ -868,30 +869,30 @@ class Tree(LifecycleFold, TreeOwnership):
             wire is None,
         )
         self._wire = replay.wire
-        self._apply_message(inputs, outputs, headers, serial, version, client_id, wire, replay)
+        self._client = client_id
+        run_id = headers.get(H_RUN_ID)
+        if run_id is None:
+            self._apply_run_less(inputs, outputs, headers, serial, version, wire, replay)
+        else:  # a wire of a run (an output, a continuation input): the commonest
+            events = _codec_events(inputs, outputs)
+            if (events or run_id in self._nodes) and self._apply_run(
+                run_id, inputs, outputs, events, headers, serial, version, False, replay, judged=wire is not None
+            ):
+                self._report(TREE_CHANGED)
         if self._replays or self._moved:  # (what _flush_replays does first: a call less a wire)
             self._flush_replays()
 
-    def _apply_message(
+    def _apply_run_less(
         self,
         inputs: list[dict[str, Any]],
         outputs: list[dict[str, Any]],
         headers: Mapping[str, str],
         serial: str | None,
         version: str | None,
-        client_id: str | None,
         wire: Mapping[str, Any] | None,
         replay: Replay,
     ) -> None:
-        self._client = client_id
-        run_id = headers.get(H_RUN_ID)
-        if run_id is not None:  # a wire of a run (an output, a continuation input): the commonest
-            events = _codec_events(inputs, outputs)
-            if (events or run_id in self._nodes) and self._apply_run(
-                run_id, inputs, outputs, events, headers, serial, version, False, replay, judged=wire is not None
-            ):
-                self._report(TREE_CHANGED)
-            return
+        """:meth:`apply_message` of a wire without a ``run-id``: a prompt, or a client fork."""
         cmid = headers.get(H_CODEC_MESSAGE_ID)
         if cmid is None or not inputs:
             logger.debug("message has no run-id and is not a user input or fork; skipped")
