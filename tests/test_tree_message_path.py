@@ -92,7 +92,7 @@ class _Recorder:
 
 names = st.one_of(
     st.sampled_from(["ai-input", "ai-output", "ai-cancel", "ai-claim", "ai-run-start", "ai-step-end", "other"]),
-    st.sampled_from([None, "", 0, 1, b"ai-output"]),
+    st.sampled_from([None, "", 0, 1, b"ai-output", ["ai-run-start"], {"n": 1}]),
 )
 actions = st.sampled_from([None, "message.create", "message.update", "message.append", "message.delete", 0, 1, 5, "x"])
 
@@ -111,6 +111,16 @@ def test_the_applier_decodes_exactly_the_codec_wires(name: Any, action: Any) -> 
     creates = action in (None, "message.create", 0, "x")  # (an unknown action names no mutation)
     codec_wire = name in ("ai-input", "ai-output") or (not name and not creates)
     assert decoder.decoded == ([message] if codec_wire else [])
+
+
+def test_the_applier_lifecycle_names_are_the_lifecycle_modules() -> None:
+    from ai_transport.conversation import lifecycle
+    from ai_transport.conversation import tree as tree_module
+
+    every = {v for k, v in vars(lifecycle).items() if k.startswith("EVENT_") and isinstance(v, str)}
+    every |= set(lifecycle._RUN_NAMES) | set(lifecycle._STEP_NAMES)
+    assert {n for n in every if lifecycle.is_run_lifecycle_name(n)} == tree_module._RUN_LIFECYCLE_NAMES
+    assert {n for n in every if lifecycle.is_step_lifecycle_name(n)} == tree_module._STEP_LIFECYCLE_NAMES
 
 
 # -- replays: slimmed only when kept --------------------------------------------------------------

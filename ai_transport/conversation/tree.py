@@ -42,7 +42,7 @@ import operator
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
-from typing import Any
+from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..channels.channel import action_name
@@ -54,6 +54,12 @@ from .fence import Fence
 from .lifecycle import (
     EVENT_AI_INPUT,
     EVENT_AI_OUTPUT,
+    EVENT_RUN_END,
+    EVENT_RUN_RESUME,
+    EVENT_RUN_START,
+    EVENT_RUN_SUSPEND,
+    EVENT_STEP_END,
+    EVENT_STEP_START,
     H_CODEC_MESSAGE_ID,
     H_EVENT_ID,
     H_FORK_OF,
@@ -71,8 +77,6 @@ from .lifecycle import (
     H_STREAM,
     H_SUPERSEDES,
     RunLifecycleEvent,
-    is_run_lifecycle_name,
-    is_step_lifecycle_name,
     parse_run_lifecycle,
     parse_step_lifecycle,
 )
@@ -1123,6 +1127,12 @@ def _ignore_refused(message: Mapping[str, Any], why: str) -> None:
     logger.debug("refused %r: %s", message.get("serial"), why)
 
 
+#: The wire names :func:`~.lifecycle.is_run_lifecycle_name` / :func:`~.lifecycle.is_step_lifecycle_name`
+#: answer True for, as sets (one hashed lookup a wire).
+_RUN_LIFECYCLE_NAMES: Final = frozenset({EVENT_RUN_START, EVENT_RUN_SUSPEND, EVENT_RUN_RESUME, EVENT_RUN_END})
+_STEP_LIFECYCLE_NAMES: Final = frozenset({EVENT_STEP_START, EVENT_STEP_END})
+
+
 class WireApplier:
     """Routes one inbound wire: lifecycle -> the tree's lifecycle, anything else -> decode + fold."""
 
@@ -1137,11 +1147,24 @@ class WireApplier:
             headers = transport_headers(message.get("extras"))
         name = message.get("name")
         if name != EVENT_AI_OUTPUT and name != EVENT_AI_INPUT:  # (the codec's wires first: the commonest)
-            if name:
-                return self._apply_named(message, name, headers)
-            if action_name(message.get("action")) in (None, "message.create"):
-                return None  # a name-less create is foreign: it must not claim a serial's stream tracker
-            # a name-less append / update / delete (of an ai-input / ai-output) carries codec events
+            if not name:
+                if action_name(message.get("action")) in (None, "message.create"):
+                    return None  # a name-less create is foreign: it must not claim a serial's stream tracker
+                # a name-less append / update / delete (of an ai-input / ai-output) carries codec events
+            elif isinstance(name, str) and name in _RUN_LIFECYCLE_NAMES:
+                event = parse_run_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
+                if event is not None and not self.tree.apply_run_lifecycle(event, author_of(message), message):
+                    return None  # another identity owns the run: refused (reported)
+                return event
+            elif isinstance(name, str) and name in _STEP_LIFECYCLE_NAMES:
+                step = parse_step_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
+                if step is not None:
+                    self.tree.apply_step_lifecycle(step, author_of(message), message)
+                return None
+            else:  # a lease wire, or a foreign one: only the codec's wires carry codec events
+                if name == LEASE_NAME:
+                    self.tree.note_lease(message)
+                return None
         try:
             result = self.decoder.decode(message)
         except Exception:  # the decoder should never raise; never let one wire break the session
@@ -1162,22 +1185,4 @@ class WireApplier:
                 author_of(message),  # who Ably says wrote the wire as it stands (its mutator, if any)
                 message,
             )
-        return None
-
-    def _apply_named(self, message: Mapping[str, Any], name: Any, headers: Mapping[str, str]) -> RunLifecycleEvent | None:
-        """A wire named neither ``ai-input`` nor ``ai-output``: a run or step lifecycle event, a
-        lease wire, or a foreign one (ignored: only the codec's wires carry codec events)."""
-        if isinstance(name, str):
-            if is_run_lifecycle_name(name):
-                event = parse_run_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
-                if event is not None and not self.tree.apply_run_lifecycle(event, author_of(message), message):
-                    return None  # another identity owns the run: refused (reported)
-                return event
-            if is_step_lifecycle_name(name):
-                step = parse_step_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
-                if step is not None:
-                    self.tree.apply_step_lifecycle(step, author_of(message), message)
-                return None
-            if name == LEASE_NAME:
-                self.tree.note_lease(message)
         return None
