@@ -270,7 +270,7 @@ class Tree(LifecycleFold, TreeOwnership):
     def get_node(self, key: str) -> Node | None:
         """The node with key ``key`` (run id or input codec-message-id)."""
         entry = self._nodes.get(key)
-        return entry.node if entry else None
+        return entry.node if entry is not None else None
 
     def get_run_node(self, run_id: str) -> RunNode | None:
         """The run node of ``run_id``."""
