@@ -180,3 +180,30 @@ def test_the_ledger_holds_what_hold_makes_of_a_payload() -> None:
     taken = ledger.claim("k", "id", "bob", "01", "b1", keep=False, hold=hold)
     assert taken.accepted and [c.payload for c in taken.regained] == [("held", "b3")]
     assert [c.serial for c in taken.lost] == ["02"]
+
+
+# -- retention: the activity clock -------------------------------------------------------------
+
+
+class _Millis(int):
+    pass
+
+
+timestamps = st.one_of(
+    st.integers(0, 50), st.booleans(), st.floats(0, 50), st.none(), st.text(max_size=2), st.integers(0, 50).map(_Millis)
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(stamps=st.lists(timestamps, max_size=12))
+def test_the_activity_clock_counts_int_timestamps_only(stamps: list[Any]) -> None:
+    from ai_transport.conversation.nodes import InputNode, _Internal
+    from ai_transport.conversation.retention import LogRetention
+
+    retention = LogRetention()
+    entry = _Internal(InputNode("p", None, None, None), 0)
+    for stamp in stamps:
+        retention.record_activity({}, entry, stamp)
+    counted = [s for s in stamps if isinstance(s, int) and not isinstance(s, bool)]
+    assert retention.clock == max(counted, default=0)
+    assert entry.last_activity == max(counted, default=0)

@@ -40,8 +40,8 @@ class LogRetention:
     def record_activity(self, nodes: dict[str, _Internal], entry: _Internal, timestamp: Any) -> None:
         """A wire with Ably ``timestamp`` (epoch ms) touched ``entry``: advance its activity and the
         clock; a clock advance sweeps the runs whose window has passed."""
-        if not isinstance(timestamp, int) or isinstance(timestamp, bool):
-            return
+        if type(timestamp) is not int and (not isinstance(timestamp, int) or isinstance(timestamp, bool)):
+            return  # (an int as Ably sends it: no isinstance call)
         if timestamp > entry.last_activity:
             entry.last_activity = timestamp
         if timestamp > self.clock:

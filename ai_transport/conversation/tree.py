@@ -1097,7 +1097,7 @@ class Tree(LifecycleFold, TreeOwnership):
         if headers is None:
             headers = transport_headers(message.get("extras"))
         event_id = headers.get(H_EVENT_ID)
-        if isinstance(event_id, str):
+        if event_id is not None and isinstance(event_id, str):  # (most wires carry none)
             self.claim_event_id(event_id, message)
         self._report(WireFolded(message))
 
@@ -1175,7 +1175,7 @@ class WireApplier:
         if inputs or outputs or (headers.get(H_RUN_ID) and name in (EVENT_AI_INPUT, EVENT_AI_OUTPUT)):
             serial = message.get("serial")
             version = message.get("version")
-            version_serial = version.get("serial") if isinstance(version, MAPPING) else None
+            version_serial = version.get("serial") if type(version) is dict or isinstance(version, MAPPING) else None
             self.tree.apply_message(
                 inputs,
                 outputs,

@@ -344,7 +344,7 @@ class TreeOwnership:
         if fork_cmid is None or fork_cmid == run_id:
             return False
         held = self._nodes.get(fork_cmid)  # (the prompt an output names, as a rule: no fork run to rekey)
-        if held is not None and isinstance(held.node, RunNode) and self._rekey_fork_run(fork_cmid, run_id) is not None:
+        if held is not None and held.node.kind == "run" and self._rekey_fork_run(fork_cmid, run_id) is not None:
             return True
         if fork_cmid not in self._cmid_to_key:
             self._cmid_to_key[fork_cmid] = run_id
