@@ -54,7 +54,7 @@ class Emitter:
 # Wire log
 
 
-@dataclass
+@dataclass(slots=True)
 class _LogEntry:
     serial: str
     message_id: str | None
