@@ -53,6 +53,7 @@ __all__ = [
     "parse_run_lifecycle",
     "parse_step_lifecycle",
     "read_cancel_target",
+    "read_step_headers",
     "step_end_reason_for",
 ]
 
@@ -98,6 +99,13 @@ StepEndReason = Literal["complete", "failed", "cancelled"]
 
 _RUN_NAMES = frozenset({EVENT_RUN_START, EVENT_RUN_SUSPEND, EVENT_RUN_RESUME, EVENT_RUN_END})
 _STEP_NAMES = frozenset({EVENT_STEP_START, EVENT_STEP_END})
+#: Message name -> :attr:`RunLifecycleEvent.type`.
+_RUN_TYPES: Final[dict[str, Literal["start", "resume", "suspend", "end"]]] = {
+    EVENT_RUN_START: "start",
+    EVENT_RUN_SUSPEND: "suspend",
+    EVENT_RUN_RESUME: "resume",
+    EVENT_RUN_END: "end",
+}
 
 
 def step_end_reason_for(reason: str) -> StepEndReason:
@@ -368,37 +376,41 @@ def parse_run_lifecycle(
     """Parse a run lifecycle message (``parseRunLifecycle``); None without a ``run-id``.
 
     ``input_client_id`` is carried too (0.8.0 does not parse it; our agent uses it for trust).
-    A missing ``run-reason`` reads as ``complete``.
+    A missing ``run-reason`` reads as ``complete``. Each header is read once; a non-string value
+    reads as missing.
     """
-    run_id = read_str(headers, H_RUN_ID)
-    if not run_id:
+    get = headers.get
+    run_id = get(H_RUN_ID)
+    if not run_id or not isinstance(run_id, str):
         return None
-    common: dict[str, Any] = {
-        "run_id": run_id,
-        "client_id": read_str(headers, H_RUN_CLIENT_ID) or "",
-        "serial": serial,
-        "invocation_id": read_str(headers, H_INVOCATION_ID) or "",
-        "timestamp": timestamp,
-        "input_client_id": read_str(headers, H_INPUT_CLIENT_ID),
-        "input_codec_message_id": read_str(headers, H_INPUT_CODEC_MESSAGE_ID),
-    }
-    if name == EVENT_RUN_START:
-        return RunLifecycleEvent(
-            "start",
-            parent=read_str(headers, H_PARENT),
-            fork_of=read_str(headers, H_FORK_OF),
-            regenerates=read_str(headers, H_MSG_REGENERATE),
-            **common,
-        )
-    if name == EVENT_RUN_SUSPEND:
-        return RunLifecycleEvent("suspend", **common)
-    if name == EVENT_RUN_RESUME:
-        return RunLifecycleEvent("resume", **common)
-    if name == EVENT_RUN_END:
-        reason = read_str(headers, H_RUN_REASON) or "complete"
-        err = build_run_end_error(headers) if reason == "error" else None
-        return RunLifecycleEvent("end", reason=reason, error=err, **common)
-    return None
+    kind = _RUN_TYPES.get(name)
+    if kind is None:
+        return None
+    client_id = get(H_RUN_CLIENT_ID)
+    invocation_id = get(H_INVOCATION_ID)
+    input_client_id = get(H_INPUT_CLIENT_ID)
+    input_cmid = get(H_INPUT_CODEC_MESSAGE_ID)
+    event = RunLifecycleEvent(
+        kind,
+        run_id,
+        client_id if isinstance(client_id, str) else "",
+        serial,
+        invocation_id if isinstance(invocation_id, str) else "",
+        timestamp,
+        input_codec_message_id=input_cmid if isinstance(input_cmid, str) else None,
+        input_client_id=input_client_id if isinstance(input_client_id, str) else None,
+    )
+    if kind == "start":
+        parent, fork_of, regenerates = get(H_PARENT), get(H_FORK_OF), get(H_MSG_REGENERATE)
+        event.parent = parent if isinstance(parent, str) else None
+        event.fork_of = fork_of if isinstance(fork_of, str) else None
+        event.regenerates = regenerates if isinstance(regenerates, str) else None
+    elif kind == "end":
+        reason = get(H_RUN_REASON)
+        reason = reason if reason and isinstance(reason, str) else "complete"
+        event.reason = reason
+        event.error = build_run_end_error(headers) if reason == "error" else None
+    return event
 
 
 def parse_step_lifecycle(
@@ -407,32 +419,51 @@ def parse_step_lifecycle(
     """Parse a step lifecycle message (``parseStepLifecycle``).
 
     None without ``run-id``/``step-id``, or for a step-end without ``step-start-serial``; a missing
-    ``step-reason`` reads as ``complete``.
+    ``step-reason`` reads as ``complete`` (:func:`read_step_headers`).
     """
-    run_id = read_str(headers, H_RUN_ID)
-    step_id = read_str(headers, H_STEP_ID)
-    if not run_id or not step_id:
+    read = read_step_headers(name, headers)
+    if read is None:
         return None
-    scopes: dict[str, Any] = {
-        "invocation_id": read_str(headers, H_INVOCATION_ID) or "",
-        "run_client_id": read_str(headers, H_RUN_CLIENT_ID) or "",
-        "invocation_client_id": read_str(headers, H_INPUT_CLIENT_ID) or "",
-        "step_client_id": read_str(headers, H_STEP_CLIENT_ID) or "",
-    }
+    start, run_id, step_id, sss, reason = read
+    get = headers.get
+    invocation_id, run_client_id = get(H_INVOCATION_ID), get(H_RUN_CLIENT_ID)
+    invocation_client_id, step_client_id = get(H_INPUT_CLIENT_ID), get(H_STEP_CLIENT_ID)
+    return StepLifecycleEvent(
+        "step-start" if start else "step-end",
+        run_id,
+        step_id,
+        invocation_id if invocation_id and isinstance(invocation_id, str) else "",
+        run_client_id if run_client_id and isinstance(run_client_id, str) else "",
+        invocation_client_id if invocation_client_id and isinstance(invocation_client_id, str) else "",
+        step_client_id if step_client_id and isinstance(step_client_id, str) else "",
+        serial,
+        sss,
+        reason,
+        timestamp,
+    )
+
+
+def read_step_headers(
+    name: str, headers: Mapping[str, Any]
+) -> tuple[bool, str, str, str | None, str | None] | None:
+    """What the tree folds of a step lifecycle message, each header read once:
+    ``(is step-start, run id, step id, step-start-serial, reason)`` — for a step-start the last
+    two are None, for a step-end the reason defaults to ``complete`` — or None when
+    :func:`parse_step_lifecycle` answers None."""
     if name == EVENT_STEP_START:
-        return StepLifecycleEvent("step-start", run_id, step_id, serial=serial, timestamp=timestamp, **scopes)
-    if name == EVENT_STEP_END:
-        sss = read_str(headers, H_STEP_START_SERIAL)
-        if not sss:
-            return None
-        return StepLifecycleEvent(
-            "step-end",
-            run_id,
-            step_id,
-            serial=serial,
-            step_start_serial=sss,
-            reason=read_str(headers, H_STEP_REASON) or "complete",
-            timestamp=timestamp,
-            **scopes,
-        )
-    return None
+        start = True
+    elif name == EVENT_STEP_END:
+        start = False
+    else:
+        return None
+    get = headers.get
+    run_id, step_id = get(H_RUN_ID), get(H_STEP_ID)
+    if not run_id or not step_id or not isinstance(run_id, str) or not isinstance(step_id, str):
+        return None
+    if start:
+        return True, run_id, step_id, None, None
+    sss = get(H_STEP_START_SERIAL)
+    if not sss or not isinstance(sss, str):
+        return None
+    reason = get(H_STEP_REASON)
+    return False, run_id, step_id, sss, reason if reason and isinstance(reason, str) else "complete"

@@ -78,7 +78,6 @@ from .lifecycle import (
     H_SUPERSEDES,
     RunLifecycleEvent,
     parse_run_lifecycle,
-    parse_step_lifecycle,
 )
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
 from .ownership import KIND_CODEC_MESSAGE_ID, KIND_EVENT_ID, OwnershipLedger
@@ -1157,9 +1156,7 @@ class WireApplier:
                     return None  # another identity owns the run: refused (reported)
                 return event
             elif isinstance(name, str) and name in _STEP_LIFECYCLE_NAMES:
-                step = parse_step_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
-                if step is not None:
-                    self.tree.apply_step_lifecycle(step, author_of(message), message)
+                self.tree.fold_step_wire(name, headers, message, author_of(message))
                 return None
             else:  # a lease wire, or a foreign one: only the codec's wires carry codec events
                 if name == LEASE_NAME:

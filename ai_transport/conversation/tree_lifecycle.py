@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from .changes import TREE_CHANGED, OutputChanged, Report, RunFolded
-from .lifecycle import RunLifecycleEvent, StepLifecycleEvent
+from .lifecycle import H_STEP_CLIENT_ID, RunLifecycleEvent, StepLifecycleEvent, read_step_headers
 from .nodes import Node, RunNode, _Internal
 from .retention import LogRetention
 from .run import StepInfo
-from .tree_owners import UNJUDGED, Replay, slim_wire
+from .tree_owners import UNJUDGED, Replay
 
 __all__ = ["LifecycleFold"]
 
@@ -19,6 +19,13 @@ __all__ = ["LifecycleFold"]
 def _first_attempt(step: tuple[str, dict[str, Any]]) -> str:
     """Sort key of a run's step: the serial of its first attempt ("" when none is known yet)."""
     return min(step[1]["serials"], default="")
+
+
+def _step_info(step_id: str, rec: dict[str, Any]) -> StepInfo:
+    """The read model of one step from its record: ``active`` until its canonical attempt ends."""
+    canonical = rec["canonical"]
+    status = rec["ends"].get(canonical, "active") if rec["started"] and canonical is not None else "active"
+    return StepInfo(step_id, status, len(rec["serials"]), rec["client"])
 
 
 class LifecycleFold:
@@ -61,9 +68,10 @@ class LifecycleFold:
         ``publisher``: who Ably says published the wire (``wire``); the run id belongs to the first
         identity in serial order (:mod:`.ownership`): another's event is refused (False). Without a
         publisher (a session's own run start) nothing is judged."""
-        kept = slim_wire(wire) if wire is not None else {"serial": event.serial, "clientId": publisher}
+        # (a lifecycle wire carries only headers: the replay keeps it whole, no slimmed copy per wire)
+        kept = wire if wire is not None else {"serial": event.serial, "clientId": publisher}
         replay = Replay("apply_run_lifecycle", (event, publisher, kept), event.serial, kept)
-        self._wire = wire if wire is not None else kept
+        self._wire = kept
         if not self._claim_run(event.run_id, publisher, event.serial, replay):
             return False
         self._apply_run_lifecycle(event)
@@ -205,23 +213,78 @@ class LifecycleFold:
         """Apply ``step-start`` / ``step-end`` to the step read model of the run; the run id and
         ``(run id, step id)`` belong to their first publisher in serial order (another's is refused:
         False)."""
-        kept = slim_wire(wire) if wire is not None else {"serial": event.serial, "clientId": publisher}
+        kept = wire if wire is not None else {"serial": event.serial, "clientId": publisher}
         replay = Replay("apply_step_lifecycle", (event, publisher, kept), event.serial, kept)
-        self._wire = wire if wire is not None else kept
-        if not self._claim_run(event.run_id, publisher, event.serial, replay):
+        if not self._claim_step_wire(event.run_id, event.step_id, publisher, event.serial, replay, kept):
             return False
-        if not self._claim_step(event.run_id, event.step_id, publisher, event.serial, replay):
-            return False
-        self._apply_step_lifecycle(event)
+        start = event.type == "step-start"
+        self._fold_step(
+            start,
+            event.run_id,
+            event.step_id,
+            event.serial if start else event.step_start_serial,
+            event.serial,
+            event.reason,
+            event.step_client_id,
+            event.timestamp,
+        )
         self._flush_replays()
         return True
 
-    def _apply_step_lifecycle(self, event: StepLifecycleEvent) -> None:
-        entry = self._nodes.get(event.run_id)
+    def fold_step_wire(self, name: str, headers: Mapping[str, Any], wire: Mapping[str, Any], publisher: Any) -> bool:
+        """Fold an ``ai-step-start`` / ``ai-step-end`` wire (``headers``: its transport tier) as
+        :meth:`apply_step_lifecycle` folds the event :func:`~.lifecycle.parse_step_lifecycle` makes
+        of it, without making one (each header is read once). False when it is no step wire
+        (malformed: ignored) or refused."""
+        read = read_step_headers(name, headers)
+        if read is None:
+            return False
+        start, run_id, step_id, step_start_serial, reason = read
+        serial = wire.get("serial")
+        replay = Replay("fold_step_wire", (name, headers, wire, publisher), serial, wire)
+        if not self._claim_step_wire(run_id, step_id, publisher, serial, replay, wire):
+            return False
+        client = headers.get(H_STEP_CLIENT_ID) if start else None
+        self._fold_step(
+            start,
+            run_id,
+            step_id,
+            serial if start else step_start_serial,
+            serial,
+            reason,
+            client if client and isinstance(client, str) else "",
+            wire.get("timestamp"),
+        )
+        self._flush_replays()
+        return True
+
+    def _claim_step_wire(
+        self, run_id: str, step_id: str, publisher: Any, serial: str | None, replay: Replay, wire: Mapping[str, Any]
+    ) -> bool:
+        """A step wire claims its run id and ``(run id, step id)`` (refused: False)."""
+        self._wire = wire
+        return self._claim_run(run_id, publisher, serial, replay) and self._claim_step(
+            run_id, step_id, publisher, serial, replay
+        )
+
+    def _fold_step(
+        self,
+        start: bool,
+        run_id: str,
+        step_id: str,
+        attempt: str | None,
+        serial: str | None,
+        reason: str | None,
+        client: str,
+        timestamp: Any,
+    ) -> None:
+        """Fold a step-start (``start``; ``attempt`` its serial) or a step-end (``attempt``: the
+        step-start-serial it ends) into the step read model of ``run_id``."""
+        entry = self._nodes.get(run_id)
         structural = False
         if entry is None:  # 0.8.0 creates the run only for a step-start; history may bring the end first
             node = RunNode(
-                run_id=event.run_id,
+                run_id=run_id,
                 parent=None,
                 fork_of=None,
                 regenerates=None,
@@ -230,44 +293,48 @@ class LifecycleFold:
                 projection=self._codec.init(),
             )
             entry = _Internal(node, next(self._seq))
-            self._insert(event.run_id, entry)
+            self._insert(run_id, entry)
             structural = True
-        if entry is None or not isinstance(entry.node, RunNode):
+        if not isinstance(entry.node, RunNode):
             return
-        rec = entry.steps.get(event.step_id)
+        steps = entry.steps
+        rec = steps.get(step_id)
         if rec is None:
             rec = {"canonical": None, "started": False, "client": None, "serials": set(), "ends": {}}
-            entry.steps[event.step_id] = rec
-        sss = event.serial if event.type == "step-start" else event.step_start_serial
-        if sss is not None:
-            rec["serials"].add(sss)
-        if event.type == "step-start":
+            steps[step_id] = rec
+        if attempt is not None:
+            rec["serials"].add(attempt)
+        if start:
             canonical = rec["canonical"]
-            if not rec["started"] or (
-                event.serial is not None and (canonical is None or event.serial > canonical)
-            ):
-                rec["canonical"] = event.serial
-                rec["client"] = event.step_client_id
-                if self._gating_changes(entry.output_attempts.get(event.step_id), canonical, event.serial):
+            if not rec["started"] or (serial is not None and (canonical is None or serial > canonical)):
+                rec["canonical"] = serial
+                rec["client"] = client
+                if self._gating_changes(entry.output_attempts.get(step_id), canonical, serial):
                     # the canonical attempt changed under logged output: refold with only its output
                     self._refold(entry)
                     self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
             rec["started"] = True
         else:
-            rec["ends"][event.step_start_serial] = event.reason
-        steps: list[StepInfo] = []
-        # in serial order (a step's first attempt), whatever order history pages brought them in
-        for step_id, r in sorted(entry.steps.items(), key=_first_attempt):
-            status = "active"
-            if r["started"] and r["canonical"] is not None:
-                status = r["ends"].get(r["canonical"], "active")
-            steps.append(StepInfo(step_id, status, len(r["serials"]), r["client"]))
-        entry.node.steps = steps
-        self.retention.record_activity(self._nodes, entry, event.timestamp)
-        if event.type != "step-start":
+            rec["ends"][attempt] = reason
+        entry.node.steps = self._step_infos(entry, step_id, rec)
+        self.retention.record_activity(self._nodes, entry, timestamp)
+        if not start:
             self.retention.maybe_queue(entry)
         if structural:
             self._report(TREE_CHANGED)
+
+    @staticmethod
+    def _step_infos(entry: _Internal, step_id: str, rec: dict[str, Any]) -> list[StepInfo]:
+        """The run's steps read model after a fold into step ``step_id`` (its record ``rec``): in
+        serial order (a step's first attempt), whatever order history pages brought them in. Only
+        that step's :class:`~.run.StepInfo` is new (the others' records did not change)."""
+        info = _step_info(step_id, rec)
+        if len(entry.steps) == 1:
+            return [info]
+        assert isinstance(entry.node, RunNode)
+        known = {s.step_id: s for s in entry.node.steps}
+        known[step_id] = info
+        return [known.get(s) or _step_info(s, r) for s, r in sorted(entry.steps.items(), key=_first_attempt)]
 
     # -- step attempts -----------------------------------------------------------------------
 
