@@ -37,13 +37,15 @@ logger = logging.getLogger("ai_transport.sessions.agent")
 
 _FN_ARGS: Final = "function_call_arguments"
 _APPROVAL_REQUEST: Final = "tool-approval-request"
+#: The names of wires that may declare a call (an ``ai-output``, or a name-less append / update of one).
+_OUTPUT_NAMES: Final = (NAME_OUTPUT, None, "")
 
 
 def declared_call_id(message: Mapping[str, Any]) -> str | None:
     """The ``call_id`` an ``ai-output`` wire declares: a ``function_call`` stream's codec ``item``
     (create, appends and aggregates repeat it), a ``tool-approval-request``'s codec ``call_id``, or
     (Vercel codec) a tool chunk's codec ``toolCallId``."""
-    if message.get("name") not in (NAME_OUTPUT, None, ""):
+    if message.get("name") not in _OUTPUT_NAMES:
         return None
     codec = codec_headers(message.get("extras"))
     kind = codec.get("kind")
@@ -76,6 +78,8 @@ class PublishedCalls:
 
     def note(self, message: Mapping[str, Any]) -> None:
         """Record the call ``message`` (a trusted, folded agent output wire) declares, if any."""
+        if message.get("name") not in _OUTPUT_NAMES:
+            return  # (a lifecycle, lease or input wire declares no call: no further look)
         call_id = declared_call_id(message)
         if call_id is not None:
             self._calls.add(call_id)

@@ -566,10 +566,10 @@ class Conversation:
                     self._refuse_tampered(message, outcome)
                 self._settle(verifier)
                 return
-        self._streams_sink.note(message)
+        headers = transport_headers(message.get("extras"))  # read once for the ledger, the applier and the tree
+        self._streams_sink.note(message, headers)
         if message.get("clientId") in trusted:
             self.published_calls.note(message)
-        headers = transport_headers(message.get("extras"))  # read once for the applier and the tree
         event = self.applier.apply(message, headers)
         tree.emit_ably_message(message, headers)
         if verifier is not None:

@@ -56,13 +56,15 @@ class OpenStreams:
     def __init__(self) -> None:
         self._by_run: dict[str, dict[str, OpenStream]] = {}
 
-    def note(self, message: Mapping[str, Any]) -> None:
-        """Record ``message`` when it is a stream's create, append or aggregate."""
+    def note(self, message: Mapping[str, Any], transport: Mapping[str, Any] | None = None) -> None:
+        """Record ``message`` when it is a stream's create, append or aggregate. ``transport``: its
+        transport tier when the caller read it already (read once per wire)."""
         name = message.get("name")
         if name not in (None, "", EVENT_AI_OUTPUT):
             return
         extras = message.get("extras")
-        transport = transport_headers(extras)
+        if transport is None:
+            transport = transport_headers(extras)
         if transport.get("stream") != "true" or "status" not in transport:
             return
         run_id = transport.get(H_RUN_ID)

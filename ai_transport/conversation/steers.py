@@ -129,11 +129,12 @@ class SteerLedger:
         run_id = output.run_id
         if not isinstance(run_id, str):
             return
-        stamped = output.steer_codec_message_ids or ()
+        stamped = output.steer_codec_message_ids
         if stamped:
             self._bounded(self.responded, run_id, set()).update(str(i) for i in stamped)
+        inputs = output.inputs  # (an output's fold has none: nothing more to look at)
         cmid = output.codec_message_id
-        if isinstance(cmid, str) and carries_a_message(output.inputs):
+        if inputs and isinstance(cmid, str) and carries_a_message(inputs):
             folded = self._bounded(self.folded, run_id, {})
             folded[cmid] = None
             if len(folded) > STEERS_HELD:
