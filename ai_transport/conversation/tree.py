@@ -971,7 +971,8 @@ class Tree(LifecycleFold, TreeOwnership):
         if entry is not None and not isinstance(entry.node, RunNode):
             self._refuse(self._wire, f"run-id {run_id!r} names a prompt")
             return False
-        mutation = action_name(self._wire.get("action")) in MUTATIONS
+        action = action_name(self._wire.get("action"))
+        mutation = action in MUTATIONS
         claims = False
         if fork and cmid is not None:
             # a client fork input claims its codec-message-id, as a prompt does
@@ -1053,15 +1054,21 @@ class Tree(LifecycleFold, TreeOwnership):
         if step_id is not None and step_start_serial is not None and serial is not None:
             self._record_step_attribution(entry, serial, step_id, step_start_serial)
         conn = self._wire.get("connectionId")
-        if serial is not None and isinstance(conn, str) and self._wire.get("name") != EVENT_AI_INPUT:
-            # the publisher of the message's create decides (a mutation is another connection's
-            # append or closing update): a stream begun before a takeover is kept whole
-            if serial not in entry.publishers or action_name(self._wire.get("action")) in (None, "message.create"):
-                entry.publishers[serial] = (conn, serial)
-            self._report_fenced(entry, [serial])
+        fenced = False
+        if serial is not None:
+            published = False
+            if isinstance(conn, str) and self._wire.get("name") != EVENT_AI_INPUT:
+                published = True
+                if serial not in entry.publishers or action in (None, "message.create"):
+                    # the publisher of the message's create decides (a mutation is another connection's
+                    # append or closing update): a stream begun before a takeover is kept whole
+                    entry.publishers[serial] = (conn, serial)
+            fenced = self._fenced(entry, serial)  # (judged once: folding the wire moves no fence)
+            if fenced and published and serial not in self._fence_reported:
+                self._report_fenced(entry, [serial])
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
-        if serial is not None and self._gated(entry, serial):
-            return structural  # a superseded step attempt: logged, not folded, not announced
+        if serial is not None and (fenced or self._is_gated(entry, serial)):
+            return structural  # a superseded step attempt (or a fenced holder's): logged, not folded, not announced
         stamp = headers.get(H_STEER_CODEC_MESSAGE_IDS)
         self._report(
             OutputChanged(
