@@ -356,7 +356,11 @@ class LifecycleFold:
     def _record_step_attribution(entry: _Internal, serial: str, step_id: str, step_start_serial: str) -> None:
         """Remember which attempt of which step published the output wire at ``serial``."""
         entry.attribution[serial] = (step_id, step_start_serial)
-        entry.output_attempts.setdefault(step_id, set()).add(step_start_serial)
+        attempts = entry.output_attempts.get(step_id)
+        if attempts is None:
+            entry.output_attempts[step_id] = {step_start_serial}
+        else:
+            attempts.add(step_start_serial)
 
     @staticmethod
     def _is_gated(entry: _Internal, serial: str) -> bool:
