@@ -216,3 +216,27 @@ def test_step_wire_fold_equals_the_event_fold(data, judge) -> None:
         assert node.steps == by_event.get_run_node("r").steps == _rebuilt_steps(by_wire)
         assert by_wire.open_step_attempts("r") == by_event.open_step_attempts("r")
     assert by_wire._nodes["r"].steps == by_event._nodes["r"].steps
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    runs=st.lists(st.integers(0, 60), min_size=1, max_size=30, unique=True).flatmap(st.permutations),
+    late=st.lists(st.integers(0, 60), max_size=5),
+    pages=st.integers(1, 8),
+)
+def test_nodes_stay_in_serial_order_whatever_the_insert_order(runs, late, pages) -> None:
+    """The order tries the place after the previous insert first: history pages (newest page
+    first, each oldest first), shuffled arrivals and earlier serials of known runs all leave the
+    nodes sorted by serial."""
+    tree = Tree(ResponsesCodec)
+    size = max(1, len(runs) // pages)
+    chunks = [sorted(runs[i : i + size]) for i in range(0, len(runs), size)]
+    for chunk in sorted(chunks, reverse=True):  # newest page first, each page oldest first
+        for n in chunk:
+            tree.apply_run_lifecycle(RunLifecycleEvent("start", f"r{n}", serial=f"{100 + n:04d}"))
+    for n in late:  # an older run-start of a known run moves it (an unknown one is placed)
+        tree.apply_run_lifecycle(RunLifecycleEvent("start", f"r{n}", serial=f"{n:04d}"))
+    tree.apply_step_lifecycle(StepLifecycleEvent("step-end", "unseen", "s", step_start_serial="1"))  # no serial yet: last
+    serials = [node.start_serial for node in tree.nodes()]
+    assert serials[-1] is None and serials[:-1] == sorted(serials[:-1])
+    assert [e.node for e in tree._sorted] == tree.nodes() and len(tree.nodes()) == len(tree._nodes)

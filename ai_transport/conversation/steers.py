@@ -109,11 +109,9 @@ def carries_a_message(inputs: Any) -> bool:
     a tool result amends the message holding its call (its ``codecMessageId`` is that message's):
     the resume answers it (``run_owed_calls``), and taking it for a steer would move the call's
     message to the tail of ``run.view`` until a ``has_input()`` the standard loop never calls."""
-    return (
-        isinstance(inputs, (list, tuple))
-        and len(inputs) > 0  # (an output's fold: no inputs, no scan)
-        and any(isinstance(i, Mapping) and i.get("message") is not None for i in inputs)
-    )
+    if not isinstance(inputs, (list, tuple)) or not inputs:
+        return False  # (an output's fold: no inputs, no scan)
+    return any(isinstance(i, Mapping) and i.get("message") is not None for i in inputs)
 
 
 class SteerLedger:
@@ -134,8 +132,9 @@ class SteerLedger:
         stamped = output.steer_codec_message_ids
         if stamped:
             self._bounded(self.responded, run_id, set()).update(str(i) for i in stamped)
+        inputs = output.inputs  # (none in an output's fold: nothing more to look at)
         cmid = output.codec_message_id
-        if isinstance(cmid, str) and carries_a_message(output.inputs):
+        if inputs and isinstance(cmid, str) and carries_a_message(inputs):
             folded = self._bounded(self.folded, run_id, {})
             folded[cmid] = None
             if len(folded) > STEERS_HELD:

@@ -191,6 +191,8 @@ class Tree(LifecycleFold, TreeOwnership):
         self._nodes: dict[str, _Internal] = {}
         self._cmid_to_key: dict[str, str] = {}
         self._sorted: list[_Internal] = []
+        #: Where :meth:`_insert_sorted` placed the last node (tried first for the next one).
+        self._last_insert = -1
         #: Superseded node key -> the client that superseded it (honoured only for its own nodes).
         self._supersedes: dict[str, str | None] = {}
         self._superseded: set[str] = set()
@@ -321,10 +323,21 @@ class Tree(LifecycleFold, TreeOwnership):
         return (1, "", e.seq) if s is None else (0, s, e.seq)
 
     def _insert_sorted(self, entry: _Internal) -> bool:
+        """Place ``entry`` in the order; True when it went last. The place right after the previous
+        insert is tried first (history folds each page oldest first, live wires append at the end:
+        either way the next node usually goes there), else a binary search finds it."""
         key = entry.sort_key = self._compare_key(entry)
-        lo = bisect.bisect_right(self._sorted, key, key=_stored_key)
-        self._sorted.insert(lo, entry)
-        return lo == len(self._sorted) - 1
+        order = self._sorted
+        lo = self._last_insert + 1
+        if not (
+            lo <= len(order)
+            and (lo == 0 or order[lo - 1].sort_key < key)
+            and (lo == len(order) or key < order[lo].sort_key)
+        ):
+            lo = bisect.bisect_right(order, key, key=_stored_key)
+        order.insert(lo, entry)
+        self._last_insert = lo
+        return lo == len(order) - 1
 
     def _promote(self, entry: _Internal) -> bool:
         """Re-sort ``entry`` after its serial changed (a prompt published, a run's earlier wire);
