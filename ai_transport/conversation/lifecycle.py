@@ -390,27 +390,31 @@ def parse_run_lifecycle(
     invocation_id = get(H_INVOCATION_ID)
     input_client_id = get(H_INPUT_CLIENT_ID)
     input_cmid = get(H_INPUT_CODEC_MESSAGE_ID)
-    event = RunLifecycleEvent(
+    parent = fork_of = regenerates = reason = None
+    error: AITransportError | None = None
+    if kind == "start":
+        parent, fork_of, regenerates = get(H_PARENT), get(H_FORK_OF), get(H_MSG_REGENERATE)
+    elif kind == "end":
+        reason = get(H_RUN_REASON)
+        if not reason or not isinstance(reason, str):
+            reason = "complete"
+        elif reason == "error":
+            error = build_run_end_error(headers)
+    return RunLifecycleEvent(
         kind,
         run_id,
         client_id if isinstance(client_id, str) else "",
         serial,
         invocation_id if isinstance(invocation_id, str) else "",
         timestamp,
-        input_codec_message_id=input_cmid if isinstance(input_cmid, str) else None,
-        input_client_id=input_client_id if isinstance(input_client_id, str) else None,
+        parent if isinstance(parent, str) else None,
+        fork_of if isinstance(fork_of, str) else None,
+        regenerates if isinstance(regenerates, str) else None,
+        input_cmid if isinstance(input_cmid, str) else None,
+        input_client_id if isinstance(input_client_id, str) else None,
+        reason,
+        error,
     )
-    if kind == "start":
-        parent, fork_of, regenerates = get(H_PARENT), get(H_FORK_OF), get(H_MSG_REGENERATE)
-        event.parent = parent if isinstance(parent, str) else None
-        event.fork_of = fork_of if isinstance(fork_of, str) else None
-        event.regenerates = regenerates if isinstance(regenerates, str) else None
-    elif kind == "end":
-        reason = get(H_RUN_REASON)
-        reason = reason if reason and isinstance(reason, str) else "complete"
-        event.reason = reason
-        event.error = build_run_end_error(headers) if reason == "error" else None
-    return event
 
 
 def parse_step_lifecycle(

@@ -980,6 +980,8 @@ class Tree(LifecycleFold, TreeOwnership):
         structural = False
         cmid = headers.get(H_CODEC_MESSAGE_ID)
         input_cmid = headers.get(H_INPUT_CODEC_MESSAGE_ID)
+        step_id = headers.get(H_STEP_ID)
+        name = self._wire.get("name")
         entry = self._nodes.get(run_id)
         if entry is not None and not isinstance(entry.node, RunNode):
             self._refuse(self._wire, f"run-id {run_id!r} names a prompt")
@@ -993,7 +995,7 @@ class Tree(LifecycleFold, TreeOwnership):
             if not ok:
                 return False
             entry = self._nodes.get(run_id)
-        elif judged and (outputs or self._wire.get("name") == EVENT_AI_OUTPUT):
+        elif judged and (outputs or name == EVENT_AI_OUTPUT):
             # an agent output claims its run (and its step): the first identity in serial order owns them
             claims = True
             log = entry.log.entries if entry is not None else None
@@ -1001,9 +1003,8 @@ class Tree(LifecycleFold, TreeOwnership):
                 # (an append to the stream folded last is that stream's: its create was judged)
                 if not self._claim_run(run_id, self._client, serial, replay, mutation=mutation):
                     return False
-                step = headers.get(H_STEP_ID)
-                if step is not None and not self._claim_step(
-                    run_id, step, self._client, serial, replay, mutation=mutation
+                if step_id is not None and not self._claim_step(
+                    run_id, step_id, self._client, serial, replay, mutation=mutation
                 ):
                     return False
                 entry = self._nodes.get(run_id)
@@ -1062,7 +1063,6 @@ class Tree(LifecycleFold, TreeOwnership):
                 structural = self._changed()  # a node names it: its place in the tree changes
             else:
                 self.cmid_version += 1  # a new message no node names yet: the shape is the same
-        step_id = headers.get(H_STEP_ID)
         step_start_serial = headers.get(H_STEP_START_SERIAL)
         if step_id is not None and step_start_serial is not None and serial is not None:
             self._record_step_attribution(entry, serial, step_id, step_start_serial)
@@ -1070,7 +1070,7 @@ class Tree(LifecycleFold, TreeOwnership):
         fenced = False
         if serial is not None:
             published = False
-            if isinstance(conn, str) and self._wire.get("name") != EVENT_AI_INPUT:
+            if isinstance(conn, str) and name != EVENT_AI_INPUT:
                 published = True
                 if serial not in entry.publishers or action in (None, "message.create"):
                     # the publisher of the message's create decides (a mutation is another connection's
