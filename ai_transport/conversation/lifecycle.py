@@ -394,6 +394,9 @@ def parse_run_lifecycle(
     error: AITransportError | None = None
     if kind == "start":
         parent, fork_of, regenerates = get(H_PARENT), get(H_FORK_OF), get(H_MSG_REGENERATE)
+        parent = parent if isinstance(parent, str) else None
+        fork_of = fork_of if isinstance(fork_of, str) else None
+        regenerates = regenerates if isinstance(regenerates, str) else None
     elif kind == "end":
         reason = get(H_RUN_REASON)
         if not reason or not isinstance(reason, str):
@@ -407,9 +410,9 @@ def parse_run_lifecycle(
         serial,
         invocation_id if isinstance(invocation_id, str) else "",
         timestamp,
-        parent if isinstance(parent, str) else None,
-        fork_of if isinstance(fork_of, str) else None,
-        regenerates if isinstance(regenerates, str) else None,
+        parent,
+        fork_of,
+        regenerates,
         input_cmid if isinstance(input_cmid, str) else None,
         input_client_id if isinstance(input_client_id, str) else None,
         reason,

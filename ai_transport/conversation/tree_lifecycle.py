@@ -215,7 +215,11 @@ class LifecycleFold:
         False)."""
         kept = wire if wire is not None else {"serial": event.serial, "clientId": publisher}
         replay = Replay("apply_step_lifecycle", (event, publisher, kept), event.serial, kept)
-        if not self._claim_step_wire(event.run_id, event.step_id, publisher, event.serial, replay, kept):
+        self._wire = kept
+        if not (
+            self._claim_run(event.run_id, publisher, event.serial, replay)
+            and self._claim_step(event.run_id, event.step_id, publisher, event.serial, replay)
+        ):
             return False
         start = event.type == "step-start"
         self._fold_step(
@@ -242,7 +246,11 @@ class LifecycleFold:
         start, run_id, step_id, step_start_serial, reason = read
         serial = wire.get("serial")
         replay = Replay("fold_step_wire", (name, headers, wire, publisher), serial, wire)
-        if not self._claim_step_wire(run_id, step_id, publisher, serial, replay, wire):
+        self._wire = wire
+        if not (
+            self._claim_run(run_id, publisher, serial, replay)
+            and self._claim_step(run_id, step_id, publisher, serial, replay)
+        ):
             return False
         client = headers.get(H_STEP_CLIENT_ID) if start else None
         self._fold_step(
@@ -257,15 +265,6 @@ class LifecycleFold:
         )
         self._flush_replays()
         return True
-
-    def _claim_step_wire(
-        self, run_id: str, step_id: str, publisher: Any, serial: str | None, replay: Replay, wire: Mapping[str, Any]
-    ) -> bool:
-        """A step wire claims its run id and ``(run id, step id)`` (refused: False)."""
-        self._wire = wire
-        return self._claim_run(run_id, publisher, serial, replay) and self._claim_step(
-            run_id, step_id, publisher, serial, replay
-        )
 
     def _fold_step(
         self,
@@ -309,14 +308,15 @@ class LifecycleFold:
             if not rec["started"] or (serial is not None and (canonical is None or serial > canonical)):
                 rec["canonical"] = serial
                 rec["client"] = client
-                if self._gating_changes(entry.output_attempts.get(step_id), canonical, serial):
+                attempts = entry.output_attempts.get(step_id)  # (none yet: history folds a step-start first)
+                if attempts and self._gating_changes(attempts, canonical, serial):
                     # the canonical attempt changed under logged output: refold with only its output
                     self._refold(entry)
                     self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
             rec["started"] = True
         else:
             rec["ends"][attempt] = reason
-        entry.node.steps = self._step_infos(entry, step_id, rec)
+        entry.node.steps = [_step_info(step_id, rec)] if len(steps) == 1 else self._step_infos(entry, step_id, rec)
         self.retention.record_activity(self._nodes, entry, timestamp)
         if not start:
             self.retention.maybe_queue(entry)
@@ -328,12 +328,9 @@ class LifecycleFold:
         """The run's steps read model after a fold into step ``step_id`` (its record ``rec``): in
         serial order (a step's first attempt), whatever order history pages brought them in. Only
         that step's :class:`~.run.StepInfo` is new (the others' records did not change)."""
-        info = _step_info(step_id, rec)
-        if len(entry.steps) == 1:
-            return [info]
         assert isinstance(entry.node, RunNode)
         known = {s.step_id: s for s in entry.node.steps}
-        known[step_id] = info
+        known[step_id] = _step_info(step_id, rec)
         return [known.get(s) or _step_info(s, r) for s, r in sorted(entry.steps.items(), key=_first_attempt)]
 
     # -- step attempts -----------------------------------------------------------------------
