@@ -10,7 +10,8 @@ Inputs:
 
 * :meth:`~Conversation.receive_live` — a wire of the live subscription (channel order);
 * :meth:`~Conversation.receive_history` — an aggregate from a history page (pages in any order; an
-  agent checks its integrity first, :mod:`.signing`);
+  agent checks its integrity first, :mod:`.signing`); :meth:`~Conversation.receive_history_page`
+  folds a whole page, leaving out the view changes the shell says nobody reads meanwhile;
 * :meth:`~Conversation.fold` — one wire through the trust rules and the tree, no more (what both
   of the above end in);
 * local intents: :meth:`~Conversation.send_input` / :meth:`~Conversation.withdraw_input` (an
@@ -290,11 +291,13 @@ class Conversation:
         self.agent = agent
         self.log = log if log is not None else logging.getLogger(__name__)
         self._changes: list[Change] = []
+        #: View change classes the live tree's reports are not queued for (:meth:`receive_history_page`).
+        self._muted: frozenset[type[Any]] = frozenset()
         #: Steers folded by run since the core was made (agent: a run created later seeds them).
         self.steer_ledger = SteerLedger() if agent else None
         #: The tree the views read (a refold adopts into it, keeping its identity); it reports
         #: its view changes into this core's queue (:mod:`.changes`).
-        self.tree = Tree(codec, self._report_agent if agent else self._changes.append, self._skip)
+        self.tree = Tree(codec, self._report_agent if agent else self._report_client, self._skip)
         self._live_applier = WireApplier(self.tree, codec.create_decoder())
         #: Where wires are folded: the live tree, or the shadow tree while a refold runs.
         self.applier = self._live_applier
@@ -366,12 +369,19 @@ class Conversation:
         return out
 
     def _report_agent(self, change: Change) -> None:
-        """The live tree's report (agent): queue the change; a fold's steers go to the ledger too."""
-        self._changes.append(change)
+        """The live tree's report (agent): queue the change (unless muted); a fold's steers go to
+        the ledger too (always)."""
+        if type(change) not in self._muted:
+            self._changes.append(change)
         if type(change) is OutputChanged:
             ledger = self.steer_ledger
             if ledger is not None:
                 ledger.note(change)
+
+    def _report_client(self, change: Change) -> None:
+        """The live tree's report (client): queue the change (unless muted)."""
+        if type(change) not in self._muted:
+            self._changes.append(change)
 
     @property
     def skipped(self) -> int:
@@ -512,6 +522,19 @@ class Conversation:
         self._fold_agent(message)
         if verifier is not None and verifier is self.live_verifier:
             self._settle(verifier)
+
+    def receive_history_page(self, wires: Iterable[Any], mute: Iterable[type[Any]] = ()) -> None:
+        """Fold a page of history aggregates, oldest first, each as :meth:`receive_history` does
+        (never raises). The view changes (:mod:`.changes`) of the classes in ``mute`` that the
+        page's folds report are not queued: the shell names the ones no subscriber reads while a
+        history page folds (the rest of :meth:`changes`, and the steer ledger, are as ever)."""
+        muted, self._muted = self._muted, frozenset(mute)
+        try:
+            receive = self.receive_history
+            for wire in wires:
+                receive(wire)
+        finally:
+            self._muted = muted
 
     def fold(self, message: Any) -> None:
         """Fold one wire through the trust rules and the tree only (no history integrity check, no

@@ -30,7 +30,7 @@ from ..conversation.retention import set_reorder_window
 from ..conversation.tree import Emitter, Tree
 from ..errors import AITransportError, ErrorCode
 from .presence import presence_of
-from .view import HistoryHydrator
+from .view import HistoryHydrator, IgnoresHistory
 
 #: The tree's view changes: only subscribers get them (never ``_on_change``).
 _VIEW_CHANGES: frozenset[type[Any]] = frozenset({TreeChanged, OutputChanged, RunFolded, WireFolded, Replaced})
@@ -107,13 +107,14 @@ class SessionCore:
         )
         self.tree = self.core.tree
         self.hydrator = HistoryHydrator(
-            channel, self.core.applier, self._on_history, history_page_size, history_retries, history_backoff
+            channel, self.core.applier, self._on_history_page, history_page_size, history_retries, history_backoff
         )
         self._connected = False
         self._closed = False
         self._emitter = Emitter()
-        #: Who gets each change of the core, by its class (:meth:`subscribe`).
-        self._subscribers: dict[type[Any], list[Callable[[Any], None]]] = {}
+        #: Who gets each change of the core, by its class (:meth:`subscribe`): the handler and
+        #: whether it gets the changes of a page of the session's own history too.
+        self._subscribers: dict[type[Any], list[tuple[Callable[[Any], None], bool]]] = {}
         self._dispatching = False
         self._off_state: Callable[[], None] | None = None
         self._has_attached_once = False
@@ -158,15 +159,22 @@ class SessionCore:
     def subscribe(self, kind: type[Any], handler: Callable[[Any], None]) -> Callable[[], None]:
         """Call ``handler(change)`` for every change of the core of class ``kind`` (a view change
         of :mod:`ai_transport.conversation.changes`, or any other :data:`~ai_transport.conversation.core.Change`),
-        in the order the core reported them, right after the input that caused it is folded.
+        in the order the core reported them, right after the input that caused it is folded (a
+        page of history is one input: its changes are dispatched once it is folded, in order).
         Handlers run in subscription order; one that raises is logged and never breaks the fold.
+
+        A handler marked :class:`~.view.IgnoresHistory` (a view's) is not called for the changes
+        dispatched while :attr:`hydrator` folds a page (it ignores them anyway); a view change
+        class only such handlers want is then not even queued
+        (:meth:`~ai_transport.conversation.core.Conversation.receive_history_page`).
         Returns an unsubscribe."""
         handlers = self._subscribers.setdefault(kind, [])
-        handlers.append(handler)
+        entry = (handler, not isinstance(handler, IgnoresHistory))
+        handlers.append(entry)
 
         def off() -> None:
-            if handler in handlers:
-                handlers.remove(handler)
+            if entry in handlers:
+                handlers.remove(entry)
 
         return off
 
@@ -181,6 +189,7 @@ class SessionCore:
         try:
             core, subscribers = self.core, self._subscribers
             while changes := core.changes():
+                folding = self.hydrator.is_folding()  # a page of history: skip the quiet handlers
                 for change in changes:
                     kind = type(change)
                     if kind not in _VIEW_CHANGES:
@@ -190,7 +199,9 @@ class SessionCore:
                             self._on_change(change)
                     handlers = subscribers.get(kind)
                     if handlers:
-                        for handler in tuple(handlers):
+                        for handler, during_history in tuple(handlers):
+                            if folding and not during_history:
+                                continue
                             try:
                                 handler(change)
                             except Exception:  # a listener must never break the fold
@@ -226,6 +237,24 @@ class SessionCore:
         """Fold one history aggregate (the agent checks integrity here first)."""
         self.core.receive_history(message)
         self._dispatch()
+
+    def _on_history_page(self, wires: list[Mapping[str, Any]]) -> None:
+        """Fold one history page, oldest first (the hydrators' page sink), then dispatch what it
+        changed. While :attr:`hydrator` folds the page, the view changes whose every subscriber
+        ignores history (:class:`~.view.IgnoresHistory`) are not queued; a refold's shadow pages keep
+        them all."""
+        mute: tuple[type[Any], ...] = ()
+        if self.hydrator.is_folding():
+            subscribers = self._subscribers
+            mute = tuple(
+                kind
+                for kind in _VIEW_CHANGES
+                if not any(during_history for _, during_history in subscribers.get(kind, ()))
+            )
+        try:
+            self.core.receive_history_page(wires, mute)
+        finally:
+            self._dispatch()
 
     async def connect(self) -> None:
         """Subscribe to every message (unfiltered) and attach."""

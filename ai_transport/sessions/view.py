@@ -20,7 +20,11 @@ Two branch sources decide which nodes a view shows:
   run (:func:`~ai_transport.sessions.steer.defer_unresponded_steers`).
 
 History: :class:`HistoryHydrator` reads ``channel.history(until_attach=True)`` pages (newest first)
-and folds each page oldest-first into the shared tree, with 3 retries then 104011.
+and hands each page, oldest first, to its page sink (the session folds it into the shared tree and
+dispatches what it changed once per page), with 3 retries then 104011. A view subscribes its
+handlers as :class:`IgnoresHistory`: they ignore what a page of the session's own history changes
+(the view emits once the load settles), so the session neither calls them nor queues the view
+changes no other subscriber wants while a page folds.
 
 The cyclic garbage collector is paused while one page folds (``gc.disable()``, restored in a
 ``finally``, and never enabled when the application had turned it off). A page folds with no await
@@ -37,6 +41,7 @@ process-wide (it moves every object of the application to a generation never col
 from __future__ import annotations
 
 import asyncio
+import functools
 import gc
 import logging
 from collections.abc import Callable, Mapping
@@ -51,31 +56,43 @@ from ..conversation.run import RunInfo
 from ..conversation.tree import Emitter, Node, RunNode, Tree, WireApplier
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError
 
-__all__ = ["HistoryHydrator", "LeafBranch", "NavigableBranch", "TreeBranch", "View"]
+__all__ = ["HistoryHydrator", "IgnoresHistory", "LeafBranch", "NavigableBranch", "TreeBranch", "View"]
 
 logger = logging.getLogger("ai_transport.sessions.view")
 
 DEFAULT_HISTORY_PAGE_SIZE = 100
 
+
+
 #: ``subscribe(change_class, handler) -> unsubscribe`` of a session (:meth:`~.session.SessionCore.subscribe`).
 Subscribe = Callable[[type[Any], Callable[[Any], None]], Callable[[], None]]
 
 
+class IgnoresHistory(functools.partial):
+    """A change handler that ignores the changes a page of its session's own history makes
+    (``IgnoresHistory(handler)``; called as ``handler`` is). A session (:meth:`~.session.SessionCore.subscribe`)
+    does not call it while its hydrator folds a page, and does not even queue a view change whose
+    every subscriber is one; any other subscriber calls it as a plain handler."""
+
+
 class HistoryHydrator:
-    """Folds channel history into a tree, one page at a time, on demand (shared by a session's views)."""
+    """Folds channel history into a tree, one page at a time, on demand (shared by a session's views).
+
+    ``on_page(wires)`` folds one page, its wires oldest first (the session's page sink).
+    """
 
     def __init__(
         self,
         channel: Any,
         applier: WireApplier,
-        on_wire: Callable[[Mapping[str, Any]], None],
+        on_page: Callable[[list[Mapping[str, Any]]], None],
         page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
         retries: int = 3,
         backoff: float = 0.1,
     ) -> None:
         self._channel = channel
         self._applier = applier
-        self._on_wire = on_wire
+        self._on_page = on_page
         self._page_size = page_size
         self._retries = retries
         self._backoff = backoff
@@ -100,9 +117,9 @@ class HistoryHydrator:
         self.pages_folded = 0
 
     def spawn(self, applier: WireApplier) -> HistoryHydrator:
-        """A fresh hydrator (newest page first) over the same channel, settings and wire sink."""
+        """A fresh hydrator (newest page first) over the same channel, settings and page sink."""
         return HistoryHydrator(
-            self._channel, applier, self._on_wire, self._page_size, self._retries, self._backoff
+            self._channel, applier, self._on_page, self._page_size, self._retries, self._backoff
         )
 
     def pause(self) -> None:
@@ -206,8 +223,8 @@ class HistoryHydrator:
                 if collecting:
                     gc.disable()  # one page folds with no await: see the module docstring
                 try:
-                    for wire in reversed(items):
-                        self._on_wire(wire)
+                    items.reverse()  # the page's own list (a copy of the page's items): oldest first
+                    self._on_page(items)
                 finally:
                     self._folding = False
                     if collecting:
@@ -262,12 +279,14 @@ class View:
         # the session's dispatch of its core's view changes (the tree keeps its identity)
         if self._bound:
             return
+        # the handlers that ignore a change while a history page folds say so: the session then
+        # neither calls them nor queues the changes only they would get
         subscribe = self._subscribe
         self._unsubs = [
-            subscribe(TreeChanged, self._on_change),
-            subscribe(OutputChanged, self._on_output),
-            subscribe(RunFolded, self._on_run),
-            subscribe(WireFolded, self._on_ably_message),
+            subscribe(TreeChanged, IgnoresHistory(self._on_change)),
+            subscribe(OutputChanged, IgnoresHistory(self._on_output)),
+            subscribe(RunFolded, IgnoresHistory(self._on_run)),
+            subscribe(WireFolded, IgnoresHistory(self._on_ably_message)),
             subscribe(Replaced, self._on_replaced),
         ]
         self._bound = True
