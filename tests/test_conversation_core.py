@@ -494,6 +494,53 @@ def test_history_in_any_page_order_with_a_hostile_publisher_reads_as_the_live_fo
     assert core.skipped == len({_HOSTILE[which]["serial"] for which, _ in hostile})
 
 
+_VIEW_KINDS = (TreeChanged, OutputChanged, RunFolded, WireFolded, Replaced)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    agent=st.booleans(),
+    page_size=st.integers(min_value=1, max_value=25),
+    mute=st.sets(st.sampled_from(_VIEW_KINDS)),
+    hostile=st.lists(st.tuples(st.sampled_from(range(len(_HOSTILE))), st.integers(min_value=0, max_value=10**6)), max_size=2),
+)
+def test_a_history_page_folds_as_its_wires_one_by_one_less_the_muted_view_changes(
+    agent: bool, page_size: int, mute: set[type], hostile: list[tuple[int, int]]
+) -> None:
+    history = copy.deepcopy(FULL["history"])
+    for which, at in hostile:
+        history.insert(at % (len(history) + 1), copy.deepcopy(_HOSTILE[which]))
+    options: dict[str, Any] = {"agent": True, "trusted_agent_ids": {AGENT}} if agent else {}
+    one_by_one, paged = Conversation(ResponsesCodec, **options), Conversation(ResponsesCodec, **options)
+    wires = _newest_first_pages(history, page_size)
+    for wire in copy.deepcopy(wires):
+        one_by_one.receive_history(wire)
+    expected = [c for c in one_by_one.changes() if type(c) not in mute]
+    got: list[Change] = []
+    copies = copy.deepcopy(wires)
+    for i in range(0, len(copies), page_size):
+        paged.receive_history_page(copies[i : i + page_size], mute)
+        got.extend(paged.changes())
+    assert [type(c) for c in got] == [type(c) for c in expected]
+    assert [c.wire for c in _kinds(got, WireFolded)] == [c.wire for c in _kinds(expected, WireFolded)]
+    assert _lifecycle(got) == _lifecycle(expected)
+    assert [c.wire for c in _kinds(got, Skipped)] == [c.wire for c in _kinds(expected, Skipped)]
+    assert _picture(paged) == _picture(one_by_one) and paged.skipped == one_by_one.skipped
+    if agent:  # the steer ledger hears every fold, muted or not
+        assert paged.steer_ledger is not None and one_by_one.steer_ledger is not None
+        assert vars(paged.steer_ledger) == vars(one_by_one.steer_ledger)
+    # the mute ends with the page: a fresh live prompt reports every view change again
+    live = copy.deepcopy(next(w for w in FULL["wires"] if w["name"] == "ai-input"))
+    live["serial"] = FULL["wires"][-1]["serial"] + "-9"
+    _transport(live).update({"codec-message-id": "m-live", "event-id": "e-live"})
+    live.pop("version", None)
+    for core in (one_by_one, paged):
+        core.receive_live(copy.deepcopy(live))
+    after = [type(c) for c in paged.changes()]
+    assert after == [type(c) for c in one_by_one.changes()]
+    assert {TreeChanged, OutputChanged, WireFolded} <= set(after)
+
+
 # -- the view changes: what a view renders comes from the core's changes alone -----------------------
 
 
