@@ -284,3 +284,76 @@ def test_property_rollup_preserves_the_fold(ops: list[tuple[str, int, str, float
         assert sorted(essence(m) for m in fold(rec.messages).values()) == sorted(essence(m) for m in hist)
 
     asyncio.run(scenario())
+
+
+# -- the store's copies: a plan made once per version gives what the checked copy gives ------------
+
+from collections import OrderedDict  # noqa: E402
+
+from ai_transport.channels.memory_store import _copy_message, _Stored  # noqa: E402
+
+_SCALAR = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=3) | st.binary(max_size=3)
+_VALUE = st.recursive(
+    _SCALAR,
+    lambda inner: st.lists(inner, max_size=3)
+    | st.dictionaries(st.text(max_size=3), inner, max_size=3)
+    | st.builds(OrderedDict, st.dictionaries(st.text(max_size=2), inner, max_size=2))
+    | st.tuples(inner),
+    max_leaves=6,
+)
+_TIER = st.dictionaries(st.text(max_size=3), _SCALAR, max_size=4)
+_ENVELOPE = st.builds(lambda tiers: {"ai": tiers}, st.dictionaries(st.sampled_from(["transport", "codec"]), _TIER))
+_FIELD = _VALUE | _TIER | _ENVELOPE
+
+
+def _shared_containers(a: Any, b: Any) -> bool:
+    """True when ``a`` and ``b`` share a mutable container anywhere (a copy must share none)."""
+    if isinstance(a, (dict, list, bytearray)) and a is b:
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return any(_shared_containers(v, b[k]) for k, v in a.items() if k in b)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return any(_shared_containers(x, y) for x, y in zip(a, b))
+    return False
+
+
+def _typed(value: Any) -> Any:
+    """``value`` with every container's type spelled out (equality alone ignores dict subclasses)."""
+    if isinstance(value, dict):
+        return (type(value).__name__, [(k, _typed(v)) for k, v in value.items()])
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, [_typed(v) for v in value])
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fields=st.fixed_dictionaries({}, optional={"extras": _FIELD, "version": _FIELD, "data": _FIELD, "other": _VALUE}))
+def test_a_stored_aggregate_copies_as_the_checked_copy_does(fields: dict[str, Any]) -> None:
+    aggregate = {"serial": "1", **fields}
+    stored = _Stored(aggregate)
+    for _ in range(2):  # the plan is reused: every read is a fresh copy
+        got, checked = stored.copy(), _copy_message(aggregate)
+        assert _typed(got) == _typed(checked)
+        for key in ("extras", "version", "data"):  # independent wherever the checked copy is
+            if key in aggregate:
+                assert _shared_containers(aggregate[key], got[key]) == _shared_containers(aggregate[key], checked[key])
+    stored.aggregate["extras"] = {"ai": {"transport": {"run-id": "r"}}}  # a new version ...
+    stored.changed()  # ... planned again
+    assert stored.copy() == _copy_message(stored.aggregate)
+
+
+async def test_history_and_get_message_follow_every_new_version() -> None:
+    hub = InProcessHub()
+    pub = hub.channel("c", client_id="p")
+    (serial,) = await pub.publish({"name": "out", "data": "", "extras": {"ai": {"transport": {"t": "1"}}}})
+    await pub.append_message({"serial": serial, "data": "ab", "extras": {"headers": {"h": [1, 2]}}})
+    (got,) = (await pub.history()).items
+    assert got["data"] == "ab" and got["extras"] == {"headers": {"h": [1, 2]}}
+    got["extras"]["headers"]["h"].append(3)  # a reader's copy is its own
+    await pub.update_message({"serial": serial, "data": {"item": {"content": []}}})
+    for read in ((await pub.history()).items[0], await pub.get_message(serial)):
+        assert read["data"] == {"item": {"content": []}} and read["extras"] == {"headers": {"h": [1, 2]}}
+        read["data"]["item"]["content"].append("x")
+    await pub.delete_message({"serial": serial})
+    (gone,) = (await pub.history()).items
+    assert gone["action"] == "message.delete" and "data" not in gone

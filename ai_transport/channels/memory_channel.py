@@ -424,6 +424,7 @@ class InProcessChannel(ListenerDelivery):
         if agg["action"] != "message.delete":
             agg["action"] = "message.update"
         agg["version"] = version
+        entry.changed()
         fragment: dict[str, Any] = {"id": agg["id"], "data": frag}
         if agg.get("name") is not None:
             fragment["name"] = agg["name"]
@@ -462,6 +463,7 @@ class InProcessChannel(ListenerDelivery):
             agg["extras"] = _json_copy(message["extras"])
         agg["action"] = action
         agg["version"] = version
+        entry.changed()
         for att in list(self._state.attachments):
             att._deliver_full(dict(agg))  # listeners get their own copy at delivery
         return version["serial"]
@@ -476,7 +478,7 @@ class InProcessChannel(ListenerDelivery):
 
     async def get_message(self, serial: str) -> InboundMessage:
         """The aggregate (latest version) of the message at ``serial``."""
-        return _copy_message(self._lookup(serial, "get message").aggregate)
+        return self._lookup(serial, "get message").copy()
 
     async def history(
         self, *, limit: int = 100, direction: str = "backwards", until_attach: bool = False

@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import bisect
 import copy
-import itertools
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from .channel import InboundMessage
@@ -52,11 +50,29 @@ class Attachment(Protocol):
     def _deliver_append(self, aggregate: dict[str, Any], fragment: dict[str, Any]) -> None: ...
 
 
-@dataclass
 class _Stored:
-    """A stored message: its aggregate (the latest version)."""
+    """A stored message: its aggregate (the latest version), and how to copy it (:func:`_copy_plan`).
 
-    aggregate: dict[str, Any]
+    The aggregate is the store's own: its nested values are never mutated, only replaced (a new
+    version); whoever replaces one calls :meth:`changed`.
+    """
+
+    __slots__ = ("_plan", "aggregate")
+
+    def __init__(self, aggregate: dict[str, Any]) -> None:
+        self.aggregate = aggregate
+        self._plan = _copy_plan(aggregate)
+
+    def changed(self) -> None:
+        """The aggregate got a new version: plan its copies again."""
+        self._plan = _copy_plan(self.aggregate)
+
+    def copy(self) -> InboundMessage:
+        """A copy of the aggregate (what :func:`_copy_message` makes), by the plan made for it."""
+        out = self.aggregate.copy()
+        for key, copy_value in self._plan:
+            out[key] = copy_value(out[key])
+        return out  # type: ignore[return-value]
 
 
 class _ChannelState:
@@ -129,23 +145,22 @@ def _history_page(
     def serial_of(stored: _Stored) -> str:
         return str(stored.aggregate["serial"])
 
-    # messages are kept in serial order: find the page's window by bisection, not by a scan
-    candidates: Any
+    # messages are kept in serial order: find the page's window by bisection, not by a scan, and
+    # take it (and one more, to tell whether another page follows) by slicing
     if direction == "backwards":
         end = len(msgs)
         if bound is not None:
             end = bisect.bisect_right(msgs, bound, key=serial_of)
         if cursor is not None:
             end = min(end, bisect.bisect_left(msgs, cursor, key=serial_of))
-        candidates = (msgs[i] for i in range(end - 1, -1, -1))
+        chosen = msgs[max(0, end - limit - 1) : end][::-1]
     else:
         start = 0 if cursor is None else bisect.bisect_right(msgs, cursor, key=serial_of)
         stop = len(msgs) if bound is None else bisect.bisect_right(msgs, bound, key=serial_of)
-        candidates = (msgs[i] for i in range(start, stop))
-    chosen = list(itertools.islice(candidates, limit + 1))
+        chosen = msgs[start : min(stop, start + limit + 1)]
     more = len(chosen) > limit
     chosen = chosen[:limit]
-    items = [_copy_message(s.aggregate) for s in chosen]
+    items = [s.copy() for s in chosen]
     next_cursor = items[-1]["serial"] if items else cursor
     return InProcessHistoryPage(
         state, items, limit=limit, direction=direction, bound=bound, cursor=next_cursor, more=more
@@ -191,6 +206,44 @@ def _copy_extras(extras: Any) -> Any:
 _DICTS = frozenset((dict,))
 _NESTED = (dict, list, bytearray)
 _NESTED_TYPES = frozenset(_NESTED)
+
+
+def _copy_envelope(extras: dict[str, Any]) -> dict[str, Any]:
+    """``extras`` of the common AI envelope shape (``{"ai": {tier: {str: scalar}}}``, checked by
+    :func:`_copy_plan`) copied."""
+    tiers: dict[str, Any] = {}
+    for name, tier in extras["ai"].items():
+        tiers[name] = tier.copy()
+    return {"ai": tiers}
+
+
+def _is_envelope(extras: Any) -> bool:
+    if type(extras) is not dict or len(extras) != 1:
+        return False
+    ai = extras.get("ai")
+    if type(ai) is not dict or not _DICTS.issuperset(map(type, ai.values())):
+        return False
+    return all(_SCALARS.issuperset(map(type, tier.values())) for tier in ai.values())
+
+
+def _copy_plan(msg: Mapping[str, Any]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
+    """How :func:`_copy_message` copies ``msg``'s nested values, decided once for a stored aggregate
+    (its shape only changes with a new version): ``(key, copy)`` for each of ``extras``, ``version``
+    and ``data`` that is a container — a flat object copied in C, the AI envelope by
+    :func:`_copy_envelope`, anything else by :func:`_json_copy`. Following it gives what
+    :func:`_copy_message` gives, with none of its checks per read."""
+    plan: list[tuple[str, Callable[[Any], Any]]] = []
+    for key in ("extras", "version", "data"):
+        value = msg.get(key)
+        if value is None or not (type(value) in _NESTED_TYPES or isinstance(value, _NESTED)):
+            continue  # shared as is (a scalar)
+        if type(value) is dict and _SCALARS.issuperset(map(type, value.values())):
+            plan.append((key, dict.copy))
+        elif key == "extras" and _is_envelope(value):
+            plan.append((key, _copy_envelope))
+        else:
+            plan.append((key, _json_copy))
+    return tuple(plan)
 
 
 def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
