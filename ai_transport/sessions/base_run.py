@@ -119,13 +119,19 @@ class AgentConversation:
 
     def unanswered_calls(self) -> list[dict[str, Any]]:
         """Calls still waiting for a client (approval or client-executed result)."""
-        reader = self._codec_reader("unanswered_calls")
-        return (reader or unanswered_calls)(self.branch_messages())
+        return self._unanswered_calls(self.branch_messages())
 
     def approved_unexecuted_calls(self) -> list[dict[str, Any]]:
         """Approved calls without output: the executions this run owes (model's own items)."""
+        return self._approved_unexecuted_calls(self.branch_messages())
+
+    def _unanswered_calls(self, messages: list[Any]) -> list[dict[str, Any]]:
+        reader = self._codec_reader("unanswered_calls")
+        return (reader or unanswered_calls)(messages)
+
+    def _approved_unexecuted_calls(self, messages: list[Any]) -> list[dict[str, Any]]:
         reader = self._codec_reader("approved_unexecuted_calls")
-        return (reader or approved_unexecuted_calls)(self.branch_messages())
+        return (reader or approved_unexecuted_calls)(messages)
 
     async def claim_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The calls of ``calls`` this worker may execute (all of them unless overridden)."""
@@ -133,10 +139,12 @@ class AgentConversation:
 
     def owed_calls(self) -> list[dict[str, Any]] | None:
         """The resume decision: None while a call still waits for a client (stay suspended), else the
-        approved calls to execute now (possibly empty: every call answered, call the model)."""
-        if self.unanswered_calls():
+        approved calls to execute now (possibly empty: every call answered, call the model). The
+        conversation is read once for both answers."""
+        messages = self.branch_messages()
+        if self._unanswered_calls(messages):
             return None
-        return self.approved_unexecuted_calls()
+        return self._approved_unexecuted_calls(messages)
 
     async def run_owed_calls(
         self, execute: Callable[[Mapping[str, Any]], Any | Awaitable[Any]]
