@@ -85,12 +85,6 @@ def _claim_flood_steps(n: int, monkeypatch: pytest.MonkeyPatch) -> int:
     return steps - before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the reader's fence refolds every lease wire of a run on each new one (Fence._changes_of "
-    "-> LeaseLedger.tenures is O(wires) per wire): a flood of claims on one run costs O(N^2) in a view "
-    "that folds the publisher's claims; needs an incremental tenure fold",
-)
 def test_a_claim_flood_costs_each_view_linear_work(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each of mallory's claims costs a constant number of holder-rule steps, whatever she sent before."""
     small, large = _claim_flood_steps(60, monkeypatch), _claim_flood_steps(120, monkeypatch)

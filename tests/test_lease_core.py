@@ -552,3 +552,111 @@ def test_tenures_in_one_pass_equal_the_holder_rule_folded_key_by_key(
             w = {**w, "action": "message.update", "version": {"serial": w["serial"], "clientId": "mallory"}}
         ledger.note(w, TRUSTED)
     assert ledger.tenures("r", lease) == _tenures_per_key(ledger, "r", lease)
+
+
+def _tenures_from_scratch(ledger: LeaseLedger, run_id: str, lease_ms: float) -> list[Any]:
+    """The tenures folded from scratch in one pass over the run's wires and the poisons in serial
+    order (each wire stepping the keys it names, a poison every key of the run)."""
+    from ai_transport.lease import ledger as ledger_module
+
+    keys = sorted(ledger.keys(run_id))
+    holding: dict[str, Any] = dict.fromkeys(keys)
+    out: list[Any] = []
+    for w in ledger._ordered(run_id):
+        for key in keys if isinstance(w, Poison) else sorted(set(w.keys)):
+            previous = holding[key]
+            h = holding[key] = ledger_module._step(previous, w, key, lease_ms)
+            if h is not None and (previous is None or h.since != previous.since):
+                out.append((w.serial, previous, h))
+    return out
+
+
+LEASE_SEQUENCES = st.lists(
+    st.tuples(
+        st.integers(0, 1500),  # ms since the previous wire
+        st.lists(st.sampled_from(["a", "b", "c"]), min_size=0, max_size=3),  # keys
+        st.integers(0, 2),  # claimant
+        st.sampled_from(["agent", "agent-b"]),  # publisher
+        st.sampled_from(["create", "create", "create", "poisoned", "done", "handoff", "restates"]),
+        st.sampled_from(["r", "r", "s"]),  # run
+    ),
+    max_size=14,
+)
+
+
+def _lease_sequence(drawn: list[tuple[int, list[str], int, str, str, str]]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    ts = 0.0
+    for serial, (dt, keys, who, publisher, kind, run) in enumerate(drawn, start=1):
+        ts += dt
+        extra: dict[str, Any] = {}
+        if kind in ("done", "handoff"):
+            extra[kind] = True
+        elif kind == "restates":
+            extra["restates"] = f"{max(serial - 2, 1):08d}"  # perhaps the serial of a poison
+        w = {**wire(serial, ts, keys, f"w{who}", run=run, **extra), "clientId": publisher}
+        if kind == "poisoned":
+            w = {**w, "action": "message.update", "version": {"serial": w["serial"], "clientId": "mallory"}}
+        out.append(w)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    drawn=LEASE_SEQUENCES,
+    order=st.randoms(use_true_random=False),
+    probes=st.lists(st.integers(0, 14), max_size=3),
+    lease=st.sampled_from([500.0, 1000.0]),
+)
+def test_incremental_tenures_equal_a_fold_from_scratch_whatever_the_arrival_order(
+    drawn: list[tuple[int, list[str], int, str, str, str]], order: Any, probes: list[int], lease: float
+) -> None:
+    """:meth:`LeaseLedger.tenures` keeps a followed run's tenures up to date wire by wire (a newer
+    wire steps its keys, an older one refolds them): for any lease wires arriving in any order
+    (re-deliveries too), followed from any point, the same tenures as a fold from scratch."""
+    wires = _lease_sequence(drawn)
+    arrivals = wires + [dict(w) for w in wires[: len(wires) // 3]]  # some delivered twice
+    order.shuffle(arrivals)
+    ledger = LeaseLedger()
+    trusted = {"agent", "agent-b"}
+    for i, w in enumerate(arrivals):
+        if i in probes:  # follow the runs from here on (and check what is folded so far)
+            for run in ("r", "s"):
+                assert ledger.tenures(run, lease) == _tenures_from_scratch(ledger, run, lease)
+        ledger.note(w, trusted)
+    for run in ("r", "s"):
+        assert ledger.tenures(run, lease) == _tenures_from_scratch(ledger, run, lease)
+        assert ledger.tenures(run, lease / 2) == _tenures_from_scratch(ledger, run, lease / 2)  # another lease
+
+
+def test_a_flood_of_claims_in_serial_order_steps_each_claim_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Once a run is followed, each newer wire costs one holder-rule step per key it names."""
+    from ai_transport.lease import ledger as ledger_module
+
+    steps = 0
+    real = ledger_module._step
+
+    def counted(*args: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        return real(*args)
+
+    monkeypatch.setattr(ledger_module, "_step", counted)
+    ledger = ledger_of(wire(1, 0, ["run:r"], "a"))
+    assert len(ledger.tenures("r", LEASE_MS)) == 1
+    steps = 0
+    for i in range(2, 502):
+        ledger.note(wire(i, i, ["run:r", f"call_{i}"], f"m{i}"), TRUSTED)
+    assert steps == 1000
+    assert len(ledger.tenures("r", LEASE_MS)) == 501
+
+
+def test_a_cleared_ledger_forgets_the_tenures_it_followed() -> None:
+    ledger = ledger_of(wire(1, 0, ["k"], "a"))
+    heard: list[tuple[str, int, int]] = []
+    fold = ledger.follow_tenures("r", LEASE_MS)
+    fold.on_change = lambda run, removed, added: heard.append((run, len(removed), len(added)))
+    ledger.clear()
+    assert heard == [("r", 1, 0)] and ledger.tenures("r", LEASE_MS) == []
+    ledger.note(wire(2, 0, ["k"], "b"), TRUSTED)
+    assert [after.claimant for _, _, after in ledger.tenures("r", LEASE_MS)] == ["b"]

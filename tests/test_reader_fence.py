@@ -149,3 +149,85 @@ def test_the_fence_follows_the_holder_rule_in_serial_order_whatever_the_arrival_
         for serial in probes:
             assert fence.fenced("R", conn, serial) == _reference(reference, conn, serial)
             assert not fence.fenced("other-run", conn, serial)  # a warm worker's other runs: never
+
+
+def _fenced_from_scratch(ledger: LeaseLedger, run_id: str, conn: str | None, serial: str) -> bool:
+    """The fence by its definition, every tenure of the run folded from scratch (0.9's fence)."""
+    if conn is None:
+        return False
+    changes: list[tuple[str, str, bool]] = []
+    for at, before, after in _scratch_tenures(ledger, run_id):
+        if after.unknown or after.connection_id is None:
+            continue
+        if before is not None and not before.unknown and before.connection_id not in (None, after.connection_id):
+            changes.append((at, before.connection_id, True))
+        changes.append((at, after.connection_id, False))
+    lost = False
+    for at, who, is_loss in changes:
+        if at >= serial:
+            break
+        if who == conn:
+            lost = is_loss
+    return lost
+
+
+def _scratch_tenures(ledger: LeaseLedger, run_id: str) -> list[Any]:
+    from ai_transport.lease import Poison
+    from ai_transport.lease import ledger as ledger_module
+
+    keys = sorted(ledger.keys(run_id))
+    holding: dict[str, Any] = dict.fromkeys(keys)
+    out: list[Any] = []
+    for w in ledger._ordered(run_id):
+        for key in keys if isinstance(w, Poison) else sorted(set(w.keys)):
+            previous = holding[key]
+            h = holding[key] = ledger_module._step(previous, w, key, LEASE * 1000)
+            if h is not None and (previous is None or h.since != previous.since):
+                out.append((w.serial, previous, h))
+    return out
+
+
+MIXED_LEASE_WIRES = st.lists(
+    st.tuples(
+        st.sampled_from(["conn-a", "conn-b", "conn-c", None]),  # None: no connection stamped
+        st.lists(st.sampled_from(["run:R", "trigger:e", "call_1"]), max_size=3),
+        st.integers(0, 400),
+        st.sampled_from(["create", "create", "create", "done", "handoff", "poisoned"]),
+        st.sampled_from(["R", "R", "S"]),
+    ),
+    max_size=14,
+)
+
+
+@settings(deadline=None, max_examples=200)
+@given(schedule=MIXED_LEASE_WIRES, order=st.randoms(use_true_random=False), probe_every=st.integers(1, 5))
+def test_the_incremental_fence_answers_as_a_fence_folded_from_scratch(
+    schedule: list[tuple[str | None, list[str], int, str, str]], order: Any, probe_every: int
+) -> None:
+    """The fence keeps each contested run's tenures and marks wire by wire: judged between any two
+    arrivals (any order, re-deliveries, poisons, several keys, wires of no known connection), the
+    same answer as every tenure folded from scratch."""
+    messages, now = [], 0
+    for i, (conn, keys, gap, kind, run) in enumerate(schedule):
+        now += gap
+        body = lease_body(run, keys, f"claimant-{conn}", "inv", done=kind == "done", handoff=kind == "handoff")
+        m: dict[str, Any] = {"name": "ai-claim", "serial": f"{2 * i + 1:04d}", "timestamp": now, "clientId": "agent",
+                             "data": json.dumps(body), "action": "message.create"}
+        if conn is not None:
+            m["connectionId"] = conn
+        if kind == "poisoned":
+            m.update(action="message.update", version={"serial": "9999", "clientId": "mallory"})
+        messages.append(m)
+    arrivals = messages + [dict(m) for m in messages[::4]]
+    order.shuffle(arrivals)
+    fence, reference = Fence(LEASE * 1000), LeaseLedger()
+    probes = [f"{2 * i:04d}" for i in range(len(messages) + 1)]
+    for n, m in enumerate(arrivals, start=1):
+        fence.note(m)
+        reference.note(m, {m["clientId"]})
+        if n % probe_every == 0 or n == len(arrivals):
+            for run in ("R", "S"):
+                for conn in ("conn-a", "conn-b", "conn-c", None):
+                    for serial in probes:
+                        expected = _fenced_from_scratch(reference, run, conn, serial)
+                        assert fence.fenced(run, conn, serial) == expected, (run, conn, serial)

@@ -26,58 +26,140 @@ not folded, reported once (``refused``), and a lease wire landing out of order r
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from bisect import bisect_left, insort
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..lease import DEFAULT_LEASE, LeaseLedger, LeaseWire, Poison, parse_lease_wire
+from ..lease import DEFAULT_LEASE, LeaseLedger, LeaseWire, Poison, TenureFold, parse_lease_wire
+from ..lease.ledger import Tenure
 
 __all__ = ["Fence"]
+
+
+class _Marks:
+    """Where one connection lost or (re)gained one run, in serial order.
+
+    At one serial a connection only loses or only gains: every tenure a lease wire begins is its
+    own connection's, and a loss is another connection's. ``count``: how many tenures mark it there
+    (a wire naming several keys marks it once per key)."""
+
+    __slots__ = ("count", "lost", "serials")
+
+    def __init__(self) -> None:
+        self.serials: list[str] = []
+        self.count: dict[str, int] = {}
+        self.lost: dict[str, bool] = {}
+
+    def add(self, serial: str, lost: bool) -> None:
+        n = self.count.get(serial, 0)
+        self.count[serial] = n + 1
+        self.lost[serial] = lost
+        if not n:
+            if not self.serials or serial > self.serials[-1]:
+                self.serials.append(serial)  # the usual case: a newer wire
+            else:
+                insort(self.serials, serial)
+
+    def remove(self, serial: str) -> None:
+        n = self.count[serial] - 1
+        if n:
+            self.count[serial] = n
+            return
+        del self.count[serial], self.lost[serial]
+        self.serials.pop(bisect_left(self.serials, serial))
+
+    def lost_before(self, serial: str) -> bool:
+        """Whether the latest mark before ``serial`` is a loss."""
+        i = bisect_left(self.serials, serial)
+        return i > 0 and self.lost[self.serials[i - 1]]
+
+
+def _marks_of(tenure: Tenure) -> list[tuple[str, bool]]:
+    """``(connection, lost)`` a tenure marks at its serial: a takeover from another known connection
+    is that connection's loss; a tenure of a known connection is its gain (a poison's: nothing)."""
+    _, before, after = tenure
+    after_conn = after.connection_id
+    if after.unknown or after_conn is None:
+        return []
+    if before is not None and not before.unknown and before.connection_id not in (None, after_conn):
+        return [(before.connection_id, True), (after_conn, False)]
+    return [(after_conn, False)]
 
 
 class Fence:
     """The lease wires of every run a tree folded, and which connection lost which run when."""
 
     def __init__(self, lease_ms: float = DEFAULT_LEASE * 1000) -> None:
-        #: The lease (ms) the agents use: a claim of another holder before it lapses is no takeover.
-        self.lease_ms = lease_ms
         self.ledger = LeaseLedger()
-        self._changes: dict[str, list[tuple[str, str, bool]]] = {}
         #: The connections named by each run's lease wires: a holder's tenure carries one of them
         #: (a poison's none), so a run whose wires name at most one was never lost by anyone and
-        #: nothing of it is fenced — judged without folding the holder rule (the usual case).
+        #: nothing of it is fenced — judged without folding the holder rule (the usual case). A run
+        #: naming two or more (*contested*) has its tenures kept by :attr:`_fold`, incrementally.
         self._connections: dict[str, set[str]] = {}
+        #: Per contested run, per connection: where it lost or regained the run.
+        self._marks: dict[str, dict[str, _Marks]] = {}
+        self._lease_ms = lease_ms
+        self._fold = self._follow_all()
+
+    @property
+    def lease_ms(self) -> float:
+        """The lease (ms) the agents use: a claim of another holder before it lapses is no takeover."""
+        return self._lease_ms
+
+    @lease_ms.setter
+    def lease_ms(self, lease_ms: float) -> None:
+        if lease_ms == self._lease_ms:
+            return
+        self.ledger.forget_tenures(self._lease_ms)
+        self._fold.on_change = None
+        self._lease_ms = lease_ms
+        self._marks.clear()
+        self._fold = self._follow_all()
+
+    def _follow_all(self) -> TenureFold:
+        fold = self.ledger.tenure_fold(self._lease_ms)
+        fold.on_change = self._changed
+        for run_id, connections in self._connections.items():
+            if len(connections) >= 2:
+                self.ledger.follow_tenures(run_id, self._lease_ms)
+        return fold
+
+    def _changed(self, run_id: str, removed: Sequence[Tenure], added: Sequence[Tenure]) -> None:
+        marks = self._marks.setdefault(run_id, {})
+        for tenure in removed:
+            for conn, _ in _marks_of(tenure):
+                marks[conn].remove(tenure[0])
+        for tenure in added:
+            for conn, lost in _marks_of(tenure):
+                found = marks.get(conn)
+                if found is None:
+                    found = marks[conn] = _Marks()
+                found.add(tenure[0], lost)
 
     def note(self, message: Mapping[str, Any], parsed: LeaseWire | Poison | str | None = None) -> str | None:
         """Fold one lease wire (its publisher already admitted); returns its run id when it counts.
         ``parsed``: what ``parse_lease_wire(message, {its clientId})`` answered, when the caller has it."""
-        trusted = {message.get("clientId")}
         if parsed is None:
-            parsed = parse_lease_wire(message, trusted)
-        if self.ledger.note(message, trusted, parsed) is not None:
+            parsed = parse_lease_wire(message, {message.get("clientId")})
+        if self.ledger.note(message, (), parsed) is not None:
             return None
-        if not isinstance(parsed, LeaseWire):  # a poison: an unknown holder of every key
-            self._changes.clear()
+        if not isinstance(parsed, LeaseWire):  # a poison: the tenures of contested runs follow it
             return None
-        self._changes.pop(parsed.run_id, None)
-        if parsed.connection_id is not None:
-            self._connections.setdefault(parsed.run_id, set()).add(parsed.connection_id)
-        return parsed.run_id
+        run_id, conn = parsed.run_id, parsed.connection_id
+        if conn is not None:
+            connections = self._connections.get(run_id)
+            if connections is None:
+                self._connections[run_id] = {conn}
+            elif conn not in connections:
+                connections.add(conn)
+                if len(connections) == 2:  # contested from now on: its tenures are kept
+                    self.ledger.follow_tenures(run_id, self._lease_ms)
+        return run_id
 
-    def _changes_of(self, run_id: str) -> list[tuple[str, str, bool]]:
-        """``(serial, connection, lost)`` for run_id, in serial order (cached until a wire lands)."""
-        changes = self._changes.get(run_id)
-        if changes is None:
-            changes = []
-            for serial, before, after in self.ledger.tenures(run_id, self.lease_ms):
-                if after.unknown or after.connection_id is None:
-                    continue
-                if before is not None and not before.unknown and before.connection_id not in (None, after.connection_id):
-                    changes.append((serial, before.connection_id, True))
-                changes.append((serial, after.connection_id, False))
-            if not any(lost for _, _, lost in changes):
-                changes = []  # no connection ever lost the run: nothing of it is fenced (the usual case)
-            self._changes[run_id] = changes
-        return changes
+    def contested(self, run_id: str) -> bool:
+        """Whether the run's lease wires name two connections or more (else nothing of it is fenced)."""
+        connections = self._connections.get(run_id)
+        return connections is not None and len(connections) >= 2
 
     def fenced(self, run_id: str, connection_id: str | None, serial: str) -> bool:
         """Whether an output of ``run_id`` published by ``connection_id`` at ``serial`` comes from a
@@ -87,10 +169,6 @@ class Fence:
         connections = self._connections.get(run_id)
         if connections is None or len(connections) < 2:
             return False  # no other connection ever held one of the run's keys
-        lost = False
-        for at, conn, is_loss in self._changes_of(run_id):
-            if at >= serial:
-                break
-            if conn == connection_id:
-                lost = is_loss
-        return lost
+        marks = self._marks.get(run_id)
+        found = marks.get(connection_id) if marks is not None else None
+        return found is not None and found.lost_before(serial)

@@ -23,7 +23,17 @@ that also follows presence notices a clean close (or a crash Ably detects) as so
 """
 
 from .keeper import DEFAULT_LEASE, LeaseKeeper, LeasePolicy
-from .ledger import LEASE_NAME, Holding, LeaseLedger, LeaseWire, Poison, lapsed, lease_body, parse_lease_wire
+from .ledger import (
+    LEASE_NAME,
+    Holding,
+    LeaseLedger,
+    LeaseWire,
+    Poison,
+    TenureFold,
+    lapsed,
+    lease_body,
+    parse_lease_wire,
+)
 from .watch import ChannelClock, Stall, stalled_runs
 
 __all__ = [
@@ -37,6 +47,7 @@ __all__ = [
     "LeaseWire",
     "Poison",
     "Stall",
+    "TenureFold",
     "lapsed",
     "lease_body",
     "parse_lease_wire",

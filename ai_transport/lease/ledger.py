@@ -48,8 +48,10 @@ run twice.
 
 from __future__ import annotations
 
+import heapq
 import json
-from collections.abc import Iterable, Iterator, Mapping
+from bisect import insort
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -61,6 +63,7 @@ __all__ = [
     "LeaseLedger",
     "LeaseWire",
     "Poison",
+    "TenureFold",
     "lapsed",
     "lease_body",
     "parse_lease_wire",
@@ -281,6 +284,138 @@ def _step(holding: Holding | None, w: LeaseWire | Poison, key: str, lease_ms: fl
     return holding
 
 
+#: One change of a key's holder: ``(serial, before, after)`` at the wire that began ``after``'s tenure.
+Tenure = tuple[str, Holding | None, Holding]
+
+
+def _serial_of(w: LeaseWire | Poison) -> str:
+    return w.serial
+
+
+class _KeyFold:
+    """The holder rule of one key of one run, folded so far: every wire naming the key and every
+    poison, all of them with a serial at most ``last`` (the newest folded)."""
+
+    __slots__ = ("events", "holding", "last", "wires")
+
+    def __init__(self) -> None:
+        #: The run's wires naming the key, in serial order.
+        self.wires: list[LeaseWire] = []
+        self.holding: Holding | None = None
+        self.last = ""
+        #: Every change of holder of the key, in serial order.
+        self.events: list[Tenure] = []
+
+
+class TenureFold:
+    """The tenures of :meth:`LeaseLedger.tenures` under one lease, kept up to date as wires land.
+
+    The holder rule of a key depends only on the wires naming it and on the poisons, so each key
+    of a *followed* run is folded on its own: a wire (or poison) newer than everything folded for
+    a key steps that key once and appends at most one tenure; an older one (history pages arrive
+    newest page first) refolds only the keys it names (a poison: every key), from their own wires
+    and the poisons. ``on_change(run_id, removed, added)``, when set, hears every tenure that
+    leaves or joins a followed run (the reader's fence keeps its index with it)."""
+
+    def __init__(self, lease_ms: float) -> None:
+        #: The lease (ms) of the holder rule.
+        self.lease_ms = lease_ms
+        self._runs: dict[str, dict[str, _KeyFold]] = {}
+        self._poisons: list[Poison] = []  # serial order
+        #: Hears every tenure that leaves or joins a followed run.
+        self.on_change: Callable[[str, Sequence[Tenure], Sequence[Tenure]], None] | None = None
+
+    def following(self, run_id: str) -> bool:
+        """Whether the run's tenures are kept (see :meth:`LeaseLedger.follow_tenures`)."""
+        return run_id in self._runs
+
+    def follow(self, run_id: str, wires: Iterable[LeaseWire]) -> None:
+        """Keep the run's tenures from now on, ``wires`` being every wire of it folded so far."""
+        if run_id in self._runs:
+            return
+        keys: dict[str, _KeyFold] = {}
+        for w in sorted(wires, key=_serial_of):
+            for key in set(w.keys):
+                fold = keys.get(key)
+                if fold is None:
+                    fold = keys[key] = _KeyFold()
+                fold.wires.append(w)
+        self._runs[run_id] = keys
+        for key, fold in keys.items():
+            self._refold(run_id, key, fold)
+
+    def add_wire(self, w: LeaseWire) -> None:
+        """Fold a wire the ledger has just counted (nothing when its run is not followed)."""
+        keys = self._runs.get(w.run_id)
+        if keys is None:
+            return
+        for key in set(w.keys) if len(w.keys) > 1 else w.keys:
+            fold = keys.get(key)
+            if fold is None:
+                fold = keys[key] = _KeyFold()
+                fold.wires.append(w)
+                if self._poisons:  # the poisons before it hold the key already
+                    self._refold(w.run_id, key, fold)
+                else:
+                    self._step(w.run_id, key, fold, w)
+            elif w.serial > fold.last:
+                fold.wires.append(w)
+                self._step(w.run_id, key, fold, w)
+            else:  # an older wire: this key's fold from its start
+                insort(fold.wires, w, key=_serial_of)
+                self._refold(w.run_id, key, fold)
+
+    def add_poison(self, p: Poison) -> None:
+        """Fold a poison the ledger has just counted: an unknown holder of every key."""
+        insort(self._poisons, p, key=_serial_of)
+        for run_id, keys in self._runs.items():
+            for key, fold in keys.items():
+                if p.serial > fold.last:
+                    self._step(run_id, key, fold, p)
+                else:
+                    self._refold(run_id, key, fold)
+
+    def reset(self) -> None:
+        """Forget every wire (the ledger was cleared): every followed run's tenures leave."""
+        runs, self._runs, self._poisons = self._runs, {}, []
+        if self.on_change is not None:
+            for run_id, keys in runs.items():
+                for fold in keys.values():
+                    self.on_change(run_id, fold.events, ())
+
+    def tenures(self, run_id: str) -> list[Tenure]:
+        """Every change of holder of every key of a followed run, in serial order (a wire naming
+        several keys: in key order)."""
+        keys = self._runs.get(run_id, {})
+        marked = [(e[0], key, e) for key, fold in keys.items() for e in fold.events]
+        marked.sort(key=lambda m: (m[0], m[1]))
+        return [e for _, _, e in marked]
+
+    def _step(self, run_id: str, key: str, fold: _KeyFold, w: LeaseWire | Poison) -> None:
+        previous = fold.holding
+        h = fold.holding = _step(previous, w, key, self.lease_ms)
+        fold.last = w.serial
+        if h is not None and (previous is None or h.since != previous.since):
+            event = (w.serial, previous, h)
+            fold.events.append(event)
+            if self.on_change is not None:
+                self.on_change(run_id, (), (event,))
+
+    def _refold(self, run_id: str, key: str, fold: _KeyFold) -> None:
+        removed, fold.events, fold.holding, fold.last = fold.events, [], None, ""
+        on_change, self.on_change = self.on_change, None  # heard once, as one replacement
+        try:
+            items: Iterable[LeaseWire | Poison] = fold.wires
+            if self._poisons:
+                items = heapq.merge(fold.wires, self._poisons, key=_serial_of)
+            for w in items:
+                self._step(run_id, key, fold, w)
+        finally:
+            self.on_change = on_change
+        if on_change is not None and (removed or fold.events):
+            on_change(run_id, removed, fold.events)
+
+
 @dataclass
 class _Run:
     wires: dict[str, LeaseWire] = field(default_factory=dict)
@@ -301,6 +436,8 @@ class LeaseLedger:
         self._seen: set[str] = set()
         #: Wires refused (untrusted, malformed, a mutation of a known wire), by reason (counted).
         self.refused: dict[str, int] = {}
+        #: The tenures kept up to date, by lease (ms): see :meth:`follow_tenures`.
+        self._folds: dict[float, TenureFold] = {}
 
     def _refuse(self, why: str) -> str:
         self.refused[why] = self.refused.get(why, 0) + 1
@@ -315,22 +452,29 @@ class LeaseLedger:
             parsed = parse_lease_wire(message, trusted)
         if isinstance(parsed, str):
             return self._refuse(parsed)
-        if parsed.serial in self._seen:
-            if isinstance(parsed, LeaseWire) and parsed.serial in self._runs.get(parsed.run_id, _Run()).wires:
-                known = self._runs[parsed.run_id].wires[parsed.serial]
-                if known == parsed:
+        serial = parsed.serial
+        if serial in self._seen:
+            if isinstance(parsed, LeaseWire):
+                known_run = self._runs.get(parsed.run_id)
+                if known_run is not None and known_run.wires.get(serial) == parsed:
                     return None  # the same wire again (live, then from history)
-            if isinstance(parsed, Poison) and parsed.serial in self._poisons:
+            elif serial in self._poisons:
                 return None
             return self._refuse("mutation of a lease wire ignored (the first version seen stands)")
-        self._seen.add(parsed.serial)
+        self._seen.add(serial)
         if isinstance(parsed, Poison):
-            self._poisons[parsed.serial] = parsed
+            self._poisons[serial] = parsed
+            for fold in self._folds.values():
+                fold.add_poison(parsed)
             self._refuse("lease wire rewritten by an untrusted mutator (held as an unknown claim)")
             return None
-        run = self._runs.setdefault(parsed.run_id, _Run())
-        run.wires[parsed.serial] = parsed
+        run = self._runs.get(parsed.run_id)
+        if run is None:
+            run = self._runs[parsed.run_id] = _Run()
+        run.wires[serial] = parsed
         run.ordered = None
+        for fold in self._folds.values():
+            fold.add_wire(parsed)
         return None
 
     def wires(self, run_id: str) -> list[LeaseWire]:
@@ -356,21 +500,34 @@ class LeaseLedger:
             holding = h
         return holding
 
-    def tenures(self, run_id: str, lease_ms: float) -> list[tuple[str, Holding | None, Holding]]:
+    def tenures(self, run_id: str, lease_ms: float) -> list[Tenure]:
         """Every change of holder of every key of the run, in serial order: ``(serial, before,
-        after)`` at the wire that began ``after``'s tenure (a claim, or a takeover from ``before``)."""
-        # one pass over the wires in serial order, each stepping only the keys it names (a poison
-        # steps every key): the holder rule of :meth:`_fold`, without a pass per key
-        out: list[tuple[str, Holding | None, Holding]] = []
-        keys = sorted(self.keys(run_id))
-        holding: dict[str, Holding | None] = dict.fromkeys(keys)
-        for w in self._ordered(run_id):
-            for key in keys if isinstance(w, Poison) else sorted(set(w.keys)):
-                previous = holding[key]
-                h = holding[key] = _step(previous, w, key, lease_ms)
-                if h is not None and (previous is None or h.since != previous.since):
-                    out.append((w.serial, previous, h))
-        return out
+        after)`` at the wire that began ``after``'s tenure (a claim, or a takeover from ``before``).
+        The run's tenures are kept from then on (:meth:`follow_tenures`)."""
+        return self.follow_tenures(run_id, lease_ms).tenures(run_id)
+
+    def follow_tenures(self, run_id: str, lease_ms: float) -> TenureFold:
+        """The tenures under ``lease_ms``, kept up to date from now on for ``run_id`` (besides the
+        runs followed already): each later wire of it costs a step per key it names, not a refold
+        of the run (:class:`TenureFold`)."""
+        fold = self.tenure_fold(lease_ms)
+        if not fold.following(run_id):
+            run = self._runs.get(run_id)
+            fold.follow(run_id, run.wires.values() if run is not None else ())
+        return fold
+
+    def tenure_fold(self, lease_ms: float) -> TenureFold:
+        """The :class:`TenureFold` under ``lease_ms`` (made, following no run yet, when there is none)."""
+        fold = self._folds.get(lease_ms)
+        if fold is None:
+            fold = self._folds[lease_ms] = TenureFold(lease_ms)
+            for poison in self._poisons.values():
+                fold.add_poison(poison)
+        return fold
+
+    def forget_tenures(self, lease_ms: float) -> None:
+        """Stop keeping the tenures under ``lease_ms`` (its :class:`TenureFold` hears no more)."""
+        self._folds.pop(lease_ms, None)
 
     def _ordered(self, run_id: str) -> list[LeaseWire | Poison]:
         """The run's lease wires and every poison, in serial order."""
@@ -407,3 +564,5 @@ class LeaseLedger:
         self._runs.clear()
         self._poisons.clear()
         self._seen.clear()
+        for fold in self._folds.values():
+            fold.reset()
