@@ -22,6 +22,12 @@ The scope is the run: a warm worker's connection publishing other runs is never 
 that re-takes the run publishes again. A poisoned lease wire (an unknown holder, see the ledger)
 never fences anyone. The tree (:mod:`.tree`) gates fenced wires like a superseded step attempt: logged,
 not folded, reported once (``refused``), and a lease wire landing out of order refolds the run.
+
+**Cost.** A run whose lease wires name one connection (the usual case) is judged without the holder
+rule. Once a second connection appears, the run's tenures are kept incrementally
+(:class:`~ai_transport.lease.TenureFold`: a newer wire steps the keys it names, an older one refolds
+those keys), and each connection's losses and gains are kept in serial order, so judging an output
+is a bisection and a flood of claims costs each reader linear work.
 """
 
 from __future__ import annotations
@@ -99,7 +105,8 @@ class Fence:
         #: Per contested run, per connection: where it lost or regained the run.
         self._marks: dict[str, dict[str, _Marks]] = {}
         self._lease_ms = lease_ms
-        self._fold = self._follow_all()
+        #: The ledger's tenures, once a run is contested (until then no lease wire pays for them).
+        self._fold: TenureFold | None = None
 
     @property
     def lease_ms(self) -> float:
@@ -110,15 +117,19 @@ class Fence:
     def lease_ms(self, lease_ms: float) -> None:
         if lease_ms == self._lease_ms:
             return
-        self.ledger.forget_tenures(self._lease_ms)
-        self._fold.on_change = None
-        self._lease_ms = lease_ms
-        self._marks.clear()
-        self._fold = self._follow_all()
+        fold, self._lease_ms = self._fold, lease_ms
+        if fold is not None:  # the tenures under the new lease, from scratch
+            self.ledger.forget_tenures(fold.lease_ms)
+            fold.on_change = None
+            self._marks.clear()
+            self._fold = self._follow_all()
 
     def _follow_all(self) -> TenureFold:
+        """The fold under :attr:`lease_ms`, heard from now on, following every contested run."""
         fold = self.ledger.tenure_fold(self._lease_ms)
         fold.on_change = self._changed
+        for run_id in fold.followed():  # followed already (someone asked the ledger): marked now
+            self._changed(run_id, (), fold.tenures(run_id))
         for run_id, connections in self._connections.items():
             if len(connections) >= 2:
                 self.ledger.follow_tenures(run_id, self._lease_ms)
@@ -153,7 +164,10 @@ class Fence:
             elif conn not in connections:
                 connections.add(conn)
                 if len(connections) == 2:  # contested from now on: its tenures are kept
-                    self.ledger.follow_tenures(run_id, self._lease_ms)
+                    if self._fold is None:
+                        self._fold = self._follow_all()
+                    else:
+                        self.ledger.follow_tenures(run_id, self._lease_ms)
         return run_id
 
     def contested(self, run_id: str) -> bool:

@@ -777,16 +777,28 @@ class Tree(LifecycleFold, TreeOwnership):
         ``parse_lease_wire(message, {its clientId})`` answers, when the caller has it."""
         if parsed is None:
             parsed = parse_lease_wire(message, {message.get("clientId")})
-        if isinstance(parsed, str):  # refused (malformed): counted by the ledger, no run changes
-            self.fence.note(message, parsed)
-            return
+        fence = self.fence
         if isinstance(parsed, LeaseWire):
             found = self._nodes.get(parsed.run_id)
-            entries = [found] if found is not None and found.publishers else []
-        else:  # a poison: any run may change
+            if found is None or not found.publishers:
+                fence.note(message, parsed)  # no output of the run folded yet: nothing to fence
+                return
+            if not fence.contested(parsed.run_id):  # one connection's lease wires fence nothing
+                fence.note(message, parsed)
+                if not fence.contested(parsed.run_id):
+                    return  # the usual case: nothing of the run fenced, before or after this wire
+                before: list[set[str]] = [set()]
+                entries = [found]
+            else:
+                entries, before = [found], [{s for s in found.publishers if self._fenced(found, s)}]
+                fence.note(message, parsed)
+        elif isinstance(parsed, Poison):  # any run may change
             entries = [e for e in self._nodes.values() if e.publishers]
-        before = [{s for s in e.publishers if self._fenced(e, s)} for e in entries]
-        self.fence.note(message, parsed)  # parsed once, for the fence and its ledger too
+            before = [{s for s in e.publishers if self._fenced(e, s)} for e in entries]
+            fence.note(message, parsed)
+        else:  # refused (malformed): counted by the ledger, no run changes
+            fence.note(message, parsed)
+            return
         for entry, was in zip(entries, before):
             if {s for s in entry.publishers if self._fenced(entry, s)} == was:
                 continue  # nothing folded changes (a re-delivery, a renewal, another run's wire)
