@@ -32,12 +32,20 @@
   ranges of runs of ``--repeat 3``), before -> after the collector pause, the wire-check fast path,
   one lease-wire parse, the fence's single-connection shortcut and fewer view reads: 1k 60-70 ->
   36-43 us, 10k 106-109 -> 51-65 us (collector off: 57-59 -> 36-52 us, 50-57 -> 44-61 us); Python
-  calls per history message (``bench_wakeup.py``) 326 -> 282. The target (<= 20 us) is not reached:
-  what is left is spread over the tree fold, the decoder and reducer, admission, ownership claims
-  and the in-process channel's copy of every history message (~8%, which a real worker does not
-  pay: it decodes fresh JSON).
+  calls per history message (``bench_wakeup.py``) 326 -> 282. Then a history page became one input
+  of the core (one dispatch a page, the view changes only the views want not queued while their
+  own history folds), the wire check one msgspec conversion, headers read once per wire and passed
+  down, the tree's run / step / prompt paths with direct ownership claims for the uncontested
+  case, lifecycle wires parsed once and folded from their headers, lease wires parsed once (a
+  ``NamedTuple``), the in-process store's copy planned once per stored version: on a quiet machine
+  (load < 1, interleaved with the commit before) 1k 35-49 -> 23-28 us, 10k 35-43 -> 26-30 us
+  (collector off 21-23 / 25-32 us), calls per history message 228 / 219 -> 163 / 154. The target
+  (<= 20 us) is still not reached: what is left is spread over the tree fold (~35%), the decoder
+  and reducer (~15%), the core and admission, the in-process store's copies (~6%) and the young
+  collections between pages (~5 us a message: ~9 tracked objects survive per wire).
 * **agent CPU per model delta** (target: no regression, ~40 us before): ``bench_fleet.py
-  --in-process-only``'s measure.
+  --in-process-only``'s measure (quiet machine, interleaved: the commit of the issue 40-47 us, before
+  this round 43-45, after 45-47 us: unchanged within noise).
 
 Run: ``python benchmarks/bench_fold.py [--sizes 100,1000,10000] [--wake-sizes 1000,10000]
 [--live 50] [--repeat 3] [--modes junk,editchain,edit,editeach]``. Not a test.
