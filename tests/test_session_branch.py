@@ -181,3 +181,29 @@ def test_any_selection_sequence_shows_the_clamped_sibling(picks: list[int], repl
         await agent.end()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize("load", ["load_all", "load_older"])
+async def test_a_prompt_shown_after_loading_history_stays_pinned_when_an_edit_arrives(load: str) -> None:
+    """A view that showed a prompt read from history (``load_all`` as ``load_older``) keeps showing
+    it when another member's edit of it arrives live: the load refreshes what the view shows."""
+    hub, client, agent = await open_session()
+    sent = await client.view.send(user_message("Weather in Paris?"))
+    await answer(agent, client, sent, "Sunny.", 1)
+    prompt = client.view.get_messages()[0].codec_message_id
+    late = ClientSession(hub.client("bob").channel("chat"))
+    await late.connect()
+    if load == "load_all":
+        await late.view.load_all()
+    else:
+        await late.view.load_older(100)
+    assert texts(late.view.get_messages()) == ["Weather in Paris?", "assistant"]
+
+    edited = await client.view.edit(prompt, user_message("Weather in Rome?"))
+    await answer(agent, client, edited, "Rainy.", 2)
+    await late.view.wait_for(lambda: late.view.branch_selection(prompt).has_siblings)
+    assert texts(late.view.get_messages()) == ["Weather in Paris?", "assistant"]
+    assert late.view.branch_selection(prompt).index == 0
+    await late.close()
+    await client.close()
+    await agent.end()

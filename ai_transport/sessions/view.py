@@ -549,7 +549,7 @@ class View:
             return self.get_messages()
         await self._hydrator().fold_until(lambda: False)
         self._hidden = 0
-        self._emitter.emit("update")
+        self._recompute_and_emit()  # as load_older: what the view shows now is its snapshot
         return self.get_messages()
 
     async def wait_for(self, predicate: Callable[[], bool], timeout: float = 10.0) -> None:
