@@ -118,9 +118,9 @@ def test_the_applier_lifecycle_names_are_the_lifecycle_modules() -> None:
     from ai_transport.conversation import tree as tree_module
 
     every = {v for k, v in vars(lifecycle).items() if k.startswith("EVENT_") and isinstance(v, str)}
-    every |= set(lifecycle._RUN_NAMES) | set(lifecycle._STEP_NAMES)
-    assert {n for n in every if lifecycle.is_run_lifecycle_name(n)} == tree_module._RUN_LIFECYCLE_NAMES
-    assert {n for n in every if lifecycle.is_step_lifecycle_name(n)} == tree_module._STEP_LIFECYCLE_NAMES
+    every |= set(lifecycle.RUN_LIFECYCLE_NAMES) | set(lifecycle.STEP_LIFECYCLE_NAMES)
+    assert {n for n in every if lifecycle.is_run_lifecycle_name(n)} == tree_module.RUN_LIFECYCLE_NAMES
+    assert {n for n in every if lifecycle.is_step_lifecycle_name(n)} == tree_module.STEP_LIFECYCLE_NAMES
 
 
 # -- replays: slimmed only when kept --------------------------------------------------------------

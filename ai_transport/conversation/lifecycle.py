@@ -37,6 +37,8 @@ __all__ = [
     "EVENT_RUN_SUSPEND",
     "EVENT_STEP_END",
     "EVENT_STEP_START",
+    "RUN_LIFECYCLE_NAMES",
+    "STEP_LIFECYCLE_NAMES",
     "CancelTarget",
     "RunEndReason",
     "RunLifecycleEvent",
@@ -97,8 +99,10 @@ H_ERROR_MESSAGE: Final = "error-message"
 RunEndReason = Literal["complete", "cancelled", "error"]
 StepEndReason = Literal["complete", "failed", "cancelled"]
 
-_RUN_NAMES = frozenset({EVENT_RUN_START, EVENT_RUN_SUSPEND, EVENT_RUN_RESUME, EVENT_RUN_END})
-_STEP_NAMES = frozenset({EVENT_STEP_START, EVENT_STEP_END})
+#: The run lifecycle wire names (:func:`is_run_lifecycle_name`).
+RUN_LIFECYCLE_NAMES: Final = frozenset({EVENT_RUN_START, EVENT_RUN_SUSPEND, EVENT_RUN_RESUME, EVENT_RUN_END})
+#: The step lifecycle wire names (:func:`is_step_lifecycle_name`).
+STEP_LIFECYCLE_NAMES: Final = frozenset({EVENT_STEP_START, EVENT_STEP_END})
 #: Message name -> :attr:`RunLifecycleEvent.type`.
 _RUN_TYPES: Final[dict[str, Literal["start", "resume", "suspend", "end"]]] = {
     EVENT_RUN_START: "start",
@@ -289,12 +293,12 @@ def read_cancel_target(message: Mapping[str, Any]) -> CancelTarget:
 
 def is_run_lifecycle_name(name: Any) -> bool:
     """True for ``ai-run-start`` / ``-resume`` / ``-suspend`` / ``-end``."""
-    return name in _RUN_NAMES
+    return name in RUN_LIFECYCLE_NAMES
 
 
 def is_step_lifecycle_name(name: Any) -> bool:
     """True for ``ai-step-start`` / ``ai-step-end``."""
-    return name in _STEP_NAMES
+    return name in STEP_LIFECYCLE_NAMES
 
 
 def _js_to_number(raw: Any) -> int | float | None:

@@ -67,14 +67,7 @@ from typing import Any, Final
 from .._shapes import MAPPING
 from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from ..errors import AITransportError, ErrorCode
-from .lifecycle import (
-    EVENT_RUN_END,
-    EVENT_RUN_RESUME,
-    EVENT_RUN_START,
-    EVENT_RUN_SUSPEND,
-    EVENT_STEP_END,
-    EVENT_STEP_START,
-)
+from .lifecycle import RUN_LIFECYCLE_NAMES, STEP_LIFECYCLE_NAMES
 
 __all__ = [
     "LIFECYCLE_NAMES",
@@ -92,9 +85,7 @@ __all__ = [
 SIGNATURE_HEADER: Final = "x-ait-sig"
 
 #: The agent's lifecycle wires (each signed as a discrete message).
-LIFECYCLE_NAMES: Final = frozenset(
-    {EVENT_RUN_START, EVENT_RUN_RESUME, EVENT_RUN_SUSPEND, EVENT_RUN_END, EVENT_STEP_START, EVENT_STEP_END}
-)
+LIFECYCLE_NAMES: Final = RUN_LIFECYCLE_NAMES | STEP_LIFECYCLE_NAMES
 
 _TERMINAL = ("complete", "cancelled")
 _DISCRETE: Final = "v3."

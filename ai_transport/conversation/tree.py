@@ -42,7 +42,7 @@ import operator
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
-from typing import Any, Final
+from typing import Any
 
 from .._shapes import MAPPING
 from ..channels.channel import action_name
@@ -54,12 +54,6 @@ from .fence import Fence
 from .lifecycle import (
     EVENT_AI_INPUT,
     EVENT_AI_OUTPUT,
-    EVENT_RUN_END,
-    EVENT_RUN_RESUME,
-    EVENT_RUN_START,
-    EVENT_RUN_SUSPEND,
-    EVENT_STEP_END,
-    EVENT_STEP_START,
     H_CODEC_MESSAGE_ID,
     H_EVENT_ID,
     H_FORK_OF,
@@ -76,6 +70,8 @@ from .lifecycle import (
     H_STEP_START_SERIAL,
     H_STREAM,
     H_SUPERSEDES,
+    RUN_LIFECYCLE_NAMES,
+    STEP_LIFECYCLE_NAMES,
     RunLifecycleEvent,
     parse_run_lifecycle,
 )
@@ -1158,12 +1154,6 @@ def _ignore_refused(message: Mapping[str, Any], why: str) -> None:
     logger.debug("refused %r: %s", message.get("serial"), why)
 
 
-#: The wire names :func:`~.lifecycle.is_run_lifecycle_name` / :func:`~.lifecycle.is_step_lifecycle_name`
-#: answer True for, as sets (one hashed lookup a wire).
-_RUN_LIFECYCLE_NAMES: Final = frozenset({EVENT_RUN_START, EVENT_RUN_SUSPEND, EVENT_RUN_RESUME, EVENT_RUN_END})
-_STEP_LIFECYCLE_NAMES: Final = frozenset({EVENT_STEP_START, EVENT_STEP_END})
-
-
 class WireApplier:
     """Routes one inbound wire: lifecycle -> the tree's lifecycle, anything else -> decode + fold."""
 
@@ -1182,12 +1172,12 @@ class WireApplier:
                 if action_name(message.get("action")) in (None, "message.create"):
                     return None  # a name-less create is foreign: it must not claim a serial's stream tracker
                 # a name-less append / update / delete (of an ai-input / ai-output) carries codec events
-            elif isinstance(name, str) and name in _RUN_LIFECYCLE_NAMES:
+            elif isinstance(name, str) and name in RUN_LIFECYCLE_NAMES:
                 event = parse_run_lifecycle(name, headers, message.get("serial"), message.get("timestamp"))
                 if event is not None and not self.tree.apply_run_lifecycle(event, author_of(message), message):
                     return None  # another identity owns the run: refused (reported)
                 return event
-            elif isinstance(name, str) and name in _STEP_LIFECYCLE_NAMES:
+            elif isinstance(name, str) and name in STEP_LIFECYCLE_NAMES:
                 self.tree.fold_step_wire(name, headers, message, author_of(message))
                 return None
             else:  # a lease wire, or a foreign one: only the codec's wires carry codec events

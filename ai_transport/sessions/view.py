@@ -62,8 +62,6 @@ logger = logging.getLogger("ai_transport.sessions.view")
 
 DEFAULT_HISTORY_PAGE_SIZE = 100
 
-
-
 #: ``subscribe(change_class, handler) -> unsubscribe`` of a session (:meth:`~.session.SessionCore.subscribe`).
 Subscribe = Callable[[type[Any], Callable[[Any], None]], Callable[[], None]]
 
