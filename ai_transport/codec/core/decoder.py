@@ -96,6 +96,27 @@ class DecodeResult:
 # The decoder
 
 
+def _plain_tiers(inbound: dict[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any]] | None:
+    """The transport and codec tiers of a plain-dict wire whose ``extras.ai`` and tiers are plain
+    dicts (a missing codec tier: empty), what the decoder's direct reads take; None: another shape."""
+    extras = inbound.get("extras")
+    ai = extras.get("ai") if type(extras) is dict else None
+    if type(ai) is not dict:
+        return None
+    transport = ai.get("transport")
+    codec = ai.get("codec")
+    if type(transport) is not dict or (codec is not None and type(codec) is not dict):
+        return None
+    return transport, _EMPTY if codec is None else codec
+
+
+def _result(name: Any, events: list[dict[str, Any]]) -> DecodeResult:
+    """``events`` as the result of a wire named ``name``: inputs for ``ai-input``, else outputs."""
+    if name == NAME_INPUT:
+        return DecodeResult(events, [])
+    return DecodeResult([], events)
+
+
 class StreamDecoder:
     """The generic stateful decoder for one session (``DecoderCore`` of 0.8.0's ``core/codec``).
 
@@ -154,14 +175,24 @@ class StreamDecoder:
                         except Exception:  # pragma: no cover - defensive: never crash
                             logger.warning("decode(); skipping append (serial %r)", serial, exc_info=True)
                             return DecodeResult()
-        elif action == _CREATE:
-            result = self._dict_create(inbound)
-            if result is not None:
-                return result
-        elif action == _UPDATE:
-            result = self._dict_first_update(inbound)
-            if result is not None:
-                return result
+        elif action in (_CREATE, _UPDATE):
+            tiers = _plain_tiers(inbound)
+            if tiers is not None:
+                read = self._dict_create if action == _CREATE else self._dict_first_update
+                try:
+                    events = read(inbound, *tiers)
+                except _Malformed as exc:
+                    logger.warning("decode(); skipping malformed message (serial %r): %s", inbound.get("serial"), exc)
+                    return DecodeResult()
+                except Exception:  # pragma: no cover - defensive: the decoder must never crash
+                    logger.warning(
+                        "decode(); skipping message (serial %r) that failed to decode",
+                        inbound.get("serial"),
+                        exc_info=True,
+                    )
+                    return DecodeResult()
+                if events is not None:
+                    return _result(inbound.get("name"), events)
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
@@ -176,89 +207,49 @@ class StreamDecoder:
                 "decode(); skipping message (serial %r) that failed to decode", m.serial, exc_info=True
             )
             return DecodeResult()
-        if m.name == NAME_INPUT:
-            return DecodeResult(events, [])
-        return DecodeResult([], events)
+        return _result(m.name, events)
 
-    def _dict_create(self, inbound: dict[str, Any]) -> DecodeResult | None:
-        """A create in the common shape (a dict, object tiers, a string serial), read directly; None:
-        not that shape, :meth:`_decode` reads it."""
-        extras = inbound.get("extras")
-        ai = extras.get("ai") if type(extras) is dict else None
-        if type(ai) is not dict:
-            return None
-        transport = ai.get("transport")
-        codec = ai.get("codec")
-        if type(transport) is not dict or (codec is not None and type(codec) is not dict):
-            return None
+    def _dict_create(
+        self, inbound: dict[str, Any], transport: dict[str, Any], codec: Mapping[str, Any]
+    ) -> list[dict[str, Any]] | None:
+        """The events of a create in the common shape (:func:`_plain_tiers`, a string serial), read
+        directly; None: not that shape, :meth:`_decode` reads it."""
         name = inbound.get("name")
-        try:
-            if transport.get("stream") == "true":
-                serial = inbound.get("serial")
-                version = inbound.get("version")
-                if type(serial) is not str or not serial or (version is not None and type(version) is not dict):
-                    return None
-                if serial in self._trackers:
-                    logger.debug("decode(); duplicate create for tracked stream %r", serial)
-                    return DecodeResult()
-                # As ably-js reads it: a missing (or empty) version.serial is the message serial.
-                vs = version.get("serial") if version is not None else None
-                events = self._open_stream(serial, vs or serial, name, transport, _EMPTY if codec is None else codec)
-            else:
-                data = inbound.get("data", _ABSENT)
-                events = self._discrete(name, transport, _EMPTY if codec is None else codec, data)
-        except _Malformed as exc:
-            logger.warning("decode(); skipping malformed message (serial %r): %s", inbound.get("serial"), exc)
-            return DecodeResult()
-        except Exception:  # pragma: no cover - defensive: the decoder must never crash
-            logger.warning(
-                "decode(); skipping message (serial %r) that failed to decode", inbound.get("serial"), exc_info=True
-            )
-            return DecodeResult()
-        if name == NAME_INPUT:
-            return DecodeResult(events, [])
-        return DecodeResult([], events)
-
-    def _dict_first_update(self, inbound: dict[str, Any]) -> DecodeResult | None:
-        """An update of a serial not tracked yet (what history holds: a stream's aggregate) in the
-        common shape (a dict, object tiers, a non-empty string serial), read directly; None: another
-        shape, or a tracked stream, which :meth:`_decode` reads."""
-        extras = inbound.get("extras")
-        ai = extras.get("ai") if type(extras) is dict else None
-        if type(ai) is not dict:
+        if transport.get("stream") != "true":
+            return self._discrete(name, transport, codec, inbound.get("data", _ABSENT))
+        serial = inbound.get("serial")
+        version = inbound.get("version")
+        if type(serial) is not str or not serial or (version is not None and type(version) is not dict):
             return None
-        transport = ai.get("transport")
-        codec = ai.get("codec")
+        if serial in self._trackers:
+            logger.debug("decode(); duplicate create for tracked stream %r", serial)
+            return []
+        # As ably-js reads it: a missing (or empty) version.serial is the message serial.
+        vs = version.get("serial") if version is not None else None
+        return self._open_stream(serial, vs or serial, name, transport, codec)
+
+    def _dict_first_update(
+        self, inbound: dict[str, Any], transport: dict[str, Any], codec: Mapping[str, Any]
+    ) -> list[dict[str, Any]] | None:
+        """The events of an update of a serial not tracked yet (what history holds: a stream's
+        aggregate) in the common shape (:func:`_plain_tiers`, a non-empty string serial), read
+        directly; None: another shape, or a tracked stream, which :meth:`_decode` reads."""
         serial = inbound.get("serial")
         version = inbound.get("version")
         if (
-            type(transport) is not dict
-            or (codec is not None and type(codec) is not dict)
-            or type(serial) is not str
+            type(serial) is not str
             or not serial
             or (version is not None and type(version) is not dict)
             or serial in self._trackers
         ):
             return None
         name = inbound.get("name")
-        codec = _EMPTY if codec is None else codec
         data = inbound.get("data", _ABSENT)
-        try:
-            if transport.get("stream") == "true":
-                # As ably-js reads it: a missing (or empty) version.serial is the message serial.
-                vs = version.get("serial") if version is not None else None
-                events = self._first_contact(name, data, vs or serial, transport, codec, serial)
-            else:
-                events = self._discrete(name, transport, codec, data)
-        except _Malformed as exc:
-            logger.warning("decode(); skipping malformed message (serial %r): %s", serial, exc)
-            return DecodeResult()
-        except Exception:  # pragma: no cover - defensive: the decoder must never crash
-            logger.warning("decode(); skipping message (serial %r) that failed to decode", serial, exc_info=True)
-            return DecodeResult()
-        if name == NAME_INPUT:
-            return DecodeResult(events, [])
-        return DecodeResult([], events)
+        if transport.get("stream") != "true":
+            return self._discrete(name, transport, codec, data)
+        # As ably-js reads it: a missing (or empty) version.serial is the message serial.
+        vs = version.get("serial") if version is not None else None
+        return self._first_contact(name, data, vs or serial, transport, codec, serial)
 
     def _tracked_append(
         self, inbound: dict[str, Any], serial: Any, tracker: _Tracker, extras: Any, transport: Any
