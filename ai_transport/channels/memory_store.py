@@ -69,10 +69,7 @@ class _Stored:
 
     def copy(self) -> InboundMessage:
         """A copy of the aggregate (what :func:`_copy_message` makes), by the plan made for it."""
-        out = self.aggregate.copy()
-        for key, copy_value in self._plan:
-            out[key] = copy_value(out[key])
-        return out  # type: ignore[return-value]
+        return _follow_plan(self.aggregate, self._plan)
 
 
 class _ChannelState:
@@ -189,20 +186,6 @@ def _json_copy(value: Any) -> Any:
     return copy.deepcopy(value)
 
 
-def _copy_extras(extras: Any) -> Any:
-    """``extras`` copied; the common AI envelope (``{"ai": {tier: {str: str}}}``) without recursion."""
-    if type(extras) is dict and len(extras) == 1:
-        ai = extras.get("ai")
-        if type(ai) is dict and _DICTS.issuperset(map(type, ai.values())):
-            tiers: dict[str, Any] = {}
-            for name, tier in ai.items():
-                if not _SCALARS.issuperset(map(type, tier.values())):
-                    return _json_copy(extras)
-                tiers[name] = tier.copy()
-            return {"ai": tiers}
-    return _json_copy(extras)
-
-
 _DICTS = frozenset((dict,))
 _NESTED = (dict, list, bytearray)
 _NESTED_TYPES = frozenset(_NESTED)
@@ -227,11 +210,10 @@ def _is_envelope(extras: Any) -> bool:
 
 
 def _copy_plan(msg: Mapping[str, Any]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
-    """How :func:`_copy_message` copies ``msg``'s nested values, decided once for a stored aggregate
-    (its shape only changes with a new version): ``(key, copy)`` for each of ``extras``, ``version``
-    and ``data`` that is a container — a flat object copied in C, the AI envelope by
-    :func:`_copy_envelope`, anything else by :func:`_json_copy`. Following it gives what
-    :func:`_copy_message` gives, with none of its checks per read."""
+    """How a copy of ``msg`` copies its nested values (:func:`_follow_plan`): ``(key, copy)`` for each
+    of ``extras``, ``version`` and ``data`` that is a container — a flat object copied in C, the AI
+    envelope by :func:`_copy_envelope`, anything else by :func:`_json_copy`. A stored aggregate keeps
+    its plan (its shape only changes with a new version), so its copies make none of these checks."""
     plan: list[tuple[str, Callable[[Any], Any]]] = []
     for key in ("extras", "version", "data"):
         value = msg.get(key)
@@ -246,13 +228,15 @@ def _copy_plan(msg: Mapping[str, Any]) -> tuple[tuple[str, Callable[[Any], Any]]
     return tuple(plan)
 
 
-def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
+def _follow_plan(msg: Mapping[str, Any], plan: tuple[tuple[str, Callable[[Any], Any]], ...]) -> InboundMessage:
+    """A copy of ``msg`` made by its :func:`_copy_plan`: the top level copied, each planned value
+    copied its way, the rest shared (scalars)."""
     out = dict(msg)
-    extras, version, data = map(out.get, ("extras", "version", "data"))
-    if extras is not None and (type(extras) in _NESTED_TYPES or isinstance(extras, _NESTED)):
-        out["extras"] = _copy_extras(extras)
-    if version is not None and (type(version) in _NESTED_TYPES or isinstance(version, _NESTED)):
-        out["version"] = _json_copy(version)
-    if data is not None and (type(data) in _NESTED_TYPES or isinstance(data, _NESTED)):
-        out["data"] = _json_copy(data)
+    for key, copy_value in plan:
+        out[key] = copy_value(out[key])
     return out  # type: ignore[return-value]
+
+
+def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
+    """A copy of ``msg`` whose containers are its own (:func:`_copy_plan`, made for this copy)."""
+    return _follow_plan(msg, _copy_plan(msg))
