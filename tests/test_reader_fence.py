@@ -231,3 +231,84 @@ def test_the_incremental_fence_answers_as_a_fence_folded_from_scratch(
                     for serial in probes:
                         expected = _fenced_from_scratch(reference, run, conn, serial)
                         assert fence.fenced(run, conn, serial) == expected, (run, conn, serial)
+
+
+# -- a long tenure read newest page first ---------------------------------------------------------
+
+
+def _long_tenure_then_takeover(history: list[dict[str, Any]], renewals: int) -> list[dict[str, Any]]:
+    """``history`` (the takeover scenario), then B renews its claim ``renewals`` times (a long tool),
+    then C takes the run over after B's lease lapsed and streams the answer (B died)."""
+    b_claim = next(m for m in history if m.get("name") == "ai-claim" and m.get("connectionId") == "conn-b")
+    b_body = json.loads(b_claim["data"])
+    b_output = next(m for m in history if m.get("data") == "from B")
+    serial, ts = int(history[-1]["serial"]), max(m["timestamp"] for m in history)
+    wires = list(history)
+
+    def lease_wire(conn: str, body: dict[str, Any], at: int) -> dict[str, Any]:
+        nonlocal serial
+        serial += 1
+        s = f"{serial:020d}"
+        return {"id": f"{conn}:{serial}", "name": "ai-claim", "clientId": "agent", "connectionId": conn,
+                "serial": s, "timestamp": at, "action": "message.create", "data": json.dumps(body),
+                "version": {"serial": s, "timestamp": at}}
+
+    for _ in range(renewals):
+        ts += 50  # well inside the 200 ms lease
+        wires.append(lease_wire("conn-b", b_body, ts))
+    ts += 1000
+    c_body = {**b_body, "claimant": "claimant-c", "invocationId": "inv-c", "connectionId": "conn-c"}
+    wires.append(lease_wire("conn-c", c_body, ts))
+    serial += 1
+    c_output = json.loads(json.dumps(b_output))
+    c_output.update(id=f"conn-c:{serial}", connectionId="conn-c", serial=f"{serial:020d}", timestamp=ts + 1)
+    c_output["version"] = {**c_output["version"], "serial": f"{serial:020d}"}
+    c_output["extras"]["ai"]["transport"]["codec-message-id"] = "answer-of-c"
+    c_output["data"] = "from C"
+    wires.append(c_output)
+    return wires
+
+
+def _folded_texts(wires: list[dict[str, Any]], page_size: int) -> tuple[list[str], list[str]]:
+    from ai_transport.codec import ResponsesCodec
+    from ai_transport.conversation.core import Conversation
+
+    refused: list[str] = []
+    reader = Conversation(ResponsesCodec, trusted_agent_ids={"agent"})
+    reader.tree.fence.lease_ms = LEASE * 1000
+    reader.tree._on_refused = lambda message, why: refused.append(str(message.get("serial")))  # type: ignore[method-assign]
+    for end in range(len(wires), 0, -page_size):  # newest page first, each page oldest first
+        reader.receive_history_page(wires[max(0, end - page_size) : end])
+    run_id = next(m for m in wires if m.get("name") == "ai-run-start")["extras"]["ai"]["transport"]["run-id"]
+    node = reader.tree.get_run_node(run_id)
+    assert node is not None
+    return texts(reader.tree.messages_of(node)), sorted(set(refused))
+
+
+async def test_a_long_tenure_read_newest_page_first_costs_a_refold_per_page_not_per_wire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A worker renewed its claim through a long tool, died, and another took the run over: a fresh
+    reader paging history newest first gets the renewals after the takeover, each older than every
+    lease wire folded. The holder rule is folded once per page (each wire was a refold of the key
+    from its start: 2,000 renewals took a reader ~17 s), and the reader ends as in one page."""
+    from ai_transport.lease import ledger as ledger_module
+
+    hub, _run_id, _sent = await takeover_scenario()
+    renewals = 600
+    wires = _long_tenure_then_takeover(await channel_history(hub), renewals)
+    steps = 0
+    real = ledger_module._step
+
+    def counted(*args: Any) -> Any:
+        nonlocal steps
+        steps += 1
+        return real(*args)
+
+    monkeypatch.setattr(ledger_module, "_step", counted)
+    paged = _folded_texts(wires, 50)
+    assert steps < 20 * renewals, steps  # a refold of the key a page: ~5,700 (one a wire: ~180,000)
+    whole = _folded_texts(wires, len(wires))
+    assert paged == whole
+    shown, _refused = paged
+    assert "early from A" in shown and "from B" in shown and "from C" in shown and "late from A" not in shown

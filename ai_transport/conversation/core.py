@@ -529,11 +529,16 @@ class Conversation:
         page's folds report are not queued: the shell names the ones no subscriber reads while a
         history page folds (the rest of :meth:`changes`, and the steer ledger, are as ever)."""
         muted, self._muted = self._muted, frozenset(mute)
+        tree = self.applier.tree
+        deferred, tree.defer_fence_checks = tree.defer_fence_checks, True  # settled once a page
         try:
             receive = self.receive_history
             for wire in wires:
                 receive(wire)
         finally:
+            tree.defer_fence_checks = deferred
+            if not deferred:
+                tree.settle_fences()
             self._muted = muted
 
     def fold(self, message: Any) -> None:

@@ -183,6 +183,9 @@ class Fence:
         connections = self._connections.get(run_id)
         if connections is None or len(connections) < 2:
             return False  # no other connection ever held one of the run's keys
+        fold = self._fold
+        if fold is not None:
+            fold.flush(run_id)  # older lease wires of the run folded since the last read
         marks = self._marks.get(run_id)
         found = marks.get(connection_id) if marks is not None else None
         return found is not None and found.lost_before(serial)

@@ -238,6 +238,13 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Lease wires, and the late outputs of superseded holders they refuse (:mod:`.fence`).
         self.fence = Fence()
         self._fence_reported: set[str] = set()
+        #: While True (one history page folding, :meth:`~.core.Conversation.receive_history_page`),
+        #: what lease wires change of the fenced outputs is settled once, by :meth:`settle_fences`,
+        #: not per wire: a page of a contested run's older renewals costs one refold of its keys.
+        self.defer_fence_checks = False
+        #: Per run whose lease wires landed since the last settle: whether each of its output
+        #: serials was fenced when last judged (its fold follows that judgement).
+        self._fence_pending: dict[str, dict[str, bool]] = {}
 
     def adopt(self, shadow: Tree) -> None:
         """Take every node and index of ``shadow`` in one step (the refold after a loss of channel
@@ -750,7 +757,12 @@ class Tree(LifecycleFold, TreeOwnership):
         published = entry.publishers.get(serial)
         if published is None or not isinstance(entry.node, RunNode):
             return False
-        return self.fence.fenced(entry.node.run_id, published[0], published[1])
+        fenced = self.fence.fenced(entry.node.run_id, published[0], published[1])
+        if self._fence_pending:
+            judged = self._fence_pending.get(entry.node.key)
+            if judged is not None and serial not in judged:
+                judged[serial] = fenced  # an output folded while the run's lease wires are unsettled
+        return fenced
 
     def _gated(self, entry: _Internal, serial: str) -> bool:
         """A wire logged but not folded: a superseded step attempt's, or a fenced holder's."""
@@ -769,35 +781,51 @@ class Tree(LifecycleFold, TreeOwnership):
 
     def note_lease(self, message: Mapping[str, Any], parsed: LeaseWire | Poison | str | None = None) -> None:
         """Fold a lease wire (its publisher already admitted): a run whose folded outputs it fences
-        (or un-fences: it landed out of serial order) is refolded and announced. ``parsed``: what
-        ``parse_lease_wire(message, {its clientId})`` answers, when the caller has it."""
+        (or un-fences: it landed out of serial order) is refolded and announced — at once, or once
+        per history page while :attr:`defer_fence_checks` holds (:meth:`settle_fences`). ``parsed``:
+        what ``parse_lease_wire(message, {its clientId})`` answers, when the caller has it."""
         if parsed is None:
             parsed = parse_lease_wire(message, {message.get("clientId")})
         fence = self.fence
+        pending = self._fence_pending
         if isinstance(parsed, LeaseWire):
             found = self._nodes.get(parsed.run_id)
             if found is None or not found.publishers:
                 fence.note(message, parsed)  # no output of the run folded yet: nothing to fence
                 return
-            if not fence.contested(parsed.run_id):  # one connection's lease wires fence nothing
-                fence.note(message, parsed)
-                if not fence.contested(parsed.run_id):
-                    return  # the usual case: nothing of the run fenced, before or after this wire
-                before: list[set[str]] = [set()]
-                entries = [found]
+            key = found.node.key
+            if key not in pending:
+                if not fence.contested(parsed.run_id):  # one connection's lease wires fence nothing
+                    fence.note(message, parsed)
+                    if not fence.contested(parsed.run_id):
+                        return  # the usual case: nothing of the run fenced, before or after this wire
+                    pending[key] = dict.fromkeys(found.publishers, False)
+                else:
+                    pending[key] = {s: self._fenced(found, s) for s in found.publishers}
+                    fence.note(message, parsed)
             else:
-                entries, before = [found], [{s for s in found.publishers if self._fenced(found, s)}]
                 fence.note(message, parsed)
         elif isinstance(parsed, Poison):  # any run may change
-            entries = [e for e in self._nodes.values() if e.publishers]
-            before = [{s for s in e.publishers if self._fenced(e, s)} for e in entries]
+            for entry in self._nodes.values():
+                if entry.publishers and entry.node.key not in pending:
+                    pending[entry.node.key] = {s: self._fenced(entry, s) for s in entry.publishers}
             fence.note(message, parsed)
         else:  # refused (malformed): counted by the ledger, no run changes
             fence.note(message, parsed)
             return
-        for entry, was in zip(entries, before):
-            if {s for s in entry.publishers if self._fenced(entry, s)} == was:
-                continue  # nothing folded changes (a re-delivery, a renewal, another run's wire)
+        if not self.defer_fence_checks:
+            self.settle_fences()
+
+    def settle_fences(self) -> None:
+        """Refold and announce each run whose fenced outputs the lease wires folded since the last
+        settle changed (a re-delivery, a renewal or another run's wire changes nothing)."""
+        pending, self._fence_pending = self._fence_pending, {}
+        for key, judged in pending.items():
+            entry = self._nodes.get(key)
+            if entry is None:
+                continue
+            if all(self._fenced(entry, s) == judged.get(s, False) for s in entry.publishers):
+                continue  # nothing folded changes
             self._refold(entry)
             self._report_fenced(entry, list(entry.publishers))
             self._report(OutputChanged(entry.node.key, None, None, None, (), ()))

@@ -308,15 +308,21 @@ class TenureFold:
     The holder rule of a key depends only on the wires naming it and on the poisons, so each key
     of a *followed* run is folded on its own: a wire (or poison) newer than everything folded for
     a key steps that key once and appends at most one tenure; an older one (history pages arrive
-    newest page first) refolds only the keys it names (a poison: every key), from their own wires
-    and the poisons. ``on_change(run_id, removed, added)``, when set, hears every tenure that
-    leaves or joins a followed run (the reader's fence keeps its index with it)."""
+    newest page first) only marks the keys it names (a poison: every key) *stale*, and a stale key
+    is refolded, from its own wires and the poisons, once something reads the run
+    (:meth:`flush`, :meth:`tenures`): a page of older wires costs one refold of each key it names,
+    not one per wire (a flood of renewals read newest page first was quadratic).
+    ``on_change(run_id, removed, added)``, when set, hears every tenure that leaves or joins a
+    followed run, at the step or at the refold that makes it (the reader's fence keeps its index
+    with it and flushes the run before it reads the index)."""
 
     def __init__(self, lease_ms: float) -> None:
         #: The lease (ms) of the holder rule.
         self.lease_ms = lease_ms
         self._runs: dict[str, dict[str, _KeyFold]] = {}
         self._poisons: list[Poison] = []  # serial order
+        #: The keys of each followed run an older wire or poison made stale (refolded on a read).
+        self._stale: dict[str, set[str]] = {}
         #: Hears every tenure that leaves or joins a followed run.
         self.on_change: Callable[[str, Sequence[Tenure], Sequence[Tenure]], None] | None = None
 
@@ -348,6 +354,7 @@ class TenureFold:
         keys = self._runs.get(w.run_id)
         if keys is None:
             return
+        stale = self._stale.get(w.run_id)
         for key in set(w.keys) if len(w.keys) > 1 else w.keys:
             fold = keys.get(key)
             if fold is None:
@@ -357,26 +364,35 @@ class TenureFold:
                     self._refold(w.run_id, key, fold)
                 else:
                     self._step(w.run_id, key, fold, w)
+            elif stale is not None and key in stale:  # refolded on the next read, this wire too
+                insort(fold.wires, w, key=_serial_of)
             elif w.serial > fold.last:
                 fold.wires.append(w)
                 self._step(w.run_id, key, fold, w)
-            else:  # an older wire: this key's fold from its start
+            else:  # an older wire: this key's fold from its start, once the run is read
                 insort(fold.wires, w, key=_serial_of)
-                self._refold(w.run_id, key, fold)
+                if stale is None:
+                    stale = self._stale[w.run_id] = set()
+                stale.add(key)
 
     def add_poison(self, p: Poison) -> None:
         """Fold a poison the ledger has just counted: an unknown holder of every key."""
         insort(self._poisons, p, key=_serial_of)
         for run_id, keys in self._runs.items():
+            stale = self._stale.get(run_id)
             for key, fold in keys.items():
+                if stale is not None and key in stale:
+                    continue  # refolded on the next read, with this poison
                 if p.serial > fold.last:
                     self._step(run_id, key, fold, p)
                 else:
-                    self._refold(run_id, key, fold)
+                    if stale is None:
+                        stale = self._stale[run_id] = set()
+                    stale.add(key)
 
     def reset(self) -> None:
         """Forget every wire (the ledger was cleared): every followed run's tenures leave."""
-        runs, self._runs, self._poisons = self._runs, {}, []
+        runs, self._runs, self._poisons, self._stale = self._runs, {}, [], {}
         if self.on_change is not None:
             for run_id, keys in runs.items():
                 for fold in keys.values():
@@ -385,10 +401,20 @@ class TenureFold:
     def tenures(self, run_id: str) -> list[Tenure]:
         """Every change of holder of every key of a followed run, in serial order (a wire naming
         several keys: in key order)."""
+        self.flush(run_id)
         keys = self._runs.get(run_id, {})
         marked = [(e[0], key, e) for key, fold in keys.items() for e in fold.events]
         marked.sort(key=lambda m: (m[0], m[1]))
         return [e for _, _, e in marked]
+
+    def flush(self, run_id: str) -> None:
+        """Refold the keys of ``run_id`` older wires made stale (:attr:`on_change` hears what
+        changed); nothing when none is."""
+        stale = self._stale.pop(run_id, None)
+        if stale:
+            keys = self._runs[run_id]
+            for key in sorted(stale):
+                self._refold(run_id, key, keys[key])
 
     def _step(self, run_id: str, key: str, fold: _KeyFold, w: LeaseWire | Poison) -> None:
         previous = fold.holding
