@@ -307,11 +307,11 @@ def test_reload_mid_stream_comes_back_into_the_conversation_and_keeps_streaming(
                       "document.querySelectorAll('.assistant-text')[1].textContent.length > 10")
         page.do("reload")
         page.wait_for("document.body.dataset.ready === 'true'")
-        # the page's 0.8.0 view folds history newest page first: on a loaded machine the run's status
-        # right after the reload was once seen as "waking" (not yet "active"); the conversation itself
-        # is back at once, and the status catches up (seen in CI under load; not reproduced quiet)
-        page.wait_for("['active', 'complete'].includes(document.body.dataset.runStatus)")
+        # back at once with the resumed run: the page folds the history before the live wires that
+        # came meanwhile (live_hold.js; without that, a live wire of this run reaching the 0.8.0 tree
+        # first hid the run for good: tests/test_browser_reload_js.py forces that order)
         again = page.state()
+        assert again["runStatus"] in ("active", "complete"), again
         assert [c["state"] for c in again["calls"]] == ["done"], again
         page.wait_for("document.body.dataset.runStatus === 'complete'")
         final = page.state()

@@ -14,10 +14,13 @@
 //
 // The page never lets ably-js hammer a dead emulator: it asks the example server whether the emulator
 // answers (`/health`), says on screen when it does not, and connects (or reconnects, re-reading the
-// conversation from history) once it does.
+// conversation from history) once it does. On every (re)connect the live messages that arrive while
+// the history loads are held and applied after it (live_hold.js: the 0.8.0 tree must see a resumed
+// run's history before its live wires, or it hides the run).
 import * as Ably from 'ably';
 import { createClientSession } from '@ably/ai-transport';
 import { ResponsesCodec } from '@ably/ai-transport/openai';
+import { holdLiveMessages } from './live_hold.js';
 
 const codec = ResponsesCodec;
 const HISTORY_PAGE = 50;
@@ -417,6 +420,9 @@ async function main() {
     document.body.dataset.conn = 'connecting';
     setBanner('info', 'Connecting…');
     const client = new Ably.Realtime({ ...config.ably, clientId: config.clientId, authParams: { channel: channelName } });
+    // The live messages wait until the history is in (live_hold.js says why): the session's
+    // channel is the one client.channels.get gives for this name.
+    const releaseLive = holdLiveMessages(client.channels.get(channelName));
     const s = createClientSession({ client, channelName, codec });
     session = { client, session: s };
     client.connection.on((change) => {
@@ -439,6 +445,7 @@ async function main() {
       freshView.on('run', render);
       view = freshView;
       await freshView.loadOlder(HISTORY_PAGE); // the conversation so far, from channel history
+      releaseLive(); // then what arrived live meanwhile, and from now on everything as it comes
     } catch (err) {
       if (mine !== generation) return;
       setBanner('error', `Could not open the conversation: ${err.message}; retrying…`);

@@ -56,10 +56,16 @@ __all__ = ["ExampleServer", "UsageError", "ably_js_options", "browser_token_requ
            "emulator_reachable", "ensure_bundle", "main", "serve"]
 
 
+#: What the bundle is built from (a newer one rebuilds it).
+SOURCES = ("app.js", "live_hold.js")
+
+
 def ensure_bundle() -> Path:
-    """Build ``dist/app.js`` from ``app.js`` with esbuild (installing npm dependencies if needed)."""
+    """Build ``dist/app.js`` from ``app.js`` (and the modules it imports, :data:`SOURCES`) with
+    esbuild (installing npm dependencies if needed); a bundle newer than its sources is kept."""
     bundle = HERE / "dist" / "app.js"
-    if bundle.exists() and bundle.stat().st_mtime >= (HERE / "app.js").stat().st_mtime:
+    newest = max((HERE / s).stat().st_mtime for s in SOURCES)
+    if bundle.exists() and bundle.stat().st_mtime >= newest:
         return bundle
     esbuild = HERE / "node_modules" / ".bin" / "esbuild"
     run_build(HERE, [
