@@ -270,3 +270,73 @@ def test_a_live_edit_of_another_shown_prompt_each_time_costs_the_same_with_50_or
 
     small, large = calls(50), calls(400)
     assert large <= small * 1.15 + 40, (small, large)
+
+
+# -- a long run read newest page first ------------------------------------------------------------
+
+
+def _long_run(messages: int) -> list[dict[str, Any]]:
+    """A recorded conversation, then ``messages`` more answers streamed in its last run (a long
+    agentic run), as history holds them (aggregates, oldest first)."""
+    import asyncio
+    import copy
+
+    from support_untrusted import record
+
+    history = [dict(w) for w in asyncio.run(record())["full"]["history"]]
+    template = next(
+        w for w in history
+        if w.get("name") == "ai-output" and w["extras"]["ai"].get("codec", {}).get("kind") == "output_text"
+    )
+    serial, ts = int(history[-1]["serial"]), max(w["timestamp"] for w in history)
+    for i in range(messages):
+        w = copy.deepcopy(template)
+        s = f"{serial + 1 + i:020d}"
+        w.update(serial=s, id=f"long:{i}", timestamp=ts + i, data=f"answer {i}", version={**w["version"], "serial": s})
+        transport = w["extras"]["ai"]["transport"]
+        transport["codec-message-id"], transport["stream-id"] = f"long-{i}", f"stream-{i}"
+        history.append(w)
+    return history
+
+
+def _fold_pages(wires: list[dict[str, Any]], page_size: int) -> Any:
+    from ai_transport.codec import ResponsesCodec
+    from ai_transport.conversation.core import Conversation
+
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={"agent"})
+    for end in range(len(wires), 0, -page_size):  # newest page first, each page oldest first
+        core.receive_history_page([dict(w) for w in wires[max(0, end - page_size) : end]])
+    return core
+
+
+def test_a_long_run_read_newest_page_first_is_refolded_once_not_once_per_older_wire(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each page of a run spread over many pages lands before what was folded of it: the run was
+    refolded from its start once per such wire (1,600 answers of one run: ~45 s for every fresh
+    worker and reader). A node an older wire lands on while a page folds is now refolded once, when
+    it is read; what it shows equals the fold in one page."""
+    from ai_transport.codec import ResponsesCodec
+
+    wires = _long_run(300)
+    run_id = wires[-1]["extras"]["ai"]["transport"]["run-id"]
+    folds = [0]
+    real = ResponsesCodec.fold
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        folds[0] += 1
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(ResponsesCodec, "fold", staticmethod(counted))
+    paged = _fold_pages(wires, 20)
+    run = paged.tree.get_run_node(run_id)
+    assert run is not None
+    shown = [m.message.items for m in paged.tree.messages_of(run)]
+    events = folds[0]
+    monkeypatch.undo()
+    whole = _fold_pages(wires, len(wires))
+    one_page = whole.tree.get_run_node(run_id)
+    assert one_page is not None
+    assert shown == [m.message.items for m in whole.tree.messages_of(one_page)]
+    assert "answer 299" in str(shown[-1]) and len(shown) > 300
+    assert events < 3000, events  # ~1,300 (refolded per older wire: ~200,000)

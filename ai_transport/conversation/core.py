@@ -530,13 +530,13 @@ class Conversation:
         history page folds (the rest of :meth:`changes`, and the steer ledger, are as ever)."""
         muted, self._muted = self._muted, frozenset(mute)
         tree = self.applier.tree
-        deferred, tree.defer_fence_checks = tree.defer_fence_checks, True  # settled once a page
+        deferred, tree.page_folding = tree.page_folding, True  # fences settled once a page
         try:
             receive = self.receive_history
             for wire in wires:
                 receive(wire)
         finally:
-            tree.defer_fence_checks = deferred
+            tree.page_folding = deferred
             if not deferred:
                 tree.settle_fences()
             self._muted = muted

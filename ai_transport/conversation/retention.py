@@ -13,6 +13,7 @@ lower it in tests. Sessions take it as ``reorder_window=`` (seconds).
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import InvalidArgumentError
@@ -31,6 +32,8 @@ class LogRetention:
         self.window_ms = window * 1000.0
         self.clock = 0
         self._queue: deque[str] = deque()
+        #: Called with a run's entry before its log is swept (the tree makes a pending refold then).
+        self.before_sweep: Callable[[_Internal], None] | None = None
 
     def reset(self) -> None:
         """Forget the clock and the queue (the tree was reset)."""
@@ -72,6 +75,8 @@ class LogRetention:
                 return
             self._queue.popleft()
             entry.sweep_queued = False
+            if self.before_sweep is not None:
+                self.before_sweep(entry)
             entry.log.sweep()
 
 

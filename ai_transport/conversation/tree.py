@@ -235,13 +235,20 @@ class Tree(LifecycleFold, TreeOwnership):
         self._folds = 0
         #: Event-log retention (the reorder window, :mod:`.retention`).
         self.retention = LogRetention()
+        self.retention.before_sweep = self._settle_stale
         #: Lease wires, and the late outputs of superseded holders they refuse (:mod:`.fence`).
         self.fence = Fence()
         self._fence_reported: set[str] = set()
-        #: While True (one history page folding, :meth:`~.core.Conversation.receive_history_page`),
+        #: True while one history page folds (:meth:`~.core.Conversation.receive_history_page`):
         #: what lease wires change of the fenced outputs is settled once, by :meth:`settle_fences`,
-        #: not per wire: a page of a contested run's older renewals costs one refold of its keys.
-        self.defer_fence_checks = False
+        #: not per wire (a page of a contested run's older renewals costs one refold of its keys),
+        #: and a node an older wire lands on is refolded once it is read, not per wire (:meth:`_stale`).
+        self.page_folding = False
+        #: Nodes whose projection waits for a refold (an older wire landed on them while a page
+        #: folded): refolded on their first read (:meth:`messages_of`), or before their log is
+        #: swept. A run spread over many pages, read newest page first, was refolded from its start
+        #: once per older wire (1,600 messages of one run: ~45 s); now once.
+        self._stale: dict[str, _Internal] = {}
         #: Per run whose lease wires landed since the last settle: whether each of its output
         #: serials was fenced when last judged (its fold follows that judgement).
         self._fence_pending: dict[str, dict[str, bool]] = {}
@@ -256,6 +263,7 @@ class Tree(LifecycleFold, TreeOwnership):
         state.clear()
         state.update(vars(shadow))
         self._report, self._on_refused = report, refused
+        self.retention.before_sweep = self._settle_stale  # (the shadow's retention, now this tree's)
         self.version, self.status_version = version, status_version
         self._visible_cache = self._children_cache = None
         self._appends, self._appends_base = [], self.version
@@ -315,6 +323,10 @@ class Tree(LifecycleFold, TreeOwnership):
         cached = node.messages_cache
         if cached is not None and cached[0] == node.fold_version:
             return cached[1]
+        if self._stale:
+            stale = self._stale.get(node.key)
+            if stale is not None and stale.node is node:
+                self._settle_stale(stale)
         messages = list(self._codec.get_messages(node.projection))
         node.messages_cache = (node.fold_version, messages)
         return messages
@@ -782,7 +794,7 @@ class Tree(LifecycleFold, TreeOwnership):
     def note_lease(self, message: Mapping[str, Any], parsed: LeaseWire | Poison | str | None = None) -> None:
         """Fold a lease wire (its publisher already admitted): a run whose folded outputs it fences
         (or un-fences: it landed out of serial order) is refolded and announced — at once, or once
-        per history page while :attr:`defer_fence_checks` holds (:meth:`settle_fences`). ``parsed``:
+        per history page while :attr:`page_folding` holds (:meth:`settle_fences`). ``parsed``:
         what ``parse_lease_wire(message, {its clientId})`` answers, when the caller has it."""
         if parsed is None:
             parsed = parse_lease_wire(message, {message.get("clientId")})
@@ -813,7 +825,7 @@ class Tree(LifecycleFold, TreeOwnership):
         else:  # refused (malformed): counted by the ledger, no run changes
             fence.note(message, parsed)
             return
-        if not self.defer_fence_checks:
+        if not self.page_folding:
             self.settle_fences()
 
     def settle_fences(self) -> None:
@@ -831,6 +843,31 @@ class Tree(LifecycleFold, TreeOwnership):
             self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
 
     def _refold(self, entry: _Internal) -> None:
+        self._stale.pop(entry.node.key, None)
+        self._replay(entry)
+        entry.node.fold_version += 1
+        self._folded.append(entry.node)
+        self._folds += 1
+
+    def _mark_stale(self, entry: _Internal) -> None:
+        """Announce a fold of ``entry`` whose projection is made on its first read (:attr:`_stale`)."""
+        self._stale[entry.node.key] = entry
+        entry.node.fold_version += 1
+        self._folded.append(entry.node)
+        self._folds += 1
+
+    def _settle_stale(self, entry: _Internal) -> None:
+        """Make the projection of a stale ``entry`` (its fold was announced already)."""
+        if self._stale.get(entry.node.key) is entry:
+            del self._stale[entry.node.key]
+            self._replay(entry)
+
+    def settle(self) -> None:
+        """Make every stale projection now (a reader of ``node.projection`` itself calls this first)."""
+        while self._stale:
+            self._settle_stale(next(iter(self._stale.values())))
+
+    def _replay(self, entry: _Internal) -> None:
         projection = self._codec.init()
         fold = self._codec.fold
         for (direction, event), serial, mid, author in entry.log.replay_authored():
@@ -844,9 +881,6 @@ class Tree(LifecycleFold, TreeOwnership):
             except Exception:
                 logger.exception("refold raised for node %s (message %s)", entry.node.key, mid)
         entry.node.projection = projection
-        entry.node.fold_version += 1
-        self._folded.append(entry.node)
-        self._folds += 1
 
     def _record_and_fold(
         self,
@@ -870,13 +904,19 @@ class Tree(LifecycleFold, TreeOwnership):
                     return
                 if entry.optimistic or fold == "refold":
                     entry.optimistic = False
-                    self._refold(entry)
+                    if self.page_folding:
+                        self._mark_stale(entry)  # refolded once, when read: not once per older wire
+                    else:
+                        self._refold(entry)
                     return
             if self._gated(entry, serial):
                 return
         elif events:
             entry.optimistic = True
         node = entry.node
+        if self._stale and self._stale.get(node.key) is entry:
+            self._mark_stale(entry)  # logged: the refold to come folds it in place
+            return
         projection = node.projection
         fold_event = self._codec.fold
         author = self._client if self._fold_author else None
