@@ -340,3 +340,38 @@ def test_a_long_run_read_newest_page_first_is_refolded_once_not_once_per_older_w
     assert shown == [m.message.items for m in whole.tree.messages_of(one_page)]
     assert "answer 299" in str(shown[-1]) and len(shown) > 300
     assert events < 3000, events  # ~1,300 (refolded per older wire: ~200,000)
+
+
+def test_a_wire_log_read_newest_first_places_each_wire_by_bisection() -> None:
+    """A node's wire log takes an older wire (history pages arrive newest first; a member's copies
+    of one prompt id all land on one node) by bisection: it scanned the log from its tail, 6,400
+    copies of a prompt cost a reader ~3 s. Counted as lines of ``record`` run (no timing)."""
+    import sys
+
+    from ai_transport.conversation.nodes import WireLog
+
+    log = WireLog()
+    code = WireLog.record.__code__
+    lines = [0]
+
+    def trace(frame: Any, event: str, arg: Any) -> Any:
+        if frame.f_code is not code:
+            return None
+
+        def local(frame: Any, event: str, arg: Any) -> Any:
+            if event == "line":
+                lines[0] += 1
+            return local
+
+        return local
+
+    n = 400
+    sys.settrace(trace)
+    try:
+        for i in range(n, 0, -1):  # newest first
+            log.record(f"{i:08d}", f"m{i}", [], None, False)
+    finally:
+        sys.settrace(None)
+    assert [e.serial for e in log.entries] == [f"{i:08d}" for i in range(1, n + 1)]
+    assert lines[0] < 20 * n, lines[0]  # a scan from the tail: ~n * n
+    assert log.record(f"{n // 2:08d}", "again", [], f"{n // 2:08d}", False) == "dropped"  # a re-delivery, found

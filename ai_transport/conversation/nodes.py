@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from bisect import bisect_left
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -65,6 +66,10 @@ class _LogEntry:
     author: str | None = None
 
 
+def _entry_serial(entry: _LogEntry) -> str:
+    return entry.serial
+
+
 class WireLog:
     """Per-node record of folded wires, in serial order (``WireLog`` of 0.8.0).
 
@@ -100,22 +105,20 @@ class WireLog:
         if not entries or entries[-1].serial < serial:  # the next wire in serial order (the commonest)
             entries.append(_LogEntry(serial, message_id, [] if self.swept else list(events), version or serial, author))
             return "incremental"
-        for i in range(len(entries) - 1, -1, -1):
+        # an older wire (history pages arrive newest first) or a mutation: found by bisection, not a
+        # scan from the tail (a long log read newest page first scanned all of it per wire)
+        i = bisect_left(entries, serial, key=_entry_serial)
+        if i < len(entries) and entries[i].serial == serial:
             entry = entries[i]
-            if entry.serial == serial:
-                if version is not None and (version <= entry.decoded_through or not streamed):
-                    return "dropped"
-                if not self.swept:
-                    entry.events.extend(events)
-                if version is not None:
-                    entry.decoded_through = version
-                return "incremental" if i == len(entries) - 1 or self.swept else "refold"
-            if entry.serial < serial:
-                kept = [] if self.swept else list(events)
-                entries.insert(i + 1, _LogEntry(serial, message_id, kept, version or serial, author))
-                return "incremental" if i + 1 == len(entries) - 1 or self.swept else "refold"
-        entries.insert(0, _LogEntry(serial, message_id, [] if self.swept else list(events), version or serial, author))
-        return "incremental" if len(entries) == 1 or self.swept else "refold"
+            if version is not None and (version <= entry.decoded_through or not streamed):
+                return "dropped"
+            if not self.swept:
+                entry.events.extend(events)
+            if version is not None:
+                entry.decoded_through = version
+            return "incremental" if i == len(entries) - 1 or self.swept else "refold"
+        entries.insert(i, _LogEntry(serial, message_id, [] if self.swept else list(events), version or serial, author))
+        return "incremental" if i == len(entries) - 1 or self.swept else "refold"
 
     def replay(self) -> list[tuple[CodecEvent, str, str | None]]:
         """Every logged event with its serial and message id, in serial order."""
