@@ -55,8 +55,8 @@ from page_server import (  # noqa: E402
 __all__ = ["ChatServer", "UsageError", "ably_js_options", "browser_token_request", "conversation_channel",
            "emulator_reachable", "ensure_bundle", "main", "packages_installed", "serve", "worker_process"]
 
-#: What the bundle is built from (a newer one rebuilds it).
-SOURCES = ("app.jsx", "package-lock.json")
+#: What the bundle is built from (a newer one rebuilds it; the browser example's live_hold.js too).
+SOURCES = ("app.jsx", "package-lock.json", "../browser/live_hold.js")
 
 
 def packages_installed() -> bool:
