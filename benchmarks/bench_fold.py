@@ -47,8 +47,19 @@
   --in-process-only``'s measure (quiet machine, interleaved: the commit of the issue 40-47 us, before
   this round 43-45, after 45-47 us: unchanged within noise).
 
+* **history fold per wire of one long run / one long tenure** (target: flat): a fresh agent core
+  folds, newest page first (pages of 100), a history holding one run of ``n`` answers (a long
+  agentic run), or ``n`` lease renewals of a worker that died after a long tool, its run then
+  taken over; then reads the messages once. Every wire of an older page landed before what was
+  folded of its run: each refolded the run from its start, and each older renewal refolded the
+  lease key and re-judged the run's outputs. n = 1,600 answers took a fresh reader ~29 s (~18 ms a
+  wire), 2,000 renewals ~17 s; now a stale node is refolded once, when read, the lease key once a
+  page, a log entry placed by bisection (figures: this machine, load ~1, ``--long-sizes 1000,4000``):
+  see the issue note.
+
 Run: ``python benchmarks/bench_fold.py [--sizes 100,1000,10000] [--wake-sizes 1000,10000]
-[--live 50] [--repeat 3] [--modes junk,editchain,edit,editeach]``. Not a test.
+[--live 50] [--repeat 3] [--modes junk,editchain,edit,editeach] [--long-sizes 1000,4000]``. Not a
+test.
 """
 
 from __future__ import annotations
@@ -147,6 +158,37 @@ async def wake_per_message(size: int, repeat: int, collector: bool = True) -> tu
     return total, min(times) / total
 
 
+def history_fold_per_wire(kind: str, n: int, page: int = 100) -> tuple[int, float]:
+    """CPU seconds per wire for a fresh agent core to fold, newest page first, a history with one
+    run of ``n`` answers (``long-run``) or ``n`` lease renewals of a worker that died after a long
+    tool, its run then taken over (``long-tenure``), and read the run's messages once."""
+    from support_sessions import channel_history
+    from test_conversation_fold_cost import _long_run
+    from test_reader_fence import LEASE, _long_tenure_then_takeover, takeover_scenario
+
+    from ai_transport.codec import ResponsesCodec
+    from ai_transport.conversation.core import Conversation
+
+    if kind == "long-run":
+        wires = _long_run(n)
+    else:
+        hub, _run_id, _sent = asyncio.run(takeover_scenario())
+        wires = _long_tenure_then_takeover(asyncio.run(channel_history(hub)), n)
+    pages = [[dict(w) for w in wires[max(0, end - page) : end]] for end in range(len(wires), 0, -page)]
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={"agent"})
+    core.tree.fence.lease_ms = LEASE * 1000
+    t0 = time.process_time()
+    for items in pages:
+        gc.disable()  # as the session's history hydrator folds a page (sessions/view.py)
+        try:
+            core.receive_history_page(items)
+        finally:
+            gc.enable()
+    for node in core.tree.nodes():
+        core.tree.messages_of(node)
+    return len(wires), (time.process_time() - t0) / len(wires)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", default="100,1000,10000")
@@ -155,6 +197,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--deltas", type=int, default=20_000)
     ap.add_argument("--modes", default="junk,editchain,edit,editeach", help="junk prompts and/or edit floods")
+    ap.add_argument("--long-sizes", default="1000,4000", help="answers of one run / renewals of one tenure")
     args = ap.parse_args()
 
     modes = [m for m in args.modes.split(",") if m]
@@ -171,6 +214,16 @@ def main() -> None:
         total, per = asyncio.run(wake_per_message(size, args.repeat))
         _, bare = asyncio.run(wake_per_message(size, args.repeat, collector=False))
         print(f"{total:>20} {per * 1e6:>32.1f} us {bare * 1e6:>11.1f} us")
+
+    sizes = [int(x) for x in args.long_sizes.split(",") if x]
+    if sizes:
+        print(f"{'n':>20} {'history fold per wire (CPU)':>30}: {'one run of n answers':>22} {'n renewals, a takeover':>24}")
+    for n in sizes:
+        row = f"{n:>20} {'':>30}  "
+        for kind in ("long-run", "long-tenure"):
+            per = min(history_fold_per_wire(kind, n)[1] for _ in range(args.repeat))
+            row += f"{per * 1e6:>19.1f} us  " if kind == "long-run" else f"{per * 1e6:>21.1f} us"
+        print(row)
 
     if args.deltas:
         from bench_fleet import in_process_cpu_per_delta
