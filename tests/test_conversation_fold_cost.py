@@ -375,3 +375,90 @@ def test_a_wire_log_read_newest_first_places_each_wire_by_bisection() -> None:
     assert [e.serial for e in log.entries] == [f"{i:08d}" for i in range(1, n + 1)]
     assert lines[0] < 20 * n, lines[0]  # a scan from the tail: ~n * n
     assert log.record(f"{n // 2:08d}", "again", [], f"{n // 2:08d}", False) == "dropped"  # a re-delivery, found
+
+
+# -- a run of many steps ----------------------------------------------------------------------------
+
+
+def _step_wires(steps: int) -> tuple[list[dict[str, Any]], str]:
+    """A recorded conversation, then ``steps`` more steps (start, answer, end) in its last run."""
+    import asyncio
+    import copy
+
+    from support_untrusted import record
+
+    history = [dict(w) for w in asyncio.run(record())["full"]["history"]]
+
+    def template(name: str, kind: str | None = None) -> dict[str, Any]:
+        return next(
+            w for w in history
+            if w.get("name") == name and (kind is None or w["extras"]["ai"].get("codec", {}).get("kind") == kind)
+        )
+
+    start, end, answer = template("ai-step-start"), template("ai-step-end"), template("ai-output", "output_text")
+    run_id = answer["extras"]["ai"]["transport"]["run-id"]
+    serial, ts = int(history[-1]["serial"]), max(w["timestamp"] for w in history)
+    for i in range(steps):
+        opened = ""
+        for t in (start, answer, end):
+            serial += 1
+            w = copy.deepcopy(t)
+            s = f"{serial:020d}"
+            w.update(serial=s, id=f"step:{serial}", timestamp=ts + serial, version={**w["version"], "serial": s})
+            transport = w["extras"]["ai"]["transport"]
+            transport.update({"run-id": run_id, "step-id": f"step-{i}"})
+            if t is start:
+                opened = s
+            elif t is end:
+                transport["step-start-serial"] = opened
+            else:
+                transport.update({"codec-message-id": f"m-{i}", "stream-id": f"st-{i}", "step-start-serial": opened})
+            history.append(w)
+    return history, run_id
+
+
+STEP_HISTORY = _step_wires(12)
+
+
+@settings(max_examples=60, deadline=None)
+@given(order=st.permutations(range(len(STEP_HISTORY[0]))))
+def test_a_runs_steps_are_in_first_attempt_order_whatever_the_arrival_order(order: list[int]) -> None:
+    from ai_transport.codec import ResponsesCodec
+    from ai_transport.conversation.core import Conversation
+
+    wires, run_id = STEP_HISTORY
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={"agent"})
+    for i in order:
+        core.receive_history(dict(wires[i]))
+    in_order = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={"agent"})
+    for wire in wires:
+        in_order.receive_live(dict(wire))
+    run, expected = core.tree.get_run_node(run_id), in_order.tree.get_run_node(run_id)
+    assert run is not None and expected is not None
+    assert run.steps == expected.steps
+    assert [s.step_id for s in run.steps][-12:] == [f"step-{i}" for i in range(12)]
+    assert all(s.status == "complete" for s in run.steps[-12:]), run.steps
+
+
+def test_a_step_wire_places_its_step_without_sorting_the_runs_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each step wire re-sorted every step of its run (a run of 1,200 steps: ~460 us a wire, growing);
+    now the step is placed by bisection, the others untouched."""
+    from ai_transport.codec import ResponsesCodec
+    from ai_transport.conversation import tree_lifecycle
+    from ai_transport.conversation.core import Conversation
+
+    wires, run_id = _step_wires(200)
+    sorts = [0]
+    real = tree_lifecycle._first_attempt
+
+    def counted(step: Any) -> str:
+        sorts[0] += 1
+        return real(step)
+
+    monkeypatch.setattr(tree_lifecycle, "_first_attempt", counted)
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={"agent"})
+    for end in range(len(wires), 0, -50):  # newest page first
+        core.receive_history_page([dict(w) for w in wires[max(0, end - 50) : end]])
+    run = core.tree.get_run_node(run_id)
+    assert run is not None and len(run.steps) >= 200
+    assert sorts[0] == 0  # (sorting per step wire: ~80,000 calls)
