@@ -283,11 +283,21 @@ class PageParser(argparse.ArgumentParser):
         self.exit(2, f"{self.label}: error: {message} (see --help)\n")
 
 
+def sdk_line(record: logging.LogRecord) -> bool:
+    """A log filter: what the ``ably`` SDK logs (a dropped or refused connection while the emulator
+    is away, retried on its own) is its one line, never its traceback; the page says the rest."""
+    if record.name == "ably" or record.name.startswith("ably."):
+        record.exc_info = record.exc_text = record.stack_info = None
+    return True
+
+
 def run_cli(parser: PageParser, serve: Callable[[argparse.Namespace], Coroutine[Any, Any, None]]) -> int:
     """Parse, check and serve until interrupted; returns the exit code (a :class:`UsageError` is one
     line on stderr)."""
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(sdk_line)
     try:
         check_args(args)
         asyncio.run(serve(args))

@@ -157,3 +157,37 @@ def test_a_port_in_use_is_one_line_and_exit_1() -> None:
     assert r.returncode == 1 and r.stdout == "", r
     assert r.stderr == (f"browser example: error: port {port} on 127.0.0.1 is already in use; pick another with "
                         "--port N (or --port 0 for any free port)\n")
+
+
+def test_the_sdks_dropped_connection_is_one_line_never_a_traceback() -> None:
+    """With the emulator gone, the agent's ably SDK logs each failed reconnect with its traceback:
+    the example servers keep its one line (seen in CI: a Traceback on the example's stderr)."""
+    import importlib.util
+    import io
+    import logging
+
+    spec = importlib.util.spec_from_file_location("page_server_for_test", ROOT / "examples" / "page_server.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = io.StringIO()
+    handler = logging.StreamHandler(out)
+    handler.addFilter(module.sdk_line)
+    sdk, ours = logging.getLogger("ably.transport.websockettransport"), logging.getLogger("page-example-test")
+    for logger in (sdk, ours):
+        logger.addHandler(handler)
+        logger.propagate = False
+    try:
+        try:
+            raise EOFError("connection closed while reading HTTP status line")
+        except EOFError:
+            sdk.exception("Error opening websocket connection")
+            ours.exception("ours")
+    finally:
+        for logger in (sdk, ours):
+            logger.removeHandler(handler)
+            logger.propagate = True
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "Error opening websocket connection" and lines[1] == "ours"
+    assert "Traceback" in out.getvalue()  # our own loggers keep theirs
+    assert out.getvalue().count("Traceback") == 1
