@@ -24,6 +24,9 @@ the ably-js string or the Ably integer) or ``ably.types.message.Message`` object
 As ably-js reads the wire, a missing action is a create (Ably omits the zero action) and a missing
 ``version.serial`` is the message ``serial``. A closed stream's serial is kept as a tombstone for the
 decoder's life (the shared :data:`~.streams.CLOSED`: whatever comes later to it decodes to nothing).
+A codec's hooks learn who published each wire (its Ably ``clientId``: a stream's
+``_Tracker.publisher``, a discrete message's ``publisher`` argument; None for a wire without one), so
+the state a codec keeps off the wire can be bounded per publisher.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from ..core.inbound import (
     _Inbound,
     _Malformed,
     _nullish,
+    _publisher,
     _read_inbound,
     _tier,
     _version_le,
@@ -216,7 +220,8 @@ class StreamDecoder:
         directly; None: not that shape, :meth:`_decode` reads it."""
         name = inbound.get("name")
         if transport.get("stream") != "true":
-            return self._discrete(name, transport, codec, inbound.get("data", _ABSENT))
+            data = inbound.get("data", _ABSENT)
+            return self._discrete(name, transport, codec, data, _publisher(inbound.get("clientId")))
         serial = inbound.get("serial")
         version = inbound.get("version")
         if type(serial) is not str or not serial or (version is not None and type(version) is not dict):
@@ -226,7 +231,7 @@ class StreamDecoder:
             return []
         # As ably-js reads it: a missing (or empty) version.serial is the message serial.
         vs = version.get("serial") if version is not None else None
-        return self._open_stream(serial, vs or serial, name, transport, codec)
+        return self._open_stream(serial, vs or serial, name, transport, codec, _publisher(inbound.get("clientId")))
 
     def _dict_first_update(
         self, inbound: dict[str, Any], transport: dict[str, Any], codec: Mapping[str, Any]
@@ -245,11 +250,12 @@ class StreamDecoder:
             return None
         name = inbound.get("name")
         data = inbound.get("data", _ABSENT)
+        publisher = _publisher(inbound.get("clientId"))
         if transport.get("stream") != "true":
-            return self._discrete(name, transport, codec, data)
+            return self._discrete(name, transport, codec, data, publisher)
         # As ably-js reads it: a missing (or empty) version.serial is the message serial.
         vs = version.get("serial") if version is not None else None
-        return self._first_contact(name, data, vs or serial, transport, codec, serial)
+        return self._first_contact(name, data, vs or serial, transport, codec, serial, publisher)
 
     def _tracked_append(
         self, inbound: dict[str, Any], serial: Any, tracker: _Tracker, extras: Any, transport: Any
@@ -290,7 +296,7 @@ class StreamDecoder:
             transport = _tier(m.extras, "transport")
             if transport.get("stream") == "true":
                 return self._streamed_create(m, transport)
-            return self._discrete(m.name, transport, _tier(m.extras, "codec"), m.data)
+            return self._discrete(m.name, transport, _tier(m.extras, "codec"), m.data, m.publisher)
         if action == _UPDATE:
             return self._update(m)
         if action == _DELETE:
@@ -315,15 +321,32 @@ class StreamDecoder:
             return []
         version = m.version
         return self._open_stream(
-            serial, serial if version is _ABSENT else version, m.name, transport, _tier(m.extras, "codec")
+            serial,
+            serial if version is _ABSENT else version,
+            m.name,
+            transport,
+            _tier(m.extras, "codec"),
+            m.publisher,
         )
 
     def _open_stream(
-        self, serial: Any, version: Any, name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any]
+        self,
+        serial: Any,
+        version: Any,
+        name: Any,
+        transport: Mapping[str, Any],
+        codec: Mapping[str, Any],
+        publisher: str | None,
     ) -> list[dict[str, Any]]:
-        """Track a new stream (its serial not tracked yet) and return its start events."""
+        """Track a new stream (its serial not tracked yet) of ``publisher`` and return its start events."""
         tracker = _Tracker(
-            _nullish(name, ""), _nullish(transport.get("stream-id"), ""), "", dict(codec), dict(transport), version
+            _nullish(name, ""),
+            _nullish(transport.get("stream-id"), ""),
+            "",
+            dict(codec),
+            dict(transport),
+            version,
+            publisher,
         )
         self._trackers[serial] = tracker
         return self._start_events(tracker)
@@ -383,10 +406,10 @@ class StreamDecoder:
         tracker = self._trackers.get(serial)
         if tracker is None:
             if not streamed:
-                return self._discrete(m.name, transport, codec, m.data)
+                return self._discrete(m.name, transport, codec, m.data, m.publisher)
             version = m.version
             return self._first_contact(
-                m.name, m.data, serial if version is _ABSENT else version, transport, codec, serial
+                m.name, m.data, serial if version is _ABSENT else version, transport, codec, serial, m.publisher
             )
         if self._already_incorporated(tracker, m.version):
             return []
@@ -415,10 +438,18 @@ class StreamDecoder:
         return []
 
     def _first_contact(
-        self, name: Any, data: Any, version: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], serial: Any
+        self,
+        name: Any,
+        data: Any,
+        version: Any,
+        transport: Mapping[str, Any],
+        codec: Mapping[str, Any],
+        serial: Any,
+        publisher: str | None,
     ) -> list[dict[str, Any]]:
-        """Start tracking ``serial`` from an update or append that is the first the decoder sees of
-        it: start events, then the delta of its data and, when it completes, the end events."""
+        """Start tracking ``serial`` (a stream of ``publisher``) from an update or append that is the
+        first the decoder sees of it: start events, then the delta of its data and, when it
+        completes, the end events."""
         if type(data) is not str:
             _warn_data(data, serial)
             data = ""
@@ -432,6 +463,7 @@ class StreamDecoder:
             codec if closes else dict(codec),  # type: ignore[arg-type]
             transport if closes else dict(transport),  # type: ignore[arg-type]
             version,
+            publisher,
         )
         self._trackers[serial] = tracker
         out = self._start_events(tracker)
@@ -466,7 +498,8 @@ class StreamDecoder:
         """Append the events a stream's completion rebuilds to ``out`` (none by default)."""
 
     def _discrete(
-        self, name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any
+        self, name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any, publisher: str | None
     ) -> list[dict[str, Any]]:
-        """The events a discrete message decodes to (none by default)."""
+        """The events a discrete message of ``publisher`` (its Ably ``clientId``; None: none)
+        decodes to (none by default)."""
         return []

@@ -149,7 +149,7 @@ def _hashable(v: Any) -> bool:
 class _Inbound:
     """The fields of an inbound message the decoder reads (``action`` normalised, ``version`` defaulted)."""
 
-    __slots__ = ("action", "data", "extras", "name", "serial", "version")
+    __slots__ = ("action", "data", "extras", "name", "publisher", "serial", "version")
 
     action: Any
     name: Any
@@ -157,6 +157,14 @@ class _Inbound:
     version: Any
     data: Any
     extras: Any
+    #: The Ably-verified publisher (``clientId``; None when it is not a string).
+    publisher: str | None
+
+
+def _publisher(client_id: Any) -> str | None:
+    """A wire's publisher as the decoder keys per-publisher state: its Ably ``clientId``, None (the
+    anonymous publisher) when it has none or it is not a string."""
+    return client_id if isinstance(client_id, str) else None
 
 
 def _read_inbound(msg: Any) -> _Inbound | None:
@@ -168,6 +176,7 @@ def _read_inbound(msg: Any) -> _Inbound | None:
         m.serial = get("serial")
         m.data = get("data", _ABSENT)
         m.extras = get("extras")
+        m.publisher = _publisher(get("clientId"))
         version = get("version")
     elif hasattr(msg, "action") and hasattr(msg, "serial") and hasattr(msg, "extras"):
         m.action = getattr(msg, "action", None)
@@ -175,6 +184,7 @@ def _read_inbound(msg: Any) -> _Inbound | None:
         m.serial = getattr(msg, "serial", None)
         m.data = getattr(msg, "data", _ABSENT)
         m.extras = getattr(msg, "extras", None)
+        m.publisher = _publisher(getattr(msg, "client_id", None))
         version = getattr(msg, "version", None)
     else:
         return None

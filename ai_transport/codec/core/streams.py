@@ -26,10 +26,19 @@ NOT_COMPUTED: Final = False
 class _Tracker:
     """Per-serial stream state (``StreamSequenceState``): closed trackers are tombstones."""
 
-    __slots__ = ("_delta", "chunks", "closed", "codec", "memo", "name", "stream_id", "transport", "version")
+    __slots__ = (
+        "_delta", "chunks", "closed", "codec", "memo", "name", "publisher", "stream_id", "transport", "version"
+    )
 
     def __init__(
-        self, name: Any, stream_id: Any, accumulated: str, codec: dict, transport: dict, version: Any
+        self,
+        name: Any,
+        stream_id: Any,
+        accumulated: str,
+        codec: dict,
+        transport: dict,
+        version: Any,
+        publisher: str | None = None,
     ) -> None:
         self.name = name
         self.stream_id = stream_id
@@ -42,6 +51,8 @@ class _Tracker:
         self._delta: DeltaTemplate | bool | None = False  # False = not computed yet
         #: What the codec read from the start headers and may reuse at the end (None: nothing).
         self.memo: Any = None
+        #: Who published the stream (the Ably ``clientId`` of the wire that opened it; None: none).
+        self.publisher = publisher
 
     @property
     def accumulated(self) -> str:

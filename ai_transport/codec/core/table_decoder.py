@@ -19,24 +19,32 @@ from .inbound import _nullish
 from .streams import DeltaTemplate, _Tracker, delta_template
 from .tables import Batch, CompiledInput, CompiledOutput, Event, part_for
 
-__all__ = ["LifecyclePolicy", "TableDecoder"]
+__all__ = ["DiscreteHook", "LifecyclePolicy", "StreamStartHook", "TableDecoder"]
 
 Chunk = dict[str, Any]
+
+
+#: ``on_discrete[kind](publisher, run_id, codec_headers)``.
+DiscreteHook = Callable[[str | None, str, Mapping[str, Any]], list[Chunk]]
+#: ``on_stream_start(publisher, run_id, tracker)``.
+StreamStartHook = Callable[[str | None, str, _Tracker], list[Chunk]]
 
 
 class LifecyclePolicy:
     """Decode-time lifecycle repair (``LifecyclePolicy``): each entry returns lead-in events.
 
-    ``on_discrete[kind](run_id, codec_headers)`` runs before a discrete ``ai-output`` of that kind
-    decodes; ``on_stream_start(run_id, tracker)`` before a stream's start events.
+    ``on_discrete[kind](publisher, run_id, codec_headers)`` runs before a discrete ``ai-output`` of
+    that kind decodes; ``on_stream_start(publisher, run_id, tracker)`` before a stream's start
+    events. ``publisher``: the wire's Ably ``clientId`` (None: it has none), so what a policy keeps
+    per run can be kept, and bounded, per publisher (0.8.0's hooks take no publisher).
     """
 
     __slots__ = ("on_discrete", "on_stream_start")
 
     def __init__(
         self,
-        on_discrete: Mapping[str, Callable[[str, Mapping[str, Any]], list[Chunk]]] | None = None,
-        on_stream_start: Callable[[str, _Tracker], list[Chunk]] | None = None,
+        on_discrete: Mapping[str, DiscreteHook] | None = None,
+        on_stream_start: StreamStartHook | None = None,
     ) -> None:
         self.on_discrete = dict(on_discrete or {})
         self.on_stream_start = on_stream_start
@@ -84,7 +92,7 @@ class TableDecoder(StreamDecoder):
         lifecycle = self._lifecycle
         out: list[Chunk] = []
         if lifecycle is not None and lifecycle.on_stream_start is not None:
-            out.extend(lifecycle.on_stream_start(_run_id(tracker.transport), tracker))
+            out.extend(lifecycle.on_stream_start(tracker.publisher, _run_id(tracker.transport), tracker))
         stream = self._stream(tracker)
         if stream is not None:
             bag = read_fields(stream.fields, tracker.codec)
@@ -117,7 +125,7 @@ class TableDecoder(StreamDecoder):
     # -- discrete -------------------------------------------------------------------------
 
     def _discrete(
-        self, name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any
+        self, name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any, publisher: str | None
     ) -> list[Chunk]:
         kind = _nullish(codec.get(KIND), "")
         if type(kind) is not str:
@@ -131,7 +139,7 @@ class TableDecoder(StreamDecoder):
         if lifecycle is not None:
             repair = lifecycle.on_discrete.get(kind)
             if repair is not None:
-                out.extend(repair(_run_id(transport), codec))
+                out.extend(repair(publisher, _run_id(transport), codec))
         tables = self._out
         descriptor = tables.discrete.get(kind)
         if descriptor is not None:

@@ -15,8 +15,10 @@ from ..core.inbound import _ABSENT, _bool_field, _is_map, _Malformed, _nullish, 
 
 
 def _decode_discrete(
-    name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any
+    name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any, publisher: str | None = None
 ) -> list[dict[str, Any]]:
+    """The events of one discrete message (the decoder's ``_discrete`` hook; ``publisher`` unused:
+    this codec keeps no state off a discrete wire)."""
     kind = _nullish(codec.get("kind"), "")
     if type(kind) is not str:
         return []

@@ -28,7 +28,7 @@ from ..core.encoder import ChannelWriter, StreamEncoder
 from ..core.headers import MISSING
 from ..core.lifecycle import LifecycleTracker
 from ..core.streams import _Tracker
-from ..core.table_decoder import LifecyclePolicy, TableDecoder
+from ..core.table_decoder import DiscreteHook, LifecyclePolicy, TableDecoder
 from ..core.table_encoder import TableEncoderCore
 from ..core.types import CodecMessage
 from . import reducer
@@ -57,7 +57,9 @@ def decode_lifecycle() -> LifecyclePolicy:
 
     A stream start (or a discrete ``tool-input``) of a run with no ``start`` / ``start-step`` on the
     wire yet is preceded by them; ``finish-step`` re-arms ``start-step``; ``finish`` / ``error`` /
-    ``abort`` forget the run.
+    ``abort`` forget the run. Runs are tracked per publisher (the wire's Ably ``clientId``), each
+    publisher's bounded on its own (:mod:`~ai_transport.codec.core.lifecycle`): another publisher's
+    wires never change what one publisher's run is repaired with.
     """
 
     def start(ctx: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -66,26 +68,26 @@ def decode_lifecycle() -> LifecyclePolicy:
 
     tracker = LifecycleTracker([("start", start), ("start-step", lambda ctx: [{"type": "start-step"}])])
 
-    def mark(key: str) -> Callable[[str, Mapping[str, Any]], list[dict[str, Any]]]:
-        def on(run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
-            tracker.mark_emitted(run_id, key)
+    def mark(key: str) -> DiscreteHook:
+        def on(publisher: str | None, run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
+            tracker.mark_emitted(publisher, run_id, key)
             return []
 
         return on
 
-    def reset_step(run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
-        tracker.reset_phase(run_id, "start-step")
+    def reset_step(publisher: str | None, run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
+        tracker.reset_phase(publisher, run_id, "start-step")
         return []
 
-    def clear(run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
-        tracker.clear_scope(run_id)
+    def clear(publisher: str | None, run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
+        tracker.clear_scope(publisher, run_id)
         return []
 
-    def ensure(run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
-        return tracker.ensure_phases(run_id, {"messageId": F_MESSAGE_ID.read(codec)})
+    def ensure(publisher: str | None, run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return tracker.ensure_phases(publisher, run_id, {"messageId": F_MESSAGE_ID.read(codec)})
 
-    def on_stream_start(run_id: str, stream: _Tracker) -> list[dict[str, Any]]:
-        return ensure(run_id, stream.codec)
+    def on_stream_start(publisher: str | None, run_id: str, stream: _Tracker) -> list[dict[str, Any]]:
+        return ensure(publisher, run_id, stream.codec)
 
     return LifecyclePolicy(
         {
