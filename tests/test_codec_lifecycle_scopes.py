@@ -121,6 +121,26 @@ async def test_a_flood_of_fake_runs_leaves_the_agents_message_as_it_is_without_i
 # -- the decoder ------------------------------------------------------------------------------
 
 
+def _as_int_action(wire: dict[str, Any]) -> dict[str, Any]:  # Ably's integer action: the general read
+    return {**wire, "action": 0}
+
+
+def _as_ably_message(wire: dict[str, Any]) -> Any:  # an ably-python Message: ``client_id``
+    from ably.types.message import Message, MessageAction
+
+    return Message(
+        name=wire["name"],
+        data=wire["data"],
+        extras=wire["extras"],
+        serial=wire["serial"],
+        action=MessageAction.MESSAGE_CREATE,
+        client_id=wire.get("clientId"),
+    )
+
+
+FORMS = {"dict": lambda wire: wire, "int action": _as_int_action, "ably Message": _as_ably_message}
+
+
 def _wire(serial: int, client_id: str | None, run_id: str, codec: dict[str, Any], stream: bool) -> dict[str, Any]:
     transport: dict[str, Any] = {"run-id": run_id, "codec-message-id": f"cm-{run_id}", "stream": "false"}
     if stream:
@@ -141,23 +161,28 @@ def _text_start(serial: int, client_id: str | None, run_id: str, text_id: str) -
     return _wire(serial, client_id, run_id, {"kind": "text", "id": text_id}, stream=True)
 
 
+@pytest.mark.parametrize("form", sorted(FORMS))
 @pytest.mark.parametrize("agent", ["agent", None])  # a named publisher, the anonymous one
 def test_the_decoder_keeps_a_publishers_run_whatever_another_publishes(
-    monkeypatch: pytest.MonkeyPatch, agent: str | None
+    monkeypatch: pytest.MonkeyPatch, agent: str | None, form: str
 ) -> None:
     monkeypatch.setattr(lifecycle, "MAX_SCOPES", SMALL)
     decoder = UIMessageCodec.create_decoder()
-    decoder.decode(_wire(1, agent, "run", {"kind": "start", "messageId": "m1"}, stream=False))
-    decoder.decode(_wire(2, agent, "run", {"kind": "start-step"}, stream=False))
-    assert decoder.decode(_text_start(3, agent, "run", "t1")).outputs == [{"type": "text-start", "id": "t1"}]
-    floods = [decoder.decode(_text_start(10 + i, "mallory", f"fake-{i}", "x")).outputs for i in range(FLOOD)]
+
+    def decode(wire: dict[str, Any]) -> Any:  # the wire in ``form``
+        return decoder.decode(FORMS[form](wire))
+
+    decode(_wire(1, agent, "run", {"kind": "start", "messageId": "m1"}, stream=False))
+    decode(_wire(2, agent, "run", {"kind": "start-step"}, stream=False))
+    assert decode(_text_start(3, agent, "run", "t1")).outputs == [{"type": "text-start", "id": "t1"}]
+    floods = [decode(_text_start(10 + i, "mallory", f"fake-{i}", "x")).outputs for i in range(FLOOD)]
     # the flood's own runs are repaired as 0.8.0 repairs them (a pre-roll each) ...
     assert all([e["type"] for e in out] == ["start", "start-step", "text-start"] for out in floods)
     # ... and the agent's run streams on with no pre-roll
-    assert decoder.decode(_text_start(99, agent, "run", "t2")).outputs == [{"type": "text-start", "id": "t2"}]
+    assert decode(_text_start(99, agent, "run", "t2")).outputs == [{"type": "text-start", "id": "t2"}]
     # another publisher's finish names the agent's run but ends only its own scope of it
-    decoder.decode(_wire(100, "mallory", "run", {"kind": "finish"}, stream=False))
-    assert decoder.decode(_text_start(101, agent, "run", "t3")).outputs == [{"type": "text-start", "id": "t3"}]
+    decode(_wire(100, "mallory", "run", {"kind": "finish"}, stream=False))
+    assert decode(_text_start(101, agent, "run", "t3")).outputs == [{"type": "text-start", "id": "t3"}]
 
 
 def test_the_decoder_repairs_a_flooding_publishers_evicted_run_again(monkeypatch: pytest.MonkeyPatch) -> None:
