@@ -10,12 +10,17 @@ each change to their subscribers (views, steer trackers, agent runs, the supervi
 * :class:`OutputChanged` — a fold into one node (its projection may have changed): which node
   (``run_id`` / ``input_codec_message_id``), the wire's ``codec_message_id`` and ``serial``, the
   decoded ``events`` and ``inputs``, and the step / steer stamps the wire carried. Reported per
-  model delta: a slotted frozen dataclass holding the decoder's lists as they are (no copies).
+  model delta: a slotted dataclass holding the decoder's lists as they are (no copies).
 * :class:`RunFolded` — a run lifecycle event folded into the tree (live, from history, or a run's
   own local start).
 * :class:`WireFolded` — a wire the tree folded (``refold``: into the shadow tree of a refold,
   which the views do not read yet).
 * :class:`Replaced` — the tree adopted a refold (views update once, whatever changed).
+
+The three made per wire (:class:`OutputChanged`, :class:`RunFolded`, :class:`WireFolded`) are
+read-only by contract, not frozen: a frozen dataclass's ``__init__`` sets each field through
+``object.__setattr__`` (~1 us for OutputChanged's nine, five times a plain slot's), and a history
+fold makes one or two a wire. They hash and compare by value as the frozen ones do.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ class TreeChanged:
     """The tree's structure changed (reported as the one :data:`TREE_CHANGED`)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class OutputChanged:
     """A fold into the node ``run_id`` (a run) or ``input_codec_message_id`` (a prompt); see the
     module docstring. ``events`` / ``inputs`` are the decoder's own lists (read, never mutate)."""
@@ -61,14 +66,14 @@ class OutputChanged:
     steer_codec_message_ids: Sequence[str] | None = None
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class RunFolded:
     """A run lifecycle event folded into the tree (any source)."""
 
     event: RunLifecycleEvent
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True, unsafe_hash=True)
 class WireFolded:
     """A wire the tree folded (after its ``event-id`` was indexed); ``refold`` when it went into a
     refold's shadow tree."""

@@ -141,7 +141,7 @@ class Tampered(Skipped):
     problem: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by contract: one a wire (see .changes)
 class Folded:
     """A live wire the trust rules let through and the tree folded (a refusal by the tree's
     ownership ledger is a :class:`Skipped` besides)."""
@@ -149,7 +149,7 @@ class Folded:
     wire: Mapping[str, Any]
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by contract: one a wire (see .changes)
 class RunChanged:
     """A run lifecycle event folded (from ``wire``; ``live`` when it came from the subscription)."""
 
@@ -192,7 +192,7 @@ class CancelRequested:
     input_codec_message_id: str | None
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True, unsafe_hash=True)  # read-only by contract: one a wire (see .changes)
 class Seen:
     """The live subscription delivered a wire at ``serial`` (the highest so far): every earlier wire
     has been folded (delivery is in channel order)."""

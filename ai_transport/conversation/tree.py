@@ -890,11 +890,13 @@ class Tree(LifecycleFold, TreeOwnership):
         mid: str | None,
         version: str | None,
         streamed: bool,
+        gated: bool | None = None,
     ) -> None:
         """Log the wire's ``events`` on ``entry`` (:class:`WireLog`) and fold them into its projection:
         at the end when the wire is the node's latest, else by a refold (it landed before a later
         serial, or the node holds an optimistic fold); a re-delivery is dropped, a gated wire
-        (:meth:`_gated`) logged only. A serial-less (optimistic) wire folds without a log entry."""
+        (:meth:`_gated`; ``gated`` when the caller judged it already) logged only. A serial-less
+        (optimistic) wire folds without a log entry."""
         self.retention.record_activity(self._nodes, entry, self._wire.get("timestamp"))
         if serial is not None:
             if events:
@@ -909,7 +911,7 @@ class Tree(LifecycleFold, TreeOwnership):
                     else:
                         self._refold(entry)
                     return
-            if self._gated(entry, serial):
+            if self._gated(entry, serial) if gated is None else gated:
                 return
         elif events:
             entry.optimistic = True
@@ -1155,8 +1157,10 @@ class Tree(LifecycleFold, TreeOwnership):
             fenced = self._fenced(entry, serial)  # (judged once: folding the wire moves no fence)
             if fenced and published and serial not in self._fence_reported:
                 self._report_fenced(entry, [serial])
-        self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true")
-        if serial is not None and (fenced or self._is_gated(entry, serial)):
+        # (logging the wire moves neither a fence nor a step attempt: judged once, before)
+        gated = serial is not None and (fenced or self._is_gated(entry, serial))
+        self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true", gated)
+        if gated:
             return structural  # a superseded step attempt (or a fenced holder's): logged, not folded, not announced
         stamp = headers.get(H_STEER_CODEC_MESSAGE_IDS)
         self._report(
