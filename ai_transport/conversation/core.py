@@ -531,12 +531,15 @@ class Conversation:
         muted, self._muted = self._muted, frozenset(mute)
         tree = self.applier.tree
         deferred, tree.page_folding = tree.page_folding, True  # fences settled once a page
+        # (a refold's shadow tree reports its wires whatever is muted: a run locating its trigger)
+        reported, tree.wires_reported = tree.wires_reported, tree is not self.tree or WireFolded not in self._muted
         try:
             receive = self.receive_history
             for wire in wires:
                 receive(wire)
         finally:
             tree.page_folding = deferred
+            tree.wires_reported = reported
             if not deferred:
                 tree.settle_fences()
             self._muted = muted

@@ -244,6 +244,9 @@ class Tree(LifecycleFold, TreeOwnership):
         #: not per wire (a page of a contested run's older renewals costs one refold of its keys),
         #: and a node an older wire lands on is refolded once it is read, not per wire (:meth:`_stale`).
         self.page_folding = False
+        #: Whether :meth:`emit_ably_message` reports :class:`~.changes.WireFolded` (the core turns
+        #: it off while a history page folds with that change muted: one record a wire less).
+        self.wires_reported = True
         #: Nodes whose projection waits for a refold (an older wire landed on them while a page
         #: folded): refolded on their first read (:meth:`messages_of`), or before their log is
         #: swept. A run spread over many pages, read newest page first, was refolded from its start
@@ -1198,7 +1201,8 @@ class Tree(LifecycleFold, TreeOwnership):
         event_id = headers.get(H_EVENT_ID)
         if event_id is not None and isinstance(event_id, str):  # (most wires carry none)
             self.claim_event_id(event_id, message)
-        self._report(WireFolded(message))
+        if self.wires_reported:
+            self._report(WireFolded(message))
 
     def claim_event_id(self, event_id: str, message: Mapping[str, Any]) -> None:
         """``message`` claims ``event_id``: the id belongs to its first publisher in channel serial
