@@ -52,7 +52,7 @@ import heapq
 import json
 from bisect import insort
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from .._shapes import MAPPING
@@ -226,13 +226,29 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
     )
 
 
+def _renewed(holding: Holding, renewed_at: float, renewed_serial: str) -> Holding:
+    """``holding`` renewed (``dataclasses.replace`` without its introspection: one a renewal)."""
+    return Holding(
+        holding.claimant,
+        holding.since,
+        renewed_at,
+        renewed_serial,
+        holding.done,
+        holding.takeover,
+        holding.handoff,
+        holding.poison,
+        holding.connection_id,
+        holding.publisher,
+    )
+
+
 def _step(holding: Holding | None, w: LeaseWire | Poison, key: str, lease_ms: float) -> Holding | None:
     """One wire of the holder rule folded into ``holding`` (the key's holder before it)."""
     if isinstance(w, Poison):
         if holding is None or lapsed(holding, w.timestamp, lease_ms):
             holding = Holding("?" + w.serial, w.serial, w.timestamp, w.serial, poison=w.serial, publisher=w.publisher)
-        elif not holding.done:  # perhaps the holder's own renewal: it may extend, never shorten
-            holding = replace(holding, renewed_at=max(holding.renewed_at, w.timestamp))
+        elif not holding.done and w.timestamp > holding.renewed_at:  # perhaps the holder's own renewal:
+            holding = _renewed(holding, w.timestamp, holding.renewed_serial)  # it may extend, never shorten
         return holding
     if key not in w.keys:
         return holding
@@ -254,15 +270,17 @@ def _step(holding: Holding | None, w: LeaseWire | Poison, key: str, lease_ms: fl
     ):
         # a renewal (or the restatement of a rewritten claim) counts only from the identity that
         # published the holder's claim: the claimant named in the data is the wire's own say
-        holding = replace(
-            holding,
-            claimant=w.claimant,
-            renewed_at=max(holding.renewed_at, w.timestamp),
-            renewed_serial=w.serial,
-            done=w.done,
-            handoff=w.handoff,
-            poison=None,
-            connection_id=w.connection_id or holding.connection_id,
+        holding = Holding(
+            w.claimant,
+            holding.since,
+            max(holding.renewed_at, w.timestamp),
+            w.serial,
+            w.done,
+            holding.takeover,
+            w.handoff,
+            None,
+            w.connection_id or holding.connection_id,
+            holding.publisher,
         )
     elif lapsed(holding, w.timestamp, lease_ms):
         holding = Holding(
