@@ -544,6 +544,12 @@ class Conversation:
                 tree.settle_fences()
             self._muted = muted
 
+    def settle_history(self) -> None:
+        """A history fold paused (its reader stopped paging): what its pages left to the first
+        read of a run (the outputs its lease wires fence, :meth:`~.tree.Tree.settle_deferred_fences`)
+        is settled and reported now (never raises)."""
+        self.tree.settle_deferred_fences()
+
     def fold(self, message: Any) -> None:
         """Fold one wire through the trust rules and the tree only (no history integrity check, no
         live-only step; never raises)."""

@@ -255,6 +255,13 @@ class Tree(LifecycleFold, TreeOwnership):
         #: Per run whose lease wires landed since the last settle: whether each of its output
         #: serials was fenced when last judged (its fold follows that judgement).
         self._fence_pending: dict[str, dict[str, bool]] = {}
+        #: Runs whose lease wires a history page folded (:attr:`page_folding`): what they change of
+        #: the fenced outputs is settled once, when the run is read (:meth:`_settle_stale`), not per
+        #: page (judging it folds the holder rule of the run's keys from their start: a tenure of n
+        #: renewals read newest page first cost n / page refolds of it).
+        self._fence_touched: set[str] = set()
+        #: The stale nodes (:attr:`_stale`) whose refold reports their fenced outputs too.
+        self._fence_deferred: set[str] = set()
 
     def adopt(self, shadow: Tree) -> None:
         """Take every node and index of ``shadow`` in one step (the refold after a loss of channel
@@ -323,6 +330,10 @@ class Tree(LifecycleFold, TreeOwnership):
 
     def messages_of(self, node: Node) -> list[Any]:
         """``codec.get_messages`` of the node's projection (cached until the node folds again)."""
+        if self._fence_deferred and node.key in self._fence_deferred:  # (refusals a page left to this read)
+            entry = self._nodes.get(node.key)
+            if entry is not None and entry.node is node and self._stale.get(node.key) is not entry:
+                self._report_deferred_fence(entry)  # (a stale node's refold below reports them)
         cached = node.messages_cache
         if cached is not None and cached[0] == node.fold_version:
             return cached[1]
@@ -809,6 +820,12 @@ class Tree(LifecycleFold, TreeOwnership):
                 fence.note(message, parsed)  # no output of the run folded yet: nothing to fence
                 return
             key = found.node.key
+            if self.page_folding and key not in pending:  # judged when the run is read (_fence_touched)
+                contested = fence.contested(parsed.run_id)
+                fence.note(message, parsed)
+                if contested or fence.contested(parsed.run_id):
+                    self._fence_touched.add(key)
+                return
             if key not in pending:
                 if not fence.contested(parsed.run_id):  # one connection's lease wires fence nothing
                     fence.note(message, parsed)
@@ -820,6 +837,10 @@ class Tree(LifecycleFold, TreeOwnership):
                     fence.note(message, parsed)
             else:
                 fence.note(message, parsed)
+        elif isinstance(parsed, Poison) and self.page_folding:  # any run may change: judged when read
+            self._fence_touched.update(e.node.key for e in self._nodes.values() if e.publishers)
+            fence.note(message, parsed)
+            return
         elif isinstance(parsed, Poison):  # any run may change
             for entry in self._nodes.values():
                 if entry.publishers and entry.node.key not in pending:
@@ -834,6 +855,13 @@ class Tree(LifecycleFold, TreeOwnership):
     def settle_fences(self) -> None:
         """Refold and announce each run whose fenced outputs the lease wires folded since the last
         settle changed (a re-delivery, a renewal or another run's wire changes nothing)."""
+        touched, self._fence_touched = self._fence_touched, set()
+        for key in touched:  # (a history page's: refolded and reported once read)
+            entry = self._nodes.get(key)
+            if entry is not None and key not in self._fence_pending:
+                self._fence_deferred.add(key)
+                self._mark_stale(entry)
+                self._report(OutputChanged(key, None, None, None, (), ()))
         pending, self._fence_pending = self._fence_pending, {}
         for key, judged in pending.items():
             entry = self._nodes.get(key)
@@ -848,6 +876,7 @@ class Tree(LifecycleFold, TreeOwnership):
     def _refold(self, entry: _Internal) -> None:
         self._stale.pop(entry.node.key, None)
         self._replay(entry)
+        self._report_deferred_fence(entry)
         entry.node.fold_version += 1
         self._folded.append(entry.node)
         self._folds += 1
@@ -864,6 +893,25 @@ class Tree(LifecycleFold, TreeOwnership):
         if self._stale.get(entry.node.key) is entry:
             del self._stale[entry.node.key]
             self._replay(entry)
+            self._report_deferred_fence(entry)
+
+    def settle_deferred_fences(self) -> None:
+        """Refold and report now every run whose fenced outputs a history page left to its read
+        (:attr:`_fence_deferred`): a history fold paused, so its refusals are known at once."""
+        for key in list(self._fence_deferred):
+            entry = self._nodes.get(key)
+            if entry is not None and self._stale.get(key) is entry:
+                self._settle_stale(entry)
+            elif entry is not None:
+                self._report_deferred_fence(entry)
+            else:
+                self._fence_deferred.discard(key)
+
+    def _report_deferred_fence(self, entry: _Internal) -> None:
+        """After a refold: report the outputs a history page's lease wires fenced (:attr:`_fence_deferred`)."""
+        if self._fence_deferred and entry.node.key in self._fence_deferred:
+            self._fence_deferred.discard(entry.node.key)
+            self._report_fenced(entry, list(entry.publishers))
 
     def settle(self) -> None:
         """Make every stale projection now (a reader of ``node.projection`` itself calls this first)."""
@@ -1159,7 +1207,10 @@ class Tree(LifecycleFold, TreeOwnership):
                     entry.publishers[serial] = (conn, serial)
             fenced = self._fenced(entry, serial)  # (judged once: folding the wire moves no fence)
             if fenced and published and serial not in self._fence_reported:
-                self._report_fenced(entry, [serial])
+                if self.page_folding:  # an older page may yet un-fence it: reported when the run is read
+                    self._fence_deferred.add(entry.node.key)
+                else:
+                    self._report_fenced(entry, [serial])
         # (logging the wire moves neither a fence nor a step attempt: judged once, before)
         gated = serial is not None and (fenced or self._is_gated(entry, serial))
         self._record_and_fold(entry, events, serial, cmid, version, headers.get(H_STREAM) == "true", gated)

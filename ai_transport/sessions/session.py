@@ -107,7 +107,13 @@ class SessionCore:
         )
         self.tree = self.core.tree
         self.hydrator = HistoryHydrator(
-            channel, self.core.applier, self._on_history_page, history_page_size, history_retries, history_backoff
+            channel,
+            self.core.applier,
+            self._on_history_page,
+            history_page_size,
+            history_retries,
+            history_backoff,
+            self._on_history_paused,
         )
         self._connected = False
         self._closed = False
@@ -253,6 +259,14 @@ class SessionCore:
             )
         try:
             self.core.receive_history_page(wires, mute)
+        finally:
+            self._dispatch()
+
+    def _on_history_paused(self) -> None:
+        """A history fold stopped paging (the hydrators' pause sink): settle what its pages left to
+        a run's first read, then dispatch what that changed."""
+        try:
+            self.core.settle_history()
         finally:
             self._dispatch()
 

@@ -87,10 +87,12 @@ class HistoryHydrator:
         page_size: int = DEFAULT_HISTORY_PAGE_SIZE,
         retries: int = 3,
         backoff: float = 0.1,
+        on_pause: Callable[[], None] | None = None,
     ) -> None:
         self._channel = channel
         self._applier = applier
         self._on_page = on_page
+        self._on_pause = on_pause
         self._page_size = page_size
         self._retries = retries
         self._backoff = backoff
@@ -117,7 +119,7 @@ class HistoryHydrator:
     def spawn(self, applier: WireApplier) -> HistoryHydrator:
         """A fresh hydrator (newest page first) over the same channel, settings and page sink."""
         return HistoryHydrator(
-            self._channel, applier, self._on_page, self._page_size, self._retries, self._backoff
+            self._channel, applier, self._on_page, self._page_size, self._retries, self._backoff, self._on_pause
         )
 
     def pause(self) -> None:
@@ -200,38 +202,47 @@ class HistoryHydrator:
         return list(page.items) if page is not None else None
 
     async def fold_until(self, should_stop: Callable[[], bool]) -> bool:
-        """Fold older pages until ``should_stop()`` or history is exhausted; returns exhausted."""
+        """Fold older pages until ``should_stop()`` or history is exhausted; returns exhausted.
+        ``on_pause()`` (the session's) runs once it stops, when it folded a page."""
         async with self._lock:
-            while not should_stop():
-                if self._resumed is not None:
-                    await self._resumed.wait()
-                    continue
-                if self._exhausted:
-                    break
-                generation = self._generation
-                items = await self._next_items()
-                if generation != self._generation:
-                    continue  # paused or reset while the page was in flight: it belongs to the old attach
-                if items is None:
-                    self._exhausted = True
-                    break
-                self._folding = True
-                self.pages_folded += 1
-                collecting = gc.isenabled()
+            folded = self.pages_folded
+            try:
+                return await self._fold_until(should_stop)
+            finally:
+                if self._on_pause is not None and self.pages_folded != folded:
+                    self._on_pause()
+
+    async def _fold_until(self, should_stop: Callable[[], bool]) -> bool:
+        while not should_stop():
+            if self._resumed is not None:
+                await self._resumed.wait()
+                continue
+            if self._exhausted:
+                break
+            generation = self._generation
+            items = await self._next_items()
+            if generation != self._generation:
+                continue  # paused or reset while the page was in flight: it belongs to the old attach
+            if items is None:
+                self._exhausted = True
+                break
+            self._folding = True
+            self.pages_folded += 1
+            collecting = gc.isenabled()
+            if collecting:
+                gc.disable()  # one page folds with no await: see the module docstring
+            try:
+                items.reverse()  # the page's own list (a copy of the page's items): oldest first
+                self._on_page(items)
+            finally:
+                self._folding = False
                 if collecting:
-                    gc.disable()  # one page folds with no await: see the module docstring
-                try:
-                    items.reverse()  # the page's own list (a copy of the page's items): oldest first
-                    self._on_page(items)
-                finally:
-                    self._folding = False
-                    if collecting:
-                        gc.enable()
-                if generation == self._generation and (
-                    self._page is None or (self._first_yielded and not self._page.has_next())
-                ):
-                    self._exhausted = True
-                await asyncio.sleep(0)  # one loop turn per page: a long fold never starves readers
+                    gc.enable()
+            if generation == self._generation and (
+                self._page is None or (self._first_yielded and not self._page.has_next())
+            ):
+                self._exhausted = True
+            await asyncio.sleep(0)  # one loop turn per page: a long fold never starves readers
         return self._exhausted
 
 
