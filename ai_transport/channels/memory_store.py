@@ -61,15 +61,19 @@ class _Stored:
 
     def __init__(self, aggregate: dict[str, Any]) -> None:
         self.aggregate = aggregate
-        self._plan = _copy_plan(aggregate)
+        self._plan: tuple[tuple[str, Callable[[Any], Any]], ...] | None = None
 
     def changed(self) -> None:
-        """The aggregate got a new version: plan its copies again."""
-        self._plan = _copy_plan(self.aggregate)
+        """The aggregate got a new version: its copies are planned again, on the next one (a
+        streamed message gets a version per append, and most are never read from the store)."""
+        self._plan = None
 
     def copy(self) -> InboundMessage:
         """A copy of the aggregate (what :func:`_copy_message` makes), by the plan made for it."""
-        return _follow_plan(self.aggregate, self._plan)
+        plan = self._plan
+        if plan is None:
+            plan = self._plan = _copy_plan(self.aggregate)
+        return _follow_plan(self.aggregate, plan)
 
 
 class _ChannelState:
@@ -238,5 +242,11 @@ def _follow_plan(msg: Mapping[str, Any], plan: tuple[tuple[str, Callable[[Any], 
 
 
 def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
-    """A copy of ``msg`` whose containers are its own (:func:`_copy_plan`, made for this copy)."""
-    return _follow_plan(msg, _copy_plan(msg))
+    """A copy of ``msg`` whose containers are its own (one copy: no :func:`_copy_plan`, which pays
+    only for a stored aggregate copied again and again)."""
+    out = dict(msg)
+    for key in ("extras", "version", "data"):
+        value = out.get(key)
+        if value is not None and (type(value) in _NESTED_TYPES or isinstance(value, _NESTED)):
+            out[key] = _json_copy(value)
+    return out  # type: ignore[return-value]
