@@ -342,6 +342,26 @@ def test_a_stored_aggregate_copies_as_the_checked_copy_does(fields: dict[str, An
     assert stored.copy() == _copy_message(stored.aggregate)
 
 
+def _scalars_shared(a: Any, b: Any) -> bool:
+    """True when every scalar inside the dicts and lists of ``a`` is the very object ``b`` holds there."""
+    if type(a) is dict:
+        return list(a) == list(b) and all(_scalars_shared(v, b[k]) for k, v in a.items())
+    if type(a) is list:
+        return all(_scalars_shared(x, y) for x, y in zip(a, b, strict=True))
+    return type(a) not in (str, int, float, bool, bytes, type(None)) or a is b
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=_VALUE | _FIELD)
+def test_a_json_copy_is_the_value_rebuilt_with_no_container_shared(value: Any) -> None:
+    from ai_transport.channels.memory_store import _json_copy
+
+    got = _json_copy(value)
+    assert _typed(got) == _typed(value)  # the same entries, in the same order, of the same types
+    assert not _shared_containers(value, got)  # every dict, list, bytearray its own
+    assert _scalars_shared(value, got)  # scalars are never copied
+
+
 async def test_history_and_get_message_follow_every_new_version() -> None:
     hub = InProcessHub()
     pub = hub.channel("c", client_id="p")
