@@ -69,11 +69,15 @@ class _Stored:
         self._plan = None
 
     def copy(self) -> InboundMessage:
-        """A copy of the aggregate (what :func:`_copy_message` makes), by the plan made for it."""
+        """A copy of the aggregate (what :func:`_copy_message` makes), by the plan made for it: the
+        top level copied, each planned value copied its way, the rest shared (scalars)."""
         plan = self._plan
         if plan is None:
             plan = self._plan = _copy_plan(self.aggregate)
-        return _follow_plan(self.aggregate, plan)
+        out = dict(self.aggregate)
+        for key, copy_value in plan:
+            out[key] = copy_value(out[key])
+        return out  # type: ignore[return-value]
 
 
 class _ChannelState:
@@ -225,7 +229,7 @@ def _is_envelope(extras: Any) -> bool:
 
 
 def _copy_plan(msg: Mapping[str, Any]) -> tuple[tuple[str, Callable[[Any], Any]], ...]:
-    """How a copy of ``msg`` copies its nested values (:func:`_follow_plan`): ``(key, copy)`` for each
+    """How a copy of ``msg`` copies its nested values (:meth:`_Stored.copy`): ``(key, copy)`` for each
     of ``extras``, ``version`` and ``data`` that is a container — a flat object copied in C, the AI
     envelope by :func:`_copy_envelope`, anything else by :func:`_json_copy`. A stored aggregate keeps
     its plan (its shape only changes with a new version), so its copies make none of these checks."""
@@ -241,15 +245,6 @@ def _copy_plan(msg: Mapping[str, Any]) -> tuple[tuple[str, Callable[[Any], Any]]
         else:
             plan.append((key, _json_copy))
     return tuple(plan)
-
-
-def _follow_plan(msg: Mapping[str, Any], plan: tuple[tuple[str, Callable[[Any], Any]], ...]) -> InboundMessage:
-    """A copy of ``msg`` made by its :func:`_copy_plan`: the top level copied, each planned value
-    copied its way, the rest shared (scalars)."""
-    out = dict(msg)
-    for key, copy_value in plan:
-        out[key] = copy_value(out[key])
-    return out  # type: ignore[return-value]
 
 
 def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:
