@@ -155,7 +155,9 @@ def _clone(v: Any) -> Any:
     out = v.copy()  # then only the nested containers are cloned (no call per scalar)
     for k, x in (v.items() if t is dict else enumerate(v)):
         if type(x) is dict or type(x) is list:
-            out[k] = _clone(x)
+            # an empty container's clone is its copy (the empty "content" / "annotations" /
+            # "logprobs" of every item and part the reducer clones): no call for it
+            out[k] = _clone(x) if x else x.copy()
     return out
 
 
