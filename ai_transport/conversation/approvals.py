@@ -62,7 +62,7 @@ def declared_call_id(message: Mapping[str, Any]) -> str | None:
         return None
     try:
         item = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than the parser goes: malformed too)
         return None
     call_id = item.get("call_id") if isinstance(item, dict) else None
     return call_id if isinstance(call_id, str) and call_id else None

@@ -39,7 +39,7 @@ def parse_steer_stamp(value: Any) -> list[str] | None:
         return None
     try:
         parsed = json.loads(value) if isinstance(value, str) else None
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than the parser goes: malformed too)
         parsed = None
     if not isinstance(parsed, list):
         logger.warning("ignored malformed steer-codec-message-ids header %r", value)

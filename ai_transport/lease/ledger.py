@@ -203,7 +203,7 @@ def _checked_body(data: Any) -> _Body | None:
     checked field by field; None when malformed."""
     try:
         body: Any = json.loads(data) if isinstance(data, (str, bytes)) else data
-    except ValueError:
+    except (ValueError, RecursionError):  # (nested deeper than the parser goes: malformed too)
         return None
     if not isinstance(body, MAPPING):
         return None
