@@ -42,10 +42,19 @@
   (collector off 21-23 / 25-32 us), calls per history message 228 / 219 -> 163 / 154. The target
   (<= 20 us) is still not reached: what is left is spread over the tree fold (~35%), the decoder
   and reducer (~15%), the core and admission, the in-process store's copies (~6%) and the young
-  collections between pages (~5 us a message: ~9 tracked objects survive per wire).
+  collections between pages (~5 us a message: ~9 tracked objects survive per wire). Then the
+  change records made per wire lost ``frozen`` (its ``__init__``: ~1 us each), an output's gating
+  is judged once, a lease body is decoded typed by msgspec, the in-process store's copies are made
+  in C and its copy plan is made on a stored message's first copy; instructions per history
+  message (callgrind, 1k) 173k -> ~149k; on a 2-core machine at load < 1 (two runs each): 1k
+  25.9 -> 24.5-24.8 us, 10k 28.7 -> 27.2-27.5 us (collector off 22.3 / 24.8 us). Still short of
+  the target.
 * **agent CPU per model delta** (target: no regression, ~40 us before): ``bench_fleet.py
   --in-process-only``'s measure (quiet machine, interleaved: the commit of the issue 40-47 us, before
-  this round 43-45, after 45-47 us: unchanged within noise).
+  this round 43-45, after 45-47 us: unchanged within noise). A later round found it 8% over the
+  commit before the issue (43.1-44.9 against 47.4-47.7 us, interleaved): the in-process store
+  planned the copies of a streamed message once per append; planned on its first copy now, 44.6
+  against 44.7 us (this benchmark's figure: min 40.0 us).
 
 * **history fold per wire of one long run / one long tenure** (target: flat): a fresh agent core
   folds, newest page first (pages of 100), a history holding one run of ``n`` answers (a long
@@ -57,7 +66,11 @@
   lease key once a page, a log entry placed by bisection, a step by bisection (a run of 1,200 steps:
   ~460 -> ~52 us a wire). Measured on a slower 2-core machine (load ~1, ``--long-sizes 1000,4000``):
   one run of n answers 97 / 124 us a wire, n renewals 51 / 183 us a wire (a refold of the lease key
-  a page is still quadratic over pages: 100x smaller).
+  a page is still quadratic over pages: 100x smaller). Then the holder rule's step stopped using
+  ``dataclasses.replace`` (~3x cheaper), and a history page only marks the runs its lease wires
+  touch: their fences are settled when the run is read or the history fold pauses, once
+  (``--long-sizes 1000,4000`` on a faster 2-core machine, load < 1, before -> after: one run of n answers 46-47 /
+  52-53 us a wire, n renewals 35.7 / 81.9 -> 11.6-12.4 / 12.0-12.3 us a wire: flat).
 
 Run: ``python benchmarks/bench_fold.py [--sizes 100,1000,10000] [--wake-sizes 1000,10000]
 [--live 50] [--repeat 3] [--modes junk,editchain,edit,editeach] [--long-sizes 1000,4000]``. Not a
