@@ -85,12 +85,16 @@ _KINDS = sorted(
     }
 )
 
+#: Values a JSON or msgpack decoder can hand over that the plain strategies never draw: a lone
+#: surrogate (``"\\ud800"`` in JSON, which JS stringifies), NaN and infinities (msgpack), integers
+#: past 64 bits and past any float (JSON), a long digit run.
+_ODD_VALUES = st.sampled_from(["\ud800", "a\udfffb", float("nan"), float("inf"), -float("inf"), 2**64, 10**400, "9" * 400])
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 2**60) | st.floats(allow_nan=False) | st.text(max_size=6),
+    st.none() | st.booleans() | st.integers(-5, 2**60) | st.floats(allow_nan=False) | st.text(max_size=6) | _ODD_VALUES,
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=6), inner, max_size=3),
     max_leaves=6,
 )
-words = st.sampled_from(_WORDS) | st.text(max_size=6)
+words = st.sampled_from(_WORDS) | st.text(max_size=6) | st.sampled_from(["\ud800", "x\udc00"])
 header_values = words | json_values
 header_maps = st.dictionaries(st.sampled_from(_HEADER_KEYS) | st.text(max_size=6), header_values, max_size=6)
 codec_maps = st.dictionaries(

@@ -57,7 +57,7 @@ def _tier_problem(ai: Mapping[Any, Any], tier: str) -> str | None:
         if not isinstance(key, str):
             return f"extras.ai.{tier} has a {type_name(key)} key"
         if not isinstance(value, str):
-            return f"extras.ai.{tier}[{key!r}] is {type_name(value)}, not a string"
+            return f"extras.ai.{tier}[{_shown(key)}] is {type_name(value)}, not a string"
     return None
 
 
@@ -96,6 +96,16 @@ class _Wire(msgspec.Struct, gc=False):
     extras: _Extras | None = None
 
 
+def _shown(value: Any, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters for a reason (never raises: an integer of more
+    digits than ``int`` prints, say, shows as its type)."""
+    try:
+        text = repr(value)
+    except Exception:
+        return type_name(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def _plainly_well_typed(message: Any) -> bool:
     """True when ``message`` has the common shape with every field checked exactly of its type
     (then :func:`_full_problem` finds nothing); False means "look closer", never "malformed".
@@ -108,8 +118,8 @@ def _plainly_well_typed(message: Any) -> bool:
         return False
     try:
         wire = _convert(message, _Wire)
-    except (msgspec.ValidationError, TypeError):
-        return False
+    except (msgspec.ValidationError, TypeError, ValueError):  # (ValueError: a lone surrogate, which
+        return False  # msgspec cannot encode; the full check takes it as the string it is)
     timestamp = wire.timestamp
     if timestamp is not None and type(timestamp) is not int and type(timestamp) is not float:
         return False
@@ -145,7 +155,7 @@ def _full_problem(message: Any) -> str | None:
             return f"{key} is {type_name(value)}, not a string"
     action = message.get("action")
     if action is not None and action_name(action) is None:
-        return f"action {action!r} is not an Ably message action"
+        return f"action {_shown(action)} is not an Ably message action"
     timestamp = message.get("timestamp")
     if timestamp is not None and not _is_number(timestamp):
         return f"timestamp is {type_name(timestamp)}, not a number"

@@ -234,6 +234,11 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         return "lease wire without a serial"
     if not isinstance(timestamp, (int, float)) or isinstance(timestamp, bool):
         return "lease wire without a timestamp"
+    if type(timestamp) is not float:
+        try:
+            timestamp = float(timestamp)
+        except OverflowError:  # (an integer past any float: no time)
+            return "lease wire without a timestamp"
     publisher = get("clientId")
     if publisher not in trusted_ids:
         return f"lease wire from untrusted client {publisher!r}"

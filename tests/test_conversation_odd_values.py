@@ -1,15 +1,20 @@
-"""JSON nested deeper than the parser goes, in any field the core parses (a lease wire's body, the
-steer stamp header, a function call's codec ``item``): the wire is malformed, skipped or read as
-absent, never raised (``json.loads`` raises ``RecursionError`` there, not ``ValueError``)."""
+"""Values past what a parser, a float or ``repr`` takes, wherever the core reads them: JSON nested
+deeper than the parser goes in a field the core parses (a lease wire's body, the steer stamp
+header, a function call's codec ``item``: ``json.loads`` raises ``RecursionError`` there, not
+``ValueError``), a lone surrogate in a header (msgspec cannot encode it), a lease timestamp past
+any float, an action of more digits than ``int`` prints. The wire is malformed, skipped or read
+as absent, never raised."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
 
 from ai_transport.codec import ResponsesCodec
 from ai_transport.conversation.core import Conversation
+from ai_transport.lease import lease_body
 
 DEEP = "[" * 5000 + "]" * 5000
 
@@ -26,6 +31,12 @@ def _output(serial: int, transport: dict[str, Any], codec: dict[str, Any]) -> di
 
 CASES = {
     "lease body": _wire(1, "ai-claim", data=DEEP),
+    "lease timestamp past any float": {
+        **_wire(1, "ai-claim", data=json.dumps(lease_body("run-1", ["run:run-1"], "claimant", "i"))),
+        "timestamp": 10**400,
+    },
+    "action of 5,000 digits": {**_wire(1, "ai-output", data="x"), "action": 10**5000},
+    "lone surrogate header": _output(1, {"parent": "\ud800"}, {"kind": "message"}),
     "steer stamp": _output(1, {"steer-codec-message-ids": DEEP}, {"kind": "message"}),
     "function call item": _output(1, {}, {"kind": "function_call_arguments", "item": DEEP}),
 }
