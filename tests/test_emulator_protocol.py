@@ -305,6 +305,34 @@ async def test_binary_transcoding_on_the_wire(emulator: Emulator) -> None:
         assert got[1] == {**got[1], "data": '{"a": 1}', "encoding": "json"}
 
 
+async def test_a_lone_surrogate_from_a_json_peer_reaches_a_msgpack_peer_as_a_replacement_character(
+    emulator: Emulator,
+) -> None:
+    """JSON can carry a lone surrogate (``"\\udfff"``, as ``JSON.stringify`` writes one) and
+    MessagePack cannot: a binary subscriber gets U+FFFD (what a UTF-8 encoder in JS makes of it), a
+    JSON one the surrogate itself, and the publisher's connection stays up (the fan-out failed, the
+    publisher got 1011 and no one got the message)."""
+    ch = unique_channel()
+    async with (
+        RawClient.connect(emulator.port, fmt="json") as pub,
+        RawClient.connect(emulator.port, fmt="json") as j,
+        RawClient.connect(emulator.port, fmt="msgpack") as m,
+    ):
+        await attach(j, ch)
+        await attach(m, ch)
+        frame = '{"action": 15, "channel": "%s", "msgSerial": 0, "messages": [{"name": "n\\ud800", "data": "a\\udfffb", "extras": {"headers": {"k": "\\ud800"}}}]}'
+        await pub.send_raw(frame % ch)
+        assert (await pub.recv_action(1))["msgSerial"] == 0
+        got_m = (await m.recv_action(15))["messages"][0]
+        assert (got_m["name"], got_m["data"], got_m["extras"]) == ("n\ufffd", "a\ufffdb", {"headers": {"k": "\ufffd"}})
+        got_j = (await j.recv_action(15))["messages"][0]
+        assert (got_j["name"], got_j["data"]) == ("n\ud800", "a\udfffb")
+        await pub.send({"action": 15, "channel": ch, "msgSerial": 1, "messages": [{"data": "next"}]})
+        assert (await pub.recv_action(1))["msgSerial"] == 1
+        assert (await m.recv_action(15))["messages"][0]["data"] == "next"
+    await assert_serving(emulator)
+
+
 async def test_rewind_frames_carry_the_attach_point_so_resuming_adds_no_duplicates(
     emulator: Emulator,
 ) -> None:

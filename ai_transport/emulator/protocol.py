@@ -184,8 +184,14 @@ def loads_json(raw: str | bytes) -> Any:
 
 
 def encode_msgpack(value: Any) -> bytes:
-    """MessagePack with ``bytes`` as ``bin`` and ``str`` as ``str`` (= ``msgpack.packb(use_bin_type=True)``)."""
-    return _MSGPACK_ENCODER.encode(value)
+    """MessagePack with ``bytes`` as ``bin`` and ``str`` as ``str`` (= ``msgpack.packb(use_bin_type=True)``).
+
+    A lone surrogate (which a JSON peer may send: ``"\\ud800"``) is encoded as U+FFFD, as a UTF-8
+    encoder in JS does, instead of failing the whole frame."""
+    try:
+        return _MSGPACK_ENCODER.encode(value)
+    except UnicodeEncodeError:
+        return _MSGPACK_ENCODER.encode(_without_lone_surrogates(value))
 
 
 def loads_msgpack(raw: bytes) -> Any:
@@ -219,8 +225,19 @@ def encode_frame(frame: dict[str, Any], fmt: str) -> bytes:
     ``"msgpack"`` gives a binary frame's payload, ``"json"`` a text frame's UTF-8 payload.
     """
     if fmt == "msgpack":
-        return _MSGPACK_ENCODER.encode(frame)
+        return encode_msgpack(frame)
     return encode_json(frame)
+
+
+def _without_lone_surrogates(value: Any) -> Any:
+    """``value`` with each lone surrogate of its strings (keys too) replaced by U+FFFD."""
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+    if isinstance(value, dict):
+        return {_without_lone_surrogates(k): _without_lone_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_without_lone_surrogates(v) for v in value]
+    return value
 
 
 def _split_encoding(encoding: Any) -> list[str]:
