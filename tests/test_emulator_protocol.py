@@ -333,6 +333,29 @@ async def test_a_lone_surrogate_from_a_json_peer_reaches_a_msgpack_peer_as_a_rep
     await assert_serving(emulator)
 
 
+async def test_an_integer_past_64_bits_from_a_json_peer_is_refused_with_40013(emulator: Emulator) -> None:
+    """JSON can carry an integer MessagePack cannot: stored, it broke every binary peer of the
+    channel (its history page failed, "can't serialize ints", and its live delivery). It is refused
+    at the door, and the channel goes on serving binary peers."""
+    ch = unique_channel()
+    async with (
+        RawClient.connect(emulator.port, fmt="json") as pub,
+        RawClient.connect(emulator.port, fmt="msgpack") as m,
+    ):
+        await attach(m, ch)
+        huge = "9" * 40
+        for i, field in enumerate(('"data": 18446744073709551616', f'"extras": {{"headers": {{"n": {huge}}}}}')):
+            await pub.send_raw(f'{{"action": 15, "channel": "{ch}", "msgSerial": {i}, "messages": [{{{field}}}]}}')
+            nack = await pub.recv_action(2)
+            assert nack["msgSerial"] == i and nack["error"]["code"] == 40013, nack
+            assert "64-bit" in nack["error"]["message"]
+        await pub.send({"action": 15, "channel": ch, "msgSerial": 2, "messages": [{"data": "fine", "extras": {"n": 2**63}}]})
+        assert (await pub.recv_action(1))["msgSerial"] == 2
+        got = (await m.recv_action(15))["messages"][0]
+        assert (got["data"], got["extras"]) == ("fine", {"n": 2**63})
+    await assert_serving(emulator)
+
+
 async def test_rewind_frames_carry_the_attach_point_so_resuming_adds_no_duplicates(
     emulator: Emulator,
 ) -> None:

@@ -247,12 +247,23 @@ def _split_encoding(encoding: Any) -> list[str]:
 
 
 def ingest_data(message: dict[str, Any], fmt: str) -> dict[str, Any]:
-    """Canonicalise ``data``/``encoding`` of an inbound message (in place, returned).
+    """Canonicalise ``data``/``encoding`` of an inbound message (in place, returned); 40013 when it
+    holds an integer outside the 64-bit range (a JSON peer's: MessagePack cannot carry it, and a
+    stored one broke every binary reader's history and live delivery of the channel).
 
     Binary becomes ``bytes`` with no transport ``base64`` step: a JSON peer's trailing ``base64``
     step is decoded; a msgpack ``bin`` is kept. Anything else (text, ``json``-encoded text,
     maps) is stored verbatim.
     """
+    if fmt != "msgpack":  # (a msgpack peer's integers fit already: its format has no others)
+        try:
+            encode_msgpack(message)
+        except OverflowError:
+            raise EmulatorError(
+                "message holds an integer outside the 64-bit range (MessagePack peers cannot receive it)",
+                40013,
+                400,
+            ) from None
     data = message.get("data")
     if isinstance(data, (bytearray, memoryview)):
         message["data"] = bytes(data)
