@@ -229,6 +229,37 @@ def encode_frame(frame: dict[str, Any], fmt: str) -> bytes:
     return encode_json(frame)
 
 
+def _js_key(key: Any) -> str:
+    """A map key as a JS object (Ably's) holds it: ``String(key)``."""
+    if isinstance(key, str):
+        return key
+    if key is None or isinstance(key, bool):
+        return {None: "null", True: "true", False: "false"}[key]
+    if isinstance(key, float) and key.is_integer() and abs(key) < 1e21:
+        return str(int(key))
+    if isinstance(key, (bytes, bytearray)):
+        return bytes(key).decode("utf-8", "replace")
+    return str(key)
+
+
+def _string_keys(value: Any) -> Any:
+    """``value`` with every map key a string as in JS (``value`` itself when all are): a
+    MessagePack peer may send integer, binary or other keys, which a reader decoding with string
+    keys only (ably-python's MessagePack) cannot take: stored as sent, they broke its history page."""
+    if isinstance(value, list):
+        items = [_string_keys(v) for v in value]
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    if not isinstance(value, dict):
+        return value
+    changed = False
+    out: dict[str, Any] = {}
+    for k, v in value.items():
+        key, inner = _js_key(k), _string_keys(v)
+        changed = changed or key is not k or inner is not v
+        out[key] = inner
+    return out if changed else value
+
+
 def _without_lone_surrogates(value: Any) -> Any:
     """``value`` with each lone surrogate of its strings (keys too) replaced by U+FFFD."""
     if isinstance(value, str):
@@ -255,7 +286,12 @@ def ingest_data(message: dict[str, Any], fmt: str) -> dict[str, Any]:
     step is decoded; a msgpack ``bin`` is kept. Anything else (text, ``json``-encoded text,
     maps) is stored verbatim.
     """
-    if fmt != "msgpack":  # (a msgpack peer's integers fit already: its format has no others)
+    if fmt == "msgpack":  # map keys other than strings (its format has them; JS has none)
+        for key in ("data", "extras"):
+            value = message.get(key)
+            if isinstance(value, (dict, list)):
+                message[key] = _string_keys(value)
+    else:  # (a msgpack peer's integers fit already: its format has no others)
         try:
             encode_msgpack(message)
         except OverflowError:
