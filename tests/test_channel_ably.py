@@ -237,3 +237,58 @@ def test_only_an_ably_exception_lends_its_code() -> None:
     assert closed.code == ErrorCode.INTERNAL_ERROR and "unable to publish" in str(closed)
     ably = _wrap_error(AblyException("denied", 401, 40160), "publish")
     assert (ably.code, ably.status_code) == (40160, 401) and "denied" in str(ably)
+
+
+async def test_a_message_the_sdk_cannot_decode_never_fails_a_history_page(emulator: Emulator) -> None:
+    """Another member publishes what ably-python cannot decode (``encoding: "vcdiff"``, which no
+    history reader has a decoder for; an unknown encoding; ``json`` over text that is not JSON).
+    The SDK's own page handler raised on the first (40019), so the page and every page after it
+    failed, and a fresh worker on the channel could never read its history again. The page now
+    carries it undecoded (its ``encoding`` kept), and every other message as ever."""
+    from support_emulator import RawClient
+
+    name = unique_name("undecodable")
+    pub = await AblyChannel.connect(name, client_id="p", **client_options(emulator))
+    (before,) = await pub.publish({"name": "n", "data": "before"})
+    odd = [{"data": "abc", "encoding": "vcdiff"}, {"data": "abc", "encoding": "weird"},
+           {"data": "not json {", "encoding": "json"}]
+    async with RawClient.connect(emulator.port, query="accessToken=raw&v=6&clientId=mallory") as raw:
+        for serial, fields in enumerate(odd):
+            await raw.send({"action": 15, "channel": name, "msgSerial": serial, "messages": [{"name": "x", **fields}]})
+            assert (await raw.recv_action(1))["msgSerial"] == serial
+    (after,) = await pub.publish({"name": "n", "data": "after"})
+    reader = await AblyChannel.connect(name, client_id="r", **client_options(emulator))
+    for limit in (1, 100):  # the odd messages alone on a page, and among the others
+        page = await reader.history(limit=limit, direction="forwards")
+        items = list(page.items)
+        while page.has_next():
+            page = await page.next()  # type: ignore[assignment]
+            items.extend(page.items)
+        assert [m["serial"] for m in items][0::4] == [before, after]
+        assert [(m["data"], m.get("encoding")) for m in items[1:4]] == [(f["data"], f["encoding"]) for f in odd]
+    await pub.close()
+    await reader.close()
+
+
+def test_a_history_item_with_fields_the_sdk_cannot_read_is_kept_without_them() -> None:
+    """A non-string ``name`` or ``id`` fails ably-python's ``Message`` (Ably refuses one with 40016,
+    the emulator too): read from a page anyway, the message is kept without the field, never
+    failing the page; an item that is no message at all is left out."""
+    from ai_transport.channels.ably_channel import _history_items
+
+    class Response:
+        def __init__(self, items: Any) -> None:
+            self.items = items
+
+        def to_native(self) -> Any:
+            return self.items
+
+    items = _history_items(Response([
+        {"id": "a", "name": "ok", "data": "1", "serial": "s1"},
+        {"id": 5, "name": 7, "data": "2", "serial": "s2", "clientId": "mallory"},
+        "not a message",
+        {"id": "c", "name": "ok", "data": "3", "serial": "s3"},
+    ]))
+    converted = [m if isinstance(m, dict) else from_ably_message(m) for m in items]
+    assert [m["data"] for m in converted] == ["1", "2", "3"]
+    assert "name" not in converted[1] and "id" not in converted[1] and converted[1]["clientId"] == "mallory"

@@ -356,6 +356,18 @@ async def test_an_integer_past_64_bits_from_a_json_peer_is_refused_with_40013(em
     await assert_serving(emulator)
 
 
+async def test_a_message_field_that_must_be_a_string_is_refused_otherwise(emulator: Emulator) -> None:
+    """As Ably: a non-string ``name`` is 40016, ``encoding`` 40013, ``id`` 40000 (no SDK can read
+    such a message: stored, it failed every ably-python reader's history page)."""
+    ch = unique_channel()
+    async with RawClient.connect(emulator.port) as pub:
+        for serial, (field, code) in enumerate((("name", 40016), ("encoding", 40013), ("id", 40000))):
+            await pub.send({"action": 15, "channel": ch, "msgSerial": serial, "messages": [{field: 5, "data": "x"}]})
+            nack = await pub.recv_action(2)
+            assert nack["error"]["code"] == code and field in nack["error"]["message"], nack
+    await assert_serving(emulator)
+
+
 async def test_map_keys_from_a_msgpack_peer_reach_everyone_as_strings(emulator: Emulator) -> None:
     """MessagePack has map keys of any type, JSON and JS objects (Ably's) only strings: a binary
     peer's integer, binary and null keys are stored as ``String(key)``. Stored as sent, they broke

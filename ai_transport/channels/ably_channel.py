@@ -25,7 +25,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, cast
 from urllib.parse import quote_plus, urlencode
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
@@ -151,12 +151,62 @@ def from_ably_message(msg: Any) -> InboundMessage:
     return out  # type: ignore[return-value]
 
 
+def _history_items(response: Any) -> list[Any]:
+    """The messages of a history response, each decoded on its own (the SDK's handler decodes
+    the page as one: a single message it cannot decode — another member's ``encoding: "vcdiff"``,
+    a non-string ``name`` or ``id`` — failed the whole page, and every page after it, so no
+    ably-python worker could wake up on the channel again). A message the SDK cannot decode is
+    kept undecoded (its ``encoding`` kept, fields of a wrong type dropped), as ably-js keeps one:
+    the session's trust rules then judge it as any other wire; one that cannot be read at all is
+    left out and logged."""
+    from ably.types.message import Message
+
+    items = response.to_native()
+    if not isinstance(items, list):
+        return list(Message.from_encoded_array(items))  # (what the SDK makes of it, errors and all)
+    out: list[Any] = []
+    for item in items:
+        try:
+            out.append(Message.from_encoded(item))
+        except Exception as exc:
+            kept = _undecoded(item, exc)
+            if kept is not None:
+                out.append(kept)
+    return out
+
+
+def _undecoded(item: Any, exc: Exception) -> InboundMessage | None:
+    """A history message the SDK could not decode, as an inbound dict of its raw fields."""
+    from ably.types.message import Message
+
+    if not isinstance(item, dict):
+        logger.warning("history item of type %s left out: %s", type(item).__name__, exc)
+        return None
+    raw = {k: v for k, v in item.items() if not (k in _TEXT_FIELDS and v is not None and not isinstance(v, str))}
+    encoding = raw.pop("encoding", None)
+    try:
+        out = from_ably_message(Message.from_encoded({**raw, "encoding": ""}))
+    except Exception as again:
+        logger.warning("history message %r left out (not decodable: %s; %s)", raw.get("id"), exc, again)
+        return None
+    if isinstance(encoding, str) and encoding:
+        out["encoding"] = encoding
+    logger.warning("history message %r kept undecoded: %s", raw.get("id"), exc)
+    return out
+
+
+#: The fields the SDK requires to be text when present (a message with another type fails to decode).
+_TEXT_FIELDS = frozenset(("id", "name", "clientId", "connectionId"))
+
+
 class AblyHistoryPage:
     """One page of Ably history, items converted to inbound dicts."""
 
     def __init__(self, result: Any) -> None:
         self._result = result
-        self.items: list[InboundMessage] = [from_ably_message(m) for m in result.items]
+        self.items: list[InboundMessage] = [
+            cast("InboundMessage", m) if isinstance(m, dict) else from_ably_message(m) for m in result.items
+        ]
 
     def has_next(self) -> bool:
         """True when another page exists (Ably sent a ``rel="next"`` link)."""
@@ -489,7 +539,6 @@ class AblyChannel(ListenerDelivery):
         attached), as ably-js ``history({untilAttach: true})`` does.
         """
         from ably.http.paginatedresult import PaginatedResult
-        from ably.types.message import make_message_response_handler
 
         check_history_args(limit, direction)
         params: dict[str, str] = {"direction": direction, "limit": str(limit)}
@@ -507,7 +556,7 @@ class AblyChannel(ListenerDelivery):
         path = f"/channels/{quote_plus(self.name, safe=':')}/messages?{urlencode(params)}"
         try:
             result = await PaginatedResult.paginated_query_with_request(
-                client.http, _history_request(client, path), make_message_response_handler(None)
+                client.http, _history_request(client, path), _history_items
             )
         except Exception as exc:
             raise _wrap_error(exc, "get history") from exc

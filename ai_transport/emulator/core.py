@@ -121,6 +121,10 @@ class EmulatorCore:
         for i, msg in enumerate(messages):
             if not isinstance(msg, dict):
                 raise EmulatorError(f"messages[{i}] is not a message object", 40000, 400)
+            for field, code in (("name", 40016), ("id", 40000), ("connectionId", 40000), ("encoding", 40013)):
+                value = msg.get(field)
+                if value is not None and not isinstance(value, str):  # (as Ably: the SDKs cannot read one)
+                    raise EmulatorError(f"messages[{i}].{field} must be a string", code, 400)
             ingest_data(msg, fmt)
             total += message_size(msg)
             action = msg.get("action")
