@@ -186,3 +186,36 @@ async def test_in_process_interrupt_delivers_no_presence_until_reattach() -> Non
     assert rec.messages[0]["action"] == "leave"
     for ch in (watcher, agent):
         await ch.close()
+
+
+@pytest.mark.parametrize(
+    "fields", [{"data": "abc", "encoding": "vcdiff"}, {"data": "{", "encoding": "json"}], ids=["vcdiff", "bad-json"]
+)
+async def test_a_member_whose_data_the_sdk_cannot_decode_never_stalls_presence(fields: dict[str, Any]) -> None:
+    """Another member enters with data ably-python cannot decode: the SDK raised in its transport
+    handler and dropped the SYNC holding it, so ``presence.get()`` hung for every ably-python
+    client of the channel. The member is listed with its data undecoded, the others as ever."""
+    import asyncio
+
+    from support_emulator import RawClient
+
+    from ai_transport.channels.ably_channel import AblyChannel
+    from ai_transport.emulator import Emulator, client_options
+
+    async with Emulator(port=0) as emu:
+        name = unique_name("presence-undecodable")
+        agent = await AblyChannel.connect(name, **client_options(emu, client_id="agent"))
+        await agent.presence.enter({"role": "agent"})
+        async with RawClient.connect(emu.port, query="accessToken=raw&v=6&clientId=mallory") as raw:
+            await raw.send({"action": 10, "channel": name})
+            await raw.recv_action(11)
+            await raw.send({"action": 14, "channel": name, "msgSerial": 0,
+                            "presence": [{"action": 2, "clientId": "mallory", **fields}]})
+            await raw.recv_action(1)
+            watcher = await AblyChannel.connect(name, **client_options(emu, client_id="watch"))
+            await watcher.attach()
+            members = await asyncio.wait_for(watcher.presence.get(), 10)
+            assert sorted(m["clientId"] for m in members) == ["agent", "mallory"]
+            assert next(m for m in members if m["clientId"] == "agent")["data"] == {"role": "agent"}
+            await watcher.close()
+        await agent.close()
