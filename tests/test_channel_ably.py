@@ -292,3 +292,24 @@ def test_a_history_item_with_fields_the_sdk_cannot_read_is_kept_without_them() -
     converted = [m if isinstance(m, dict) else from_ably_message(m) for m in items]
     assert [m["data"] for m in converted] == ["1", "2", "3"]
     assert "name" not in converted[1] and "id" not in converted[1] and converted[1]["clientId"] == "mallory"
+
+
+async def test_a_live_frame_holding_a_message_the_sdk_cannot_decode_loses_nothing(emulator: Emulator) -> None:
+    """Live, ably-python skipped every message of a frame in which one failed to decode (Ably
+    bundles messages into one frame): the frame's other messages were lost to every ably-python
+    subscriber. Each arrives now, the undecodable one undecoded (its ``encoding`` kept)."""
+    from support_emulator import RawClient
+
+    name = unique_name("undecodable-live")
+    sub = await AblyChannel.connect(name, client_id="s", **client_options(emulator))
+    rec = await subscribed(sub)
+    frame = [{"name": "a", "data": "first"}, {"name": "x", "data": "abc", "encoding": "vcdiff"},
+             {"name": "y", "data": "{", "encoding": "json"}, {"name": "b", "data": "last"}]
+    async with RawClient.connect(emulator.port, query="accessToken=raw&v=6&clientId=mallory") as raw:
+        await raw.send({"action": 15, "channel": name, "msgSerial": 0, "messages": frame})
+        assert (await raw.recv_action(1))["msgSerial"] == 0
+    got = await rec.wait_count(4)
+    assert [(m["name"], m["data"], m.get("encoding")) for m in got] == [
+        ("a", "first", None), ("x", "abc", "vcdiff"), ("y", "{", "json"), ("b", "last", None)
+    ]
+    await sub.close()

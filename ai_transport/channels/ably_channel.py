@@ -25,7 +25,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Sequence
-from typing import Any, cast
+from typing import Any
 from urllib.parse import quote_plus, urlencode
 
 from ..errors import AITransportError, ErrorCode, InvalidArgumentError, InvalidTypeError, type_name
@@ -151,14 +151,66 @@ def from_ably_message(msg: Any) -> InboundMessage:
     return out  # type: ignore[return-value]
 
 
+def tolerate_undecodable_messages() -> None:
+    """Make the SDK keep a message it cannot decode instead of raising, for the process (applied
+    on import; idempotent; a no-op without the SDK).
+
+    ably-python raised on another member's message it could not decode (``encoding: "vcdiff"``
+    with no delta decoder, ``json`` over text that is not JSON, a non-string ``name`` or ``id``):
+    live, every message of the frame holding it was skipped; in history, the page and every page
+    after it failed, so no fresh ably-python worker could wake up on the channel again. Such a
+    message is now kept undecoded, as ably-js keeps one: its data as received, its ``encoding``
+    kept, a field of a wrong type dropped; the session's trust rules then judge it as any other
+    wire. A delta that fails against its base (40018) still raises: the SDK recovers from that by
+    re-attaching.
+    """
+    try:
+        from ably.types.message import Message
+        from ably.util.exceptions import AblyException
+    except ImportError:  # pragma: no cover - the SDK is a dependency
+        return
+    original = Message.from_encoded
+    if getattr(original, "tolerant", False):
+        return
+
+    def from_encoded(obj: Any, cipher: Any = None, context: Any = None) -> Any:
+        try:
+            return original(obj, cipher, context)
+        except AblyException as exc:
+            if exc.code == 40018 or not isinstance(obj, dict):
+                raise
+            return _undecoded(obj, exc)
+        except Exception as exc:
+            if not isinstance(obj, dict):
+                raise
+            return _undecoded(obj, exc)
+
+    def _undecoded(obj: dict[str, Any], exc: Exception) -> Any:
+        raw = {k: v for k, v in obj.items() if not (k in _TEXT_FIELDS and v is not None and not isinstance(v, str))}
+        encoding = raw.get("encoding")
+        try:
+            kept = original({**raw, "encoding": ""}, cipher=None, context=None)
+        except Exception:
+            raise exc from None
+        if isinstance(encoding, str) and encoding:
+            kept.encoding = encoding
+        logger.warning("message %r from %r kept undecoded: %s", raw.get("id"), raw.get("clientId"), exc)
+        return kept
+
+    from_encoded.tolerant = True  # type: ignore[attr-defined]
+    Message.from_encoded = staticmethod(from_encoded)
+
+
+#: The fields the SDK requires to be text when present (a message with another type fails to decode).
+_TEXT_FIELDS = frozenset(("id", "name", "clientId", "connectionId"))
+
+tolerate_undecodable_messages()
+
+
 def _history_items(response: Any) -> list[Any]:
-    """The messages of a history response, each decoded on its own (the SDK's handler decodes
-    the page as one: a single message it cannot decode — another member's ``encoding: "vcdiff"``,
-    a non-string ``name`` or ``id`` — failed the whole page, and every page after it, so no
-    ably-python worker could wake up on the channel again). A message the SDK cannot decode is
-    kept undecoded (its ``encoding`` kept, fields of a wrong type dropped), as ably-js keeps one:
-    the session's trust rules then judge it as any other wire; one that cannot be read at all is
-    left out and logged."""
+    """The messages of a history response, each decoded on its own (:func:`tolerate_undecodable_messages`
+    keeps one the SDK cannot decode); an item that is no message at all is left out and logged,
+    never failing the page."""
     from ably.types.message import Message
 
     items = response.to_native()
@@ -169,34 +221,8 @@ def _history_items(response: Any) -> list[Any]:
         try:
             out.append(Message.from_encoded(item))
         except Exception as exc:
-            kept = _undecoded(item, exc)
-            if kept is not None:
-                out.append(kept)
+            logger.warning("history item %r left out: %s", item if not isinstance(item, dict) else item.get("id"), exc)
     return out
-
-
-def _undecoded(item: Any, exc: Exception) -> InboundMessage | None:
-    """A history message the SDK could not decode, as an inbound dict of its raw fields."""
-    from ably.types.message import Message
-
-    if not isinstance(item, dict):
-        logger.warning("history item of type %s left out: %s", type(item).__name__, exc)
-        return None
-    raw = {k: v for k, v in item.items() if not (k in _TEXT_FIELDS and v is not None and not isinstance(v, str))}
-    encoding = raw.pop("encoding", None)
-    try:
-        out = from_ably_message(Message.from_encoded({**raw, "encoding": ""}))
-    except Exception as again:
-        logger.warning("history message %r left out (not decodable: %s; %s)", raw.get("id"), exc, again)
-        return None
-    if isinstance(encoding, str) and encoding:
-        out["encoding"] = encoding
-    logger.warning("history message %r kept undecoded: %s", raw.get("id"), exc)
-    return out
-
-
-#: The fields the SDK requires to be text when present (a message with another type fails to decode).
-_TEXT_FIELDS = frozenset(("id", "name", "clientId", "connectionId"))
 
 
 class AblyHistoryPage:
@@ -204,9 +230,7 @@ class AblyHistoryPage:
 
     def __init__(self, result: Any) -> None:
         self._result = result
-        self.items: list[InboundMessage] = [
-            cast("InboundMessage", m) if isinstance(m, dict) else from_ably_message(m) for m in result.items
-        ]
+        self.items: list[InboundMessage] = [from_ably_message(m) for m in result.items]
 
     def has_next(self) -> bool:
         """True when another page exists (Ably sent a ``rel="next"`` link)."""
