@@ -13,7 +13,10 @@ Works unchanged against Ably's cloud (API key or token) and against the local em
   with ``from_serial`` = the serial of the latest ATTACHED, exactly what ably-js sends; paging
   follows the ``Link: rel="next"`` headers;
 * inbound SDK ``Message`` objects become plain dicts of :class:`InboundMessage` shape: ably-js action
-  names, ``version`` dict, ``extras`` as received, ``data`` decoded (binary as ``bytes``).
+  names, ``version`` dict, ``extras`` as received, ``data`` decoded (binary as ``bytes``);
+* a message the SDK cannot decode (another member's ``encoding: "vcdiff"``, bad JSON, a non-string
+  ``name``) is kept undecoded, live and in history, instead of failing its frame or history page
+  (:mod:`.sdk_decoding`, applied to the SDK for the process on import).
 
 REST calls (history) use the realtime client's own HTTP unless a separate ``rest`` client is given
 (useful where the realtime and REST endpoints differ, e.g. a loopback emulator on a custom port).
@@ -35,6 +38,7 @@ from .channel_base import ListenerDelivery, check_message_fields, check_message_
 from .history import check_history_args
 from .modes import MODE_FLAGS
 from .presence_ably import AblyPresence
+from .sdk_decoding import tolerate_sdk_decoding
 from .state import ChannelStateChange
 
 __all__ = ["AblyChannel", "AblyHistoryPage", "filter_sdk_close_noise", "from_ably_message", "to_ably_message"]
@@ -151,65 +155,12 @@ def from_ably_message(msg: Any) -> InboundMessage:
     return out  # type: ignore[return-value]
 
 
-def tolerate_undecodable_messages() -> None:
-    """Make the SDK keep a message it cannot decode instead of raising, for the process (applied
-    on import; idempotent; a no-op without the SDK).
-
-    ably-python raised on another member's message it could not decode (``encoding: "vcdiff"``
-    with no delta decoder, ``json`` over text that is not JSON, a non-string ``name`` or ``id``):
-    live, every message of the frame holding it was skipped; in history, the page and every page
-    after it failed, so no fresh ably-python worker could wake up on the channel again. Such a
-    message is now kept undecoded, as ably-js keeps one: its data as received, its ``encoding``
-    kept, a field of a wrong type dropped; the session's trust rules then judge it as any other
-    wire. A delta that fails against its base (40018) still raises: the SDK recovers from that by
-    re-attaching.
-    """
-    try:
-        from ably.types.message import Message
-        from ably.util.exceptions import AblyException
-    except ImportError:  # pragma: no cover - the SDK is a dependency
-        return
-    original = Message.from_encoded
-    if getattr(original, "tolerant", False):
-        return
-
-    def from_encoded(obj: Any, cipher: Any = None, context: Any = None) -> Any:
-        try:
-            return original(obj, cipher, context)
-        except AblyException as exc:
-            if exc.code == 40018 or not isinstance(obj, dict):
-                raise
-            return _undecoded(obj, exc)
-        except Exception as exc:
-            if not isinstance(obj, dict):
-                raise
-            return _undecoded(obj, exc)
-
-    def _undecoded(obj: dict[str, Any], exc: Exception) -> Any:
-        raw = {k: v for k, v in obj.items() if not (k in _TEXT_FIELDS and v is not None and not isinstance(v, str))}
-        encoding = raw.get("encoding")
-        try:
-            kept = original({**raw, "encoding": ""}, cipher=None, context=None)
-        except Exception:
-            raise exc from None
-        if isinstance(encoding, str) and encoding:
-            kept.encoding = encoding
-        logger.warning("message %r from %r kept undecoded: %s", raw.get("id"), raw.get("clientId"), exc)
-        return kept
-
-    from_encoded.tolerant = True  # type: ignore[attr-defined]
-    Message.from_encoded = staticmethod(from_encoded)
-
-
-#: The fields the SDK requires to be text when present (a message with another type fails to decode).
-_TEXT_FIELDS = frozenset(("id", "name", "clientId", "connectionId"))
-
-tolerate_undecodable_messages()
+tolerate_sdk_decoding()  # (see the module docstring)
 
 
 def _history_items(response: Any) -> list[Any]:
-    """The messages of a history response, each decoded on its own (:func:`tolerate_undecodable_messages`
-    keeps one the SDK cannot decode); an item that is no message at all is left out and logged,
+    """The messages of a history response, each decoded on its own (:mod:`.sdk_decoding` keeps
+    one the SDK cannot decode); an item that is no message at all is left out and logged,
     never failing the page."""
     from ably.types.message import Message
 

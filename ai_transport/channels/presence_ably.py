@@ -7,8 +7,7 @@ SDK's synchronous listener pushes into a queue drained by one task (events in or
 listeners awaited), SDK exceptions become :class:`~ai_transport.errors.AITransportError` with
 Ably's code.
 
-One SDK behaviour is changed, for the process (:func:`tolerate_undecodable_presence`, applied on
-import): a presence message whose data the SDK cannot decode (another member entered with
+One SDK behaviour is changed, for the process (:mod:`.sdk_decoding`, applied on import): a presence message whose data the SDK cannot decode (another member entered with
 ``encoding: "vcdiff"``, or ``json`` over text that is not JSON) raised inside the SDK's transport
 handler, so the PRESENCE / SYNC frame holding it was dropped: the SYNC never completed and
 ``presence.get()`` hung for every ably-python client of the channel. Such a message is now kept
@@ -30,45 +29,14 @@ from .presence import (
     check_presence_data,
     presence_action_name,
 )
+from .sdk_decoding import tolerate_sdk_decoding
 
 __all__ = ["AblyPresence", "from_ably_presence"]
 
 logger = logging.getLogger("ai_transport.channels.presence_ably")
 
 
-def tolerate_undecodable_presence() -> None:
-    """Make the SDK keep a presence message it cannot decode (its data undecoded, its
-    ``encoding`` kept) instead of raising in its transport handler (see the module docstring).
-    Idempotent; a no-op without the ``ably`` SDK."""
-    try:
-        from ably.types.presence import PresenceMessage
-    except ImportError:  # pragma: no cover - the SDK is a dependency
-        return
-    original = PresenceMessage.from_encoded
-    if getattr(original, "tolerant", False):
-        return
-
-    def from_encoded(obj: Any, cipher: Any = None, context: Any = None) -> Any:
-        try:
-            return original(obj, cipher, context)
-        except Exception as exc:
-            if not isinstance(obj, dict):
-                raise
-            encoding = obj.get("encoding")
-            try:
-                kept = original({**obj, "encoding": ""}, cipher, context)
-            except Exception:
-                raise exc from None
-            if isinstance(encoding, str):
-                kept.encoding = encoding
-            logger.warning("presence message of %r kept undecoded: %s", obj.get("clientId"), exc)
-            return kept
-
-    from_encoded.tolerant = True  # type: ignore[attr-defined]
-    PresenceMessage.from_encoded = staticmethod(from_encoded)
-
-
-tolerate_undecodable_presence()
+tolerate_sdk_decoding()  # (see the module docstring)
 
 
 def _ms(value: Any) -> int | None:
