@@ -234,11 +234,10 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         return "lease wire without a serial"
     if not isinstance(timestamp, (int, float)) or isinstance(timestamp, bool):
         return "lease wire without a timestamp"
-    if type(timestamp) is not float:
-        try:
-            timestamp = float(timestamp)
-        except OverflowError:  # (an integer past any float: no time)
-            return "lease wire without a timestamp"
+    try:
+        at = float(timestamp)
+    except OverflowError:  # (an integer past any float: no time)
+        return "lease wire without a timestamp"
     publisher = get("clientId")
     if publisher not in trusted_ids:
         return f"lease wire from untrusted client {publisher!r}"
@@ -251,7 +250,7 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         mutated = mutated or (isinstance(vserial, str) and vserial != serial)
     if mutated and not (mutator in trusted_ids and action == "message.update"):
         # rewritten by someone else than a trusted identity (whose rewrite stands: ours never do)
-        return Poison(serial, float(timestamp), publisher if isinstance(publisher, str) else None)
+        return Poison(serial, at, publisher if isinstance(publisher, str) else None)
     data = get("data")
     body = _typed_body(data) if type(data) is str else None
     if body is None:
@@ -266,7 +265,7 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         conn = stamped
     return LeaseWire(
         serial,
-        float(timestamp),
+        at,
         body.runId,
         tuple(body.callIds),
         claimant,
