@@ -260,7 +260,9 @@ class Tree(LifecycleFold, TreeOwnership):
         #: page (judging it folds the holder rule of the run's keys from their start: a tenure of n
         #: renewals read newest page first cost n / page refolds of it).
         self._fence_touched: set[str] = set()
-        #: The stale nodes (:attr:`_stale`) whose refold reports their fenced outputs too.
+        #: Nodes whose fenced outputs a history page left to their first read to report (each
+        #: stale then too, :attr:`_stale`, when the page's lease wires moved its fences: its refold
+        #: reports them), or to :meth:`settle_deferred_fences`.
         self._fence_deferred: set[str] = set()
 
     def adopt(self, shadow: Tree) -> None:
@@ -332,8 +334,8 @@ class Tree(LifecycleFold, TreeOwnership):
         """``codec.get_messages`` of the node's projection (cached until the node folds again)."""
         if self._fence_deferred and node.key in self._fence_deferred:  # (refusals a page left to this read)
             entry = self._nodes.get(node.key)
-            if entry is not None and entry.node is node and self._stale.get(node.key) is not entry:
-                self._report_deferred_fence(entry)  # (a stale node's refold below reports them)
+            if entry is not None and entry.node is node:
+                self._settle_deferred_fence(entry)
         cached = node.messages_cache
         if cached is not None and cached[0] == node.fold_version:
             return cached[1]
@@ -900,12 +902,18 @@ class Tree(LifecycleFold, TreeOwnership):
         (:attr:`_fence_deferred`): a history fold paused, so its refusals are known at once."""
         for key in list(self._fence_deferred):
             entry = self._nodes.get(key)
-            if entry is not None and self._stale.get(key) is entry:
-                self._settle_stale(entry)
-            elif entry is not None:
-                self._report_deferred_fence(entry)
+            if entry is not None:
+                self._settle_deferred_fence(entry)
             else:
                 self._fence_deferred.discard(key)
+
+    def _settle_deferred_fence(self, entry: _Internal) -> None:
+        """Report what a history page left of ``entry``'s fenced outputs: by its refold when it is
+        stale (:meth:`_settle_stale`), else now."""
+        if self._stale.get(entry.node.key) is entry:
+            self._settle_stale(entry)
+        else:
+            self._report_deferred_fence(entry)
 
     def _report_deferred_fence(self, entry: _Internal) -> None:
         """After a refold: report the outputs a history page's lease wires fenced (:attr:`_fence_deferred`)."""
