@@ -83,6 +83,7 @@ import argparse
 import asyncio
 import copy
 import gc
+import logging
 import statistics
 import sys
 import time
@@ -233,12 +234,16 @@ def main() -> None:
     sizes = [int(x) for x in args.long_sizes.split(",") if x]
     if sizes:
         print(f"{'n':>20} {'history fold per wire (CPU)':>30}: {'one run of n answers':>22} {'n renewals, a takeover':>24}")
+    # a long tenure's history holds an output fenced on purpose: its refusal warnings are expected
+    logging.getLogger("ai_transport").setLevel(logging.ERROR)
     for n in sizes:
         row = f"{n:>20} {'':>30}  "
         for kind in ("long-run", "long-tenure"):
             per = min(history_fold_per_wire(kind, n)[1] for _ in range(args.repeat))
             row += f"{per * 1e6:>19.1f} us  " if kind == "long-run" else f"{per * 1e6:>21.1f} us"
         print(row)
+
+    logging.getLogger("ai_transport").setLevel(logging.NOTSET)
 
     if args.deltas:
         from bench_fleet import in_process_cpu_per_delta
