@@ -69,14 +69,18 @@ async def test_a_superseded_holders_late_output_is_refused_by_a_fresh_reader_and
     assert any(m.get("data") == "late from A" and m.get("connectionId") == "conn-a" for m in history)  # it slipped out
 
     reader = ClientSession(hub.client("bob").channel("chat"), lease=LEASE, history_page_size=page_size)
-    skipped: list[str] = []
-    reader.on("skipped", lambda message, why: skipped.append(why))
+    skipped: list[tuple[Any, str]] = []
+    reader.on("skipped", lambda message, why: skipped.append((message, why)))
     await reader.connect()
     await reader.view.load_all()
     shown = texts(reader.view.get_messages())
     assert "early from A" in shown and "from B" in shown
     assert "late from A" not in shown
-    assert any("after its lease was taken over" in why for why in skipped)
+    late = next(m for m in history if m.get("data") == "late from A")
+    fenced = [message for message, why in skipped if "after its lease was taken over" in why]
+    # each refusal names the wire the fence judged: its serial, connection, publisher and name
+    assert late["serial"] in {m["serial"] for m in fenced}
+    assert {(m["connectionId"], m["clientId"], m["name"]) for m in fenced} == {("conn-a", "agent", "ai-output")}
 
     c = AgentSession(hub.client("agent", connection_id="conn-c").channel("chat"), lease=LEASE)
     await c.connect()

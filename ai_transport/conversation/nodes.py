@@ -229,8 +229,9 @@ class _Internal:
     last_activity: int = 0
     sweep_queued: bool = False
     #: Agent output wire serial -> (Ably ``connectionId`` of its create's publisher, the serial the
-    #: fence judges it at): what :mod:`.fence` checks.
-    publishers: dict[str, tuple[str, str]] = field(default_factory=dict)
+    #: fence judges it at: what :mod:`.fence` checks; then the create's author and wire name, what
+    #: the refusal of a fenced output names).
+    publishers: dict[str, tuple[str, str, str | None, Any]] = field(default_factory=dict)
     #: The key the tree's order sorted it by (``Tree._compare_key`` when last placed): what its
     #: binary searches compare, so a node whose serial just changed is still found where it is.
     sort_key: tuple[int, str, int] = (1, "", 0)

@@ -801,9 +801,10 @@ class Tree(LifecycleFold, TreeOwnership):
             if serial in self._fence_reported or not self._fenced(entry, serial):
                 continue
             self._fence_reported.add(serial)
-            conn = entry.publishers[serial][0]
+            conn, _, client, name = entry.publishers[serial]
             self._refuse(
-                {"serial": serial, "connectionId": conn},
+                # (the tree keeps no fenced wire: its refusal names what the fence judged it by)
+                {"serial": serial, "connectionId": conn, "clientId": client, "name": name},
                 f"output of run {entry.node.key!r} from connection {conn!r} after its lease was taken over",
             )
 
@@ -1212,7 +1213,7 @@ class Tree(LifecycleFold, TreeOwnership):
                 if serial not in entry.publishers or action in (None, "message.create"):
                     # the publisher of the message's create decides (a mutation is another connection's
                     # append or closing update): a stream begun before a takeover is kept whole
-                    entry.publishers[serial] = (conn, serial)
+                    entry.publishers[serial] = (conn, serial, self._client, name)
             fenced = self._fenced(entry, serial)  # (judged once: folding the wire moves no fence)
             if fenced and published and serial not in self._fence_reported:
                 if self.page_folding:  # an older page may yet un-fence it: reported when the run is read
