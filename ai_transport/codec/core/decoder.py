@@ -100,20 +100,6 @@ class DecodeResult:
 # The decoder
 
 
-def _plain_tiers(inbound: dict[str, Any]) -> tuple[dict[str, Any], Mapping[str, Any]] | None:
-    """The transport and codec tiers of a plain-dict wire whose ``extras.ai`` and tiers are plain
-    dicts (a missing codec tier: empty), what the decoder's direct reads take; None: another shape."""
-    extras = inbound.get("extras")
-    ai = extras.get("ai") if type(extras) is dict else None
-    if type(ai) is not dict:
-        return None
-    transport = ai.get("transport")
-    codec = ai.get("codec")
-    if type(transport) is not dict or (codec is not None and type(codec) is not dict):
-        return None
-    return transport, _EMPTY if codec is None else codec
-
-
 def _result(name: Any, events: list[dict[str, Any]]) -> DecodeResult:
     """``events`` as the result of a wire named ``name``: inputs for ``ai-input``, else outputs."""
     if name == NAME_INPUT:
@@ -126,7 +112,9 @@ class StreamDecoder:
 
     Call :meth:`decode` with every inbound message, live and from history, in channel order.
     A codec subclasses it with its hooks: :meth:`_start_events`, :meth:`_delta_template`,
-    :meth:`_end_events` (streams) and :meth:`_discrete` (discrete messages).
+    :meth:`_end_events` (streams), optionally :meth:`_closed_stream_events` (the same events of a
+    stream opened and closed by one contact, a history aggregate, built without a tracker) and
+    :meth:`_discrete` (discrete messages).
     """
 
     __slots__ = ("_trackers",)
@@ -180,11 +168,16 @@ class StreamDecoder:
                             logger.warning("decode(); skipping append (serial %r)", serial, exc_info=True)
                             return DecodeResult()
         elif action in (_CREATE, _UPDATE):
-            tiers = _plain_tiers(inbound)
-            if tiers is not None:
+            # The common shape: ``extras.ai`` and its transport tier plain dicts, the codec tier a plain
+            # dict or missing (empty); read here, in this call (every history wire comes this way).
+            extras = inbound.get("extras")
+            ai = extras.get("ai") if type(extras) is dict else None
+            transport = ai.get("transport") if type(ai) is dict else None
+            codec = ai.get("codec") if type(transport) is dict else _ABSENT  # type: ignore[union-attr]
+            if codec is None or type(codec) is dict:
                 read = self._dict_create if action == _CREATE else self._dict_first_update
                 try:
-                    events = read(inbound, *tiers)
+                    events = read(inbound, transport, _EMPTY if codec is None else codec)  # type: ignore[arg-type]
                 except _Malformed as exc:
                     logger.warning("decode(); skipping malformed message (serial %r): %s", inbound.get("serial"), exc)
                     return DecodeResult()
@@ -196,7 +189,9 @@ class StreamDecoder:
                     )
                     return DecodeResult()
                 if events is not None:
-                    return _result(inbound.get("name"), events)
+                    if inbound.get("name") == NAME_INPUT:  # (_result, inlined)
+                        return DecodeResult(events, [])
+                    return DecodeResult([], events)
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
@@ -216,12 +211,18 @@ class StreamDecoder:
     def _dict_create(
         self, inbound: dict[str, Any], transport: dict[str, Any], codec: Mapping[str, Any]
     ) -> list[dict[str, Any]] | None:
-        """The events of a create in the common shape (:func:`_plain_tiers`, a string serial), read
+        """The events of a create in the common shape (plain-dict tiers, see :meth:`decode`; a string serial), read
         directly; None: not that shape, :meth:`_decode` reads it."""
         name = inbound.get("name")
         if transport.get("stream") != "true":
-            data = inbound.get("data", _ABSENT)
-            return self._discrete(name, transport, codec, data, _publisher(inbound.get("clientId")))
+            client_id = inbound.get("clientId")  # (_publisher, inlined: a str is the common case)
+            return self._discrete(
+                name,
+                transport,
+                codec,
+                inbound.get("data", _ABSENT),
+                client_id if type(client_id) is str or isinstance(client_id, str) else None,
+            )
         serial = inbound.get("serial")
         version = inbound.get("version")
         if type(serial) is not str or not serial or (version is not None and type(version) is not dict):
@@ -237,7 +238,7 @@ class StreamDecoder:
         self, inbound: dict[str, Any], transport: dict[str, Any], codec: Mapping[str, Any]
     ) -> list[dict[str, Any]] | None:
         """The events of an update of a serial not tracked yet (what history holds: a stream's
-        aggregate) in the common shape (:func:`_plain_tiers`, a non-empty string serial), read
+        aggregate) in the common shape (plain-dict tiers, see :meth:`decode`; a non-empty string serial), read
         directly; None: another shape, or a tracked stream, which :meth:`_decode` reads."""
         serial = inbound.get("serial")
         version = inbound.get("version")
@@ -250,7 +251,8 @@ class StreamDecoder:
             return None
         name = inbound.get("name")
         data = inbound.get("data", _ABSENT)
-        publisher = _publisher(inbound.get("clientId"))
+        client_id = inbound.get("clientId")  # (_publisher, inlined: a str is the common case)
+        publisher = client_id if type(client_id) is str or isinstance(client_id, str) else None
         if transport.get("stream") != "true":
             return self._discrete(name, transport, codec, data, publisher)
         # As ably-js reads it: a missing (or empty) version.serial is the message serial.
@@ -455,6 +457,13 @@ class StreamDecoder:
             data = ""
         status = transport.get("status")
         closes = status == "complete" or status == "cancelled"
+        if closes:
+            # A stream this contact opens and closes (a history aggregate, the commonest first
+            # contact): the codec may build its events straight from the headers, no tracker kept.
+            out = self._closed_stream_events(name, data, codec, status == "complete")
+            if out is not None:
+                self._trackers[serial] = CLOSED
+                return out
         tracker = _Tracker(
             _nullish(name, ""),
             _nullish(transport.get("stream-id"), ""),
@@ -481,6 +490,15 @@ class StreamDecoder:
     def _start_events(self, tracker: _Tracker) -> list[dict[str, Any]]:
         """The events a stream's create rebuilds (none by default)."""
         return []
+
+    def _closed_stream_events(
+        self, name: Any, data: str, codec: Mapping[str, Any], complete: bool
+    ) -> list[dict[str, Any]] | None:
+        """The events of a stream named ``name`` that its first contact opens and closes (``data``:
+        its whole text; ``complete``: closed by completion, else cancelled), exactly those of
+        :meth:`_start_events`, :meth:`_delta_events` and (``complete``) :meth:`_end_events` of a
+        tracker of these headers; None (the default): the decoder builds that tracker and asks them."""
+        return None
 
     def _delta_template(self, tracker: _Tracker) -> DeltaTemplate | None:
         """The stream's delta template, cached on ``tracker._delta`` (None: no delta events)."""

@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from ..core.decoder import DecodeResult, StreamDecoder
 from .discrete import _decode_discrete
-from .streams import _delta_events, _delta_template, _end_events, _start_events
+from .streams import _closed_stream_events, _delta_events, _delta_template, _end_events, _start_events
 
 __all__ = ["DecodeResult", "Decoder"]
 
@@ -58,4 +58,5 @@ class Decoder(StreamDecoder):
     _delta_template = staticmethod(_delta_template)  # type: ignore[assignment]
     _delta_events = staticmethod(_delta_events)
     _end_events = staticmethod(_end_events)
+    _closed_stream_events = staticmethod(_closed_stream_events)
     _discrete = staticmethod(_decode_discrete)

@@ -180,6 +180,73 @@ def _start_events(tracker: _Tracker) -> list[dict[str, Any]]:
                     tracker.memo = (raw, item_id, _prop(item, "type"), name)
     return out
 
+#: ``JSON.parse`` of the index headers an encoder writes (``"0"`` .. ``"63"``), read by one lookup:
+#: what :func:`~ai_transport.codec.core.inbound._json_field` reads them as (ints, no warning).
+_SMALL_INDEXES: Final[dict[str, int]] = {str(i): i for i in range(64)}
+
+
+def _closed_stream_events(name: Any, data: str, codec: Mapping[str, Any], complete: bool) -> list[dict[str, Any]] | None:
+    """The events of an ``ai-output`` stream of a known group that its first contact opens and
+    closes (a history aggregate; the decoder's ``_closed_stream_events`` hook), built from its
+    headers with no tracker: :func:`_start_events`, the one delta of ``data`` and (``complete``)
+    :func:`_end_events`, as they read a tracker of these headers, in the common shape only (a string
+    ``item_id``, both indexes small integers, as the encoder writes them); None: another shape,
+    which the decoder reads through a tracker.
+
+    Equivalent because: the start reads ``item_id`` / ``output_index`` / the group's index / ``part``
+    once each (``part`` parsed once, as there); with both indexes ints, its delta template is cached
+    and the end's memo holds (the closing headers are these very headers), so the delta and the
+    end reuse the same item id and integers; ``data`` is the accumulated text."""
+    if name != NAME_OUTPUT:
+        return []  # (no start, delta or end events but an ai-output stream's)
+    kind = codec.get("kind")
+    group = _GROUPS.get(kind) if type(kind) is str else None
+    item_id = codec.get("item_id")
+    if group is None or type(item_id) is not str:
+        return None
+    raw = codec.get("output_index")
+    output_index = _SMALL_INDEXES.get(raw) if type(raw) is str else None
+    index_key = group.index_key
+    raw = codec.get(index_key)
+    index = _SMALL_INDEXES.get(raw) if type(raw) is str else None
+    if output_index is None or index is None:
+        return None
+    part = _json_field(codec, "part")
+    part_type = part.get("type", _ABSENT) if type(part) is dict else _prop(part, "type")
+    out: list[dict[str, Any]] = []
+    # Mid-stream-join repair: the opening output_item.added of the part's container.
+    if part_type in _MESSAGE_PARTS and type(part_type) is str:
+        out.append(
+            {
+                "type": _ITEM_ADDED,
+                "item": {"id": item_id, "type": "message", "role": "assistant", "status": "in_progress", "content": []},
+                "output_index": output_index,
+            }
+        )
+    elif part_type in _REASONING_PARTS and type(part_type) is str:
+        out.append(
+            {"type": _ITEM_ADDED, "item": {"id": item_id, "type": "reasoning", "summary": []}, "output_index": output_index}
+        )
+    start: dict[str, Any] = {"item_id": item_id, "output_index": output_index, index_key: index}
+    if part is not _ABSENT:
+        start["part"] = part
+    start["type"] = group.start_type
+    out.append(start)
+    if data:
+        out.append({"item_id": item_id, index_key: index, "delta": data, "type": group.delta_type})
+    if complete:
+        out.append(
+            {
+                "type": group.end_type,
+                "item_id": item_id,
+                "output_index": output_index,
+                index_key: index,
+                group.end_field: data,
+            }
+        )
+    return out
+
+
 def _delta_events(tracker: _Tracker, delta: str, out: list[dict[str, Any]]) -> None:
     template = tracker._delta
     if template is False:
