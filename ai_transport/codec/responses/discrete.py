@@ -13,38 +13,38 @@ from typing import Any, Final
 from ..core.headers import NAME_INPUT, NAME_OUTPUT
 from ..core.inbound import _ABSENT, _bool_field, _is_map, _Malformed, _nullish, _prop, _str_field
 
+_ITEM_EVENTS: Final = frozenset(
+    ("response.output_item.added", "response.output_item.done", "function_call_output")
+)
+
 
 def _decode_discrete(
     name: Any, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any, publisher: str | None = None
 ) -> list[dict[str, Any]]:
     """The events of one discrete message (the decoder's ``_discrete`` hook; ``publisher`` unused:
     this codec keeps no state off a discrete wire)."""
-    kind = _nullish(codec.get("kind"), "")
+    kind = codec.get("kind")
     if type(kind) is not str:
-        return []
+        return []  # (a missing kind reads as "", which neither table has: nothing either)
+    if name == NAME_OUTPUT:
+        if kind in _ITEM_EVENTS:  # a whole output item: the commonest discrete wire
+            if data is None or data is _ABSENT:
+                # 0.8.0 reads ``data.item`` unguarded and throws here.
+                raise _Malformed(f"'{kind}' without data")
+            ev: dict[str, Any] = {}
+            item = data.get("item", _ABSENT) if type(data) is dict else _prop(data, "item")
+            if item is not _ABSENT:
+                ev["item"] = item
+            ev["type"] = kind
+            return [ev]
+        return _decode_output(kind, codec, data)
     if name == NAME_INPUT:
         return _decode_input(kind, transport, codec, data)
-    if name == NAME_OUTPUT:
-        return _decode_output(kind, codec, data)
     return []
 
 
-_ITEM_EVENTS: Final = frozenset(
-    ("response.output_item.added", "response.output_item.done", "function_call_output")
-)
-
-
 def _decode_output(kind: str, codec: Mapping[str, Any], data: Any) -> list[dict[str, Any]]:
-    if kind in _ITEM_EVENTS:
-        if data is None or data is _ABSENT:
-            # 0.8.0 reads ``data.item`` unguarded and throws here.
-            raise _Malformed(f"'{kind}' without data")
-        ev: dict[str, Any] = {}
-        item = _prop(data, "item")
-        if item is not _ABSENT:
-            ev["item"] = item
-        ev["type"] = kind
-        return [ev]
+    """An ``ai-output`` of a kind that is no item event (those :func:`_decode_discrete` reads)."""
     if kind == "tool-approval-request":
         return [
             {
@@ -61,11 +61,13 @@ def _decode_input(
     kind: str, transport: Mapping[str, Any], codec: Mapping[str, Any], data: Any
 ) -> list[dict[str, Any]]:
     if kind == "user-message":
-        part_type = _nullish(codec.get("partType"), "")
+        part_type = codec.get("partType")  # (a missing one reads as "": not input_text either)
         if part_type != "input_text" or type(part_type) is not str:
             return []
         part = {"text": data if type(data) is str else "", "type": "input_text"}
-        role = _nullish(transport.get("role"), "user")
+        role = transport.get("role")
+        if role is None or role is _ABSENT:  # (_nullish, inlined)
+            role = "user"
         return [
             {
                 "kind": kind,
