@@ -11,7 +11,7 @@ import logging
 from typing import Any, Final
 
 from .js_values import _ABSENT, _clone, _get_slot, _key, _set_slot, _truthy
-from .projection import ReducerState, _append_text, _assign, _replace_text
+from .projection import ReducerState, _append_text, _replace_text
 
 logger = logging.getLogger("ai_transport.codec.reducer")
 
@@ -32,10 +32,13 @@ def _out_item_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
         return
     if item.get("type") not in _MODELLED_ITEM_TYPES or type(item.get("type")) is not str:
         return
-    entry = state._ensure("assistant", mid)
+    # (state._ensure, its lookup inlined: the message exists already but for its first item)
+    entry = state._by_id.get(mid if type(mid) is str else _key(mid))
+    if entry is None:
+        entry = state._ensure("assistant", mid)
     item_id = item.get("id", _ABSENT)
     if item_id is not _ABSENT:
-        k = _key(item_id)
+        k = item_id if type(item_id) is str else _key(item_id)
         if k in entry.by_item_id:
             return
         clone = _clone(item)
@@ -54,14 +57,20 @@ def _out_item_done(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
     done_id = done.get("id", _ABSENT)
     if done_id is _ABSENT:
         return
-    existing = state._item(mid, done_id)
+    entry = state._by_id.get(mid if type(mid) is str else _key(mid))  # (state._item, inlined)
+    existing = entry.by_item_id.get(done_id if type(done_id) is str else _key(done_id)) if entry is not None else None
     if existing is None:
         return
     typ = existing.get("type")
     if typ != done.get("type"):
         return
+    if typ == "message" or typ == "function_call" or typ == "reasoning":
+        status = done.get("status", _ABSENT)  # each finalises its status first (_assign, inlined)
+        if status is _ABSENT:
+            existing.pop("status", None)
+        else:
+            existing["status"] = status
     if typ == "message":
-        _assign(existing, "status", done.get("status", _ABSENT))
         parts = done.get("content")
         if parts is None:
             return
@@ -79,17 +88,18 @@ def _out_item_done(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
                 slot = content[index] if index < len(content) else None
                 if type(slot) is dict and slot.get("type") == "output_text":
                     slot["logprobs"] = logprobs
-    elif typ == "function_call":
-        _assign(existing, "status", done.get("status", _ABSENT))
     elif typ == "reasoning":
-        _assign(existing, "status", done.get("status", _ABSENT))
         encrypted = done.get("encrypted_content")
         if type(encrypted) is str:
             existing["encrypted_content"] = encrypted
 
 
 def _out_content_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
-    item = state._item(mid, ev.get("item_id", _ABSENT))
+    entry = state._by_id.get(mid if type(mid) is str else _key(mid))  # (state._item, inlined)
+    if entry is None:
+        return
+    item_id = ev.get("item_id", _ABSENT)
+    item = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
     if item is None:
         return
     typ = item.get("type")
@@ -103,7 +113,15 @@ def _out_content_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -
             if type(content) is not list:
                 logger.warning("fold(); message item %r has no content array, skipping part", item.get("id"))
                 return
-            _set_slot(content, ev.get("content_index", _ABSENT), _clone(part))
+            index = ev.get("content_index", _ABSENT)
+            clone = _clone(part)
+            if type(index) is int and 0 <= index <= len(content):  # (_set_slot of an index in reach, inlined)
+                if index == len(content):
+                    content.append(clone)
+                else:
+                    content[index] = clone
+            else:
+                _set_slot(content, index, clone)
     elif typ == "reasoning":
         part = ev.get("part", _ABSENT)
         if type(part) is not dict:

@@ -154,10 +154,17 @@ def _clone(v: Any) -> Any:
         return v
     out = v.copy()  # then only the nested containers are cloned (no call per scalar)
     for k, x in (v.items() if t is dict else enumerate(v)):
-        if type(x) is dict or type(x) is list:
+        tx = type(x)
+        if tx is dict or tx is list:
             # an empty container's clone is its copy (the empty "content" / "annotations" /
-            # "logprobs" of every item and part the reducer clones): no call for it
-            out[k] = _clone(x) if x else x.copy()
+            # "logprobs" of every item and part the reducer clones): no call for it; nor for
+            # the second level (a user message's "content" list): its containers are cloned here
+            y = x.copy()
+            if x:
+                for k2, z in (x.items() if tx is dict else enumerate(x)):
+                    if type(z) is dict or type(z) is list:
+                        y[k2] = _clone(z)
+            out[k] = y
     return out
 
 

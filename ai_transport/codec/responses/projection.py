@@ -167,7 +167,10 @@ def _replace_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any
     """JS ``obj[key] = value`` for a streamed field (drops pending chunks)."""
     if state._pending:
         state._pending.pop((id(obj), key), None)
-    _assign(obj, key, value)
+    if value is _ABSENT:  # (_assign, inlined)
+        obj.pop(key, None)
+    else:
+        obj[key] = value
 
 
 def _flush(state: ReducerState) -> None:
