@@ -255,6 +255,15 @@ class StreamDecoder:
         publisher = client_id if type(client_id) is str or isinstance(client_id, str) else None
         if transport.get("stream") != "true":
             return self._discrete(name, transport, codec, data, publisher)
+        status = transport.get("status")
+        if (status == "complete" or status == "cancelled") and type(data) is str:
+            # A stream this contact opens and closes (a history aggregate, the commonest first
+            # contact): the codec may build its events straight from the headers, no tracker kept
+            # (what _first_contact would do first, here: a call less per aggregate).
+            out = self._closed_stream_events(name, data, codec, status == "complete")
+            if out is not None:
+                self._trackers[serial] = CLOSED
+                return out
         # As ably-js reads it: a missing (or empty) version.serial is the message serial.
         vs = version.get("serial") if version is not None else None
         return self._first_contact(name, data, vs or serial, transport, codec, serial, publisher)
@@ -457,13 +466,6 @@ class StreamDecoder:
             data = ""
         status = transport.get("status")
         closes = status == "complete" or status == "cancelled"
-        if closes:
-            # A stream this contact opens and closes (a history aggregate, the commonest first
-            # contact): the codec may build its events straight from the headers, no tracker kept.
-            out = self._closed_stream_events(name, data, codec, status == "complete")
-            if out is not None:
-                self._trackers[serial] = CLOSED
-                return out
         tracker = _Tracker(
             _nullish(name, ""),
             _nullish(transport.get("stream-id"), ""),
@@ -497,7 +499,9 @@ class StreamDecoder:
         """The events of a stream named ``name`` that its first contact opens and closes (``data``:
         its whole text; ``complete``: closed by completion, else cancelled), exactly those of
         :meth:`_start_events`, :meth:`_delta_events` and (``complete``) :meth:`_end_events` of a
-        tracker of these headers; None (the default): the decoder builds that tracker and asks them."""
+        tracker of these headers; None (the default): the decoder builds that tracker and asks them.
+        Asked for a plain-dict first update (:meth:`_dict_first_update`, what history holds); any
+        other first contact goes through a tracker (the same events, by this contract)."""
         return None
 
     def _delta_template(self, tracker: _Tracker) -> DeltaTemplate | None:
