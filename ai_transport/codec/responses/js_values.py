@@ -147,6 +147,10 @@ def _set_slot(arr: list[Any], raw_index: Any, value: Any) -> None:
         logger.warning("fold(); slot index %d is too far past the end (%d), ignoring", i, n)
 
 
+#: The JSON containers :func:`_clone` copies (exactly these types: a subclass is shared as it is).
+_CONTAINERS: Final = frozenset((dict, list))
+
+
 def _clone(v: Any) -> Any:
     """``structuredClone`` of a JSON value: every dict and list copied, anything else shared."""
     t = type(v)
@@ -154,15 +158,14 @@ def _clone(v: Any) -> Any:
         return v
     out = v.copy()  # then only the nested containers are cloned (no call per scalar)
     for k, x in (v.items() if t is dict else enumerate(v)):
-        tx = type(x)
-        if tx is dict or tx is list:
+        if type(x) in _CONTAINERS:
             # an empty container's clone is its copy (the empty "content" / "annotations" /
             # "logprobs" of every item and part the reducer clones): no call for it; nor for
             # the second level (a user message's "content" list): its containers are cloned here
             y = x.copy()
             if x:
-                for k2, z in (x.items() if tx is dict else enumerate(x)):
-                    if type(z) is dict or type(z) is list:
+                for k2, z in (x.items() if type(x) is dict else enumerate(x)):
+                    if type(z) in _CONTAINERS:
                         y[k2] = _clone(z)
             out[k] = y
     return out
