@@ -615,6 +615,8 @@ def test_fold_returns_the_state_and_ignores_junk(caplog):
         {"type": 5},
         {"kind": None},
         {"type": "response.output_item.done", "item": 3},
+        {"type": "response.output_item.added", "item": {"type": ["message"], "id": "i1"}},  # unhashable type
+        {"type": "response.output_item.added", "item": {"type": {}, "id": "i1"}},
     ]:
         assert reducer.fold(state, "output", junk, "m1") is state  # type: ignore[arg-type]
         assert reducer.fold(state, "input", junk, "m1") is state  # type: ignore[arg-type]

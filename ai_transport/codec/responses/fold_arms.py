@@ -30,7 +30,8 @@ def _out_item_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
     if type(item) is not dict:
         logger.warning("fold(); response.output_item.added without an item object, skipping")
         return
-    if item.get("type") not in _MODELLED_ITEM_TYPES or type(item.get("type")) is not str:
+    typ = item.get("type")
+    if type(typ) is not str or typ not in _MODELLED_ITEM_TYPES:  # (the type first: a list is unhashable)
         return
     # (state._ensure, its lookup inlined: the message exists already but for its first item)
     entry = state._by_id.get(mid if type(mid) is str else _key(mid))
