@@ -32,7 +32,7 @@ the state a codec keeps off the wire can be bounded per publisher.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, Final
 
 from ..core.headers import NAME_INPUT, NAME_OUTPUT
 from ..core.inbound import (
@@ -100,6 +100,10 @@ class DecodeResult:
 # The decoder
 
 
+#: A :class:`DecodeResult` without its ``__init__`` (a Python frame per wire): the caller sets both lists.
+_new_result: Final = object.__new__
+
+
 def _result(name: Any, events: list[dict[str, Any]]) -> DecodeResult:
     """``events`` as the result of a wire named ``name``: inputs for ``ai-input``, else outputs."""
     if name == NAME_INPUT:
@@ -161,7 +165,10 @@ class StreamDecoder:
                                 tracker.chunks.append(data)
                                 ev = template[0].copy()  # type: ignore[index]
                                 ev[template[1]] = data  # type: ignore[index]
-                                return DecodeResult([], [ev])
+                                result = _new_result(DecodeResult)
+                                result.inputs = []
+                                result.outputs = [ev]
+                                return result
                         try:
                             return self._tracked_append(inbound, serial, tracker, extras, transport)
                         except Exception:  # pragma: no cover - defensive: never crash
@@ -189,9 +196,14 @@ class StreamDecoder:
                     )
                     return DecodeResult()
                 if events is not None:
-                    if inbound.get("name") == NAME_INPUT:  # (_result, inlined)
-                        return DecodeResult(events, [])
-                    return DecodeResult([], events)
+                    result = _new_result(DecodeResult)  # (_result, inlined; no __init__ frame)
+                    if inbound.get("name") == NAME_INPUT:
+                        result.inputs = events
+                        result.outputs = []
+                    else:
+                        result.inputs = []
+                        result.outputs = events
+                    return result
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
