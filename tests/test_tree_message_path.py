@@ -225,3 +225,13 @@ def test_the_activity_clock_counts_int_timestamps_only(stamps: list[Any]) -> Non
     counted = [s for s in stamps if isinstance(s, int) and not isinstance(s, bool)]
     assert retention.clock == max(counted, default=0)
     assert entry.last_activity == max(counted, default=0)
+
+
+def test_a_prompts_node_holds_no_empty_list_or_set() -> None:
+    """A woken worker's tree holds a node per prompt of the history: what only a run fills (its
+    step order) is made with the run's first step, not as an empty list per prompt (an empty list
+    is an object the cyclic GC tracks and scans; an empty dict is not)."""
+    tree = Tree(ResponsesCodec)
+    WireApplier(tree, ResponsesCodec.create_decoder()).apply(_prompt("p-1", "01", "alice"))
+    entry = tree._nodes["p-1"]
+    assert [name for name, v in vars(entry).items() if isinstance(v, (list, set)) and not v] == []

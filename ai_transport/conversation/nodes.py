@@ -241,9 +241,11 @@ class _Internal:
     steps: dict[str, dict[str, Any]] = field(default_factory=dict)
     #: Per step id, the key ``node.steps`` is sorted by (its first attempt's serial, then the order
     #: steps were first seen), and the keys in ``node.steps``' order: a fold into one step places
-    #: it by bisection instead of sorting every step of the run again.
+    #: it by bisection instead of sorting every step of the run again. ``step_order`` is made with
+    #: the first step (None until then: an input node has none, and an empty list is an object the
+    #: cyclic GC tracks, an empty dict is not).
     step_keys: dict[str, tuple[str, int]] = field(default_factory=dict)
-    step_order: list[tuple[str, int]] = field(default_factory=list)
+    step_order: list[tuple[str, int]] | None = None
     #: Output wire serial -> (step id, step-start-serial of the attempt that published it).
     attribution: dict[str, tuple[str, str]] = field(default_factory=dict)
     #: Step id -> the attempts (step-start-serials) that have published output.

@@ -333,6 +333,8 @@ class LifecycleFold:
         node = entry.node
         assert isinstance(node, RunNode)
         keys, order, steps = entry.step_keys, entry.step_order, node.steps
+        if order is None:
+            order = entry.step_order = []
         old = keys.get(step_id)
         key = (min(rec["serials"], default=""), old[1] if old is not None else len(keys))
         info = _step_info(step_id, rec)
