@@ -248,8 +248,10 @@ class _Internal:
     step_order: list[tuple[str, int]] | None = None
     #: Output wire serial -> (step id, step-start-serial of the attempt that published it).
     attribution: dict[str, tuple[str, str]] = field(default_factory=dict)
-    #: Step id -> the attempts (step-start-serials) that have published output.
-    output_attempts: dict[str, set[str]] = field(default_factory=dict)
+    #: Step id -> the attempts (step-start-serials) that have published output: one as itself, two
+    #: or more as a set (the usual step has one attempt, and a dict of strings is no object the
+    #: cyclic GC tracks, a set is, and so is a dict holding one).
+    output_attempts: dict[str, str | set[str]] = field(default_factory=dict)
     #: Latest Ably timestamp (ms) of a wire on this node, and whether it waits to be swept.
     last_activity: int = 0
     sweep_queued: bool = False
