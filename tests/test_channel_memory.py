@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 import logging
 from typing import Any
 
@@ -377,3 +378,31 @@ async def test_history_and_get_message_follow_every_new_version() -> None:
     await pub.delete_message({"serial": serial})
     (gone,) = (await pub.history()).items
     assert gone["action"] == "message.delete" and "data" not in gone
+
+
+_ENVELOPE_MUTATIONS = {
+    "the message": lambda m: m.update(name="changed"),
+    "extras": lambda m: m["extras"].update(headers={"h": "v"}),
+    "the ai envelope": lambda m: m["extras"]["ai"].update(codec={"kind": "x"}),
+    "a tier": lambda m: m["extras"]["ai"]["transport"].update({"run-id": "changed"}),
+    "a tier's entry removed": lambda m: m["extras"]["ai"]["transport"].pop("role"),
+    "version": lambda m: m["version"].update(serial="changed"),
+}
+
+
+@pytest.mark.parametrize("depth", sorted(_ENVELOPE_MUTATIONS))
+async def test_a_history_copy_of_an_ai_envelope_wire_is_its_own_at_every_depth(depth: str) -> None:
+    """The commonest wire (the AI envelope in ``extras``, a flat ``version``) is copied by a copier
+    of its own: a reader changing its history copy at any depth changes neither the store (the next
+    page, ``get_message``) nor another reader's copy, read before or after."""
+    hub = InProcessHub()
+    pub = hub.channel("c", client_id="p")
+    transport = {"role": "assistant", "run-id": "r"}
+    (serial,) = await pub.publish({"name": "ai-output", "data": "a", "extras": {"ai": {"transport": transport}}})
+    (before,) = (await pub.history()).items
+    expected = copy.deepcopy(before)
+    (mine,) = (await pub.history()).items
+    _ENVELOPE_MUTATIONS[depth](mine)
+    assert mine != expected  # (the mutation took)
+    (after,) = (await pub.history()).items
+    assert before == expected and after == expected and await pub.get_message(serial) == expected

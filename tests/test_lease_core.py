@@ -660,3 +660,30 @@ def test_a_cleared_ledger_forgets_the_tenures_it_followed() -> None:
     assert heard == [("r", 1, 0)] and ledger.tenures("r", LEASE_MS) == []
     ledger.note(wire(2, 0, ["k"], "b"), TRUSTED)
     assert [after.claimant for _, _, after in ledger.tenures("r", LEASE_MS)] == ["b"]
+
+
+def test_a_run_costs_the_ledger_its_wires_and_one_dict_of_them() -> None:
+    """A woken worker's ledgers (the session's, the fence's) hold every run of the history: per run,
+    its wires and the dict of them by serial, no record around it (one more object per run that the
+    cyclic GC tracks). The wires still read back in serial order, a new one included."""
+    import gc
+
+    def tracked_from(root: Any) -> int:
+        gc.collect()
+        seen, todo = {id(root)}, [root]
+        while todo:
+            for ref in gc.get_referents(todo.pop()):
+                if gc.is_tracked(ref) and not isinstance(ref, type) and id(ref) not in seen:
+                    seen.add(id(ref))
+                    todo.append(ref)
+        return len(seen)
+
+    ledger = ledger_of(wire(0, 0, ["run:r"], "a"))
+    base = tracked_from(ledger)
+    for i in range(1, 51):
+        ledger.note(wire(2 * i + 1, 0, [f"run:r{i}"], "a", run=f"r{i}", done=True), TRUSTED)  # newest first
+        ledger.note(wire(2 * i, 0, [f"run:r{i}"], "a", run=f"r{i}"), TRUSTED)
+    assert tracked_from(ledger) - base == 50 * 3
+    assert [w.serial for w in ledger.wires("r1")] == [f"{2:08d}", f"{3:08d}"]
+    ledger.note(wire(1, 0, ["run:r1"], "b", run="r1"), TRUSTED)
+    assert [w.serial for w in ledger.wires("r1")] == [f"{n:08d}" for n in (1, 2, 3)]

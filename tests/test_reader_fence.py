@@ -366,3 +366,26 @@ def test_a_paged_fold_of_lease_wires_and_outputs_ends_as_one_page(
                  "version": {"serial": s, "timestamp": ts}}
         wires.append(m)
     assert _folded_texts(wires, page_size) == _folded_texts(wires, len(wires))
+
+
+def test_a_run_one_connection_leases_costs_the_fence_no_object_the_gc_tracks() -> None:
+    """A woken worker's fence names the connection(s) of every run of the history; the usual run's
+    lease wires name one, kept as itself (a set per run would be one more object per run that every
+    collection scans). A second connection makes the run contested, the other runs stay as they were."""
+    import gc
+
+    def wire(serial: int, run_id: str, conn: str) -> dict[str, Any]:
+        body = lease_body(run_id, [f"run:{run_id}"], f"claimant-{conn}", "inv")
+        return {"name": "ai-claim", "serial": f"{serial:04d}", "timestamp": serial, "clientId": "agent",
+                "action": "message.create", "data": json.dumps(body), "connectionId": conn}
+
+    fence = Fence(LEASE * 1000)
+    for i in range(20):
+        fence.note(wire(2 * i, f"R{i}", "conn-a"))
+        fence.note(wire(2 * i + 1, f"R{i}", "conn-a"))
+    gc.collect()
+    assert not [v for v in fence._connections.values() if gc.is_tracked(v)]
+    assert not any(fence.contested(f"R{i}") for i in range(20))
+    fence.note(wire(100, "R1", "conn-b"))
+    assert fence.contested("R1") and not fence.contested("R2")
+    assert not fence.fenced("R2", "conn-a", "0101")

@@ -2,7 +2,7 @@
 
 * the wire log appends the next serial without a scan: for any sequence of wires (serials,
   versions, streamed or discrete, a swept log) it answers what the general scan answers, and logs
-  the same entries;
+  the same entries; an entry keeps its events as one flat list (what the cyclic GC tracks of it);
 * the applier tests the codec's wire names first: for any name and action it decodes exactly the
   wires the codec carries (``ai-input`` / ``ai-output``, and name-less mutations of them);
 * a fold's replay holds the whole wire and is slimmed only when the tree keeps it: a refused
@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 import copy
+import gc
 from typing import Any
 
 from hypothesis import given, settings
@@ -20,7 +21,7 @@ from hypothesis import strategies as st
 from support_sessions import prompt_wire
 
 from ai_transport.codec import ResponsesCodec
-from ai_transport.conversation.nodes import WireLog, _LogEntry
+from ai_transport.conversation.nodes import WireLog, _LogEntry, flat_events
 from ai_transport.conversation.ownership import KIND_CODEC_MESSAGE_ID, OwnershipLedger
 from ai_transport.conversation.tree import Tree, WireApplier
 from ai_transport.conversation.tree_owners import Replay, held, slim_wire
@@ -37,15 +38,15 @@ def _record_by_scan(log: WireLog, serial: str, mid: Any, events: list[Any], vers
             if version is not None and (version <= entry.decoded_through or not streamed):
                 return "dropped"
             if not log.swept:
-                entry.events.extend(events)
+                entry.events.extend(flat_events(events))
             if version is not None:
                 entry.decoded_through = version
             return "incremental" if i == len(entries) - 1 or log.swept else "refold"
         if entry.serial < serial:
-            kept = [] if log.swept else list(events)
+            kept = [] if log.swept else flat_events(events)
             entries.insert(i + 1, _LogEntry(serial, mid, kept, version or serial, None))
             return "incremental" if i + 1 == len(entries) - 1 or log.swept else "refold"
-    entries.insert(0, _LogEntry(serial, mid, [] if log.swept else list(events), version or serial, None))
+    entries.insert(0, _LogEntry(serial, mid, [] if log.swept else flat_events(events), version or serial, None))
     return "incremental" if len(entries) == 1 or log.swept else "refold"
 
 
@@ -73,9 +74,26 @@ def test_the_log_tail_fast_path_answers_as_the_scan(steps: list[tuple[int, int |
         assert fast.record(serial, f"m{s}", events, version, streamed) == _record_by_scan(
             scan, serial, f"m{s}", events, version, streamed
         )
-        assert [(e.serial, e.events, e.decoded_through) for e in fast.entries] == [
-            (e.serial, e.events, e.decoded_through) for e in scan.entries
+        assert [(e.serial, e.codec_events(), e.decoded_through) for e in fast.entries] == [
+            (e.serial, e.codec_events(), e.decoded_through) for e in scan.entries
         ]
+
+
+def test_a_logged_wire_costs_the_gc_its_entry_and_one_list_of_events() -> None:
+    """A woken worker's tree logs every wire of the history: each entry keeps its events as one flat
+    list, no ``(direction, event)`` pair per event (a tuple holding a dict is tracked by the cyclic
+    GC, and scanned at each collection, for as long as the log keeps it). Replayed as pairs, in order."""
+    log = WireLog()
+    events = [("output", {"n": n}) for n in range(3)]
+    log.record("s1", "m", events, None, False)
+    log.record("s2", "m", [("input", {"n": 3})], "s2v1", True)
+    kept = log.entries[-1].events
+    log.record("s2", "m", [("output", {"n": 4})], "s2v2", True)  # an append: the same entry ...
+    assert log.entries[-1].events is kept  # ... extended in place (a copy per append: a long stream quadratic)
+    gc.collect()
+    tracked = [o for o in gc.get_referents(*log.entries) if gc.is_tracked(o) and not isinstance(o, type)]
+    assert all(type(t) is list for t in tracked) and sorted(len(t) for t in tracked) == [4, 6]
+    assert [ev for ev, _, _ in log.replay()] == [*events, ("input", {"n": 3}), ("output", {"n": 4})]
 
 
 # -- the applier's dispatch -----------------------------------------------------------------------
@@ -207,3 +225,13 @@ def test_the_activity_clock_counts_int_timestamps_only(stamps: list[Any]) -> Non
     counted = [s for s in stamps if isinstance(s, int) and not isinstance(s, bool)]
     assert retention.clock == max(counted, default=0)
     assert entry.last_activity == max(counted, default=0)
+
+
+def test_a_prompts_node_holds_no_empty_list_or_set() -> None:
+    """A woken worker's tree holds a node per prompt of the history: what only a run fills (its
+    step order) is made with the run's first step, not as an empty list per prompt (an empty list
+    is an object the cyclic GC tracks and scans; an empty dict is not)."""
+    tree = Tree(ResponsesCodec)
+    WireApplier(tree, ResponsesCodec.create_decoder()).apply(_prompt("p-1", "01", "alice"))
+    entry = tree._nodes["p-1"]
+    assert [name for name, v in vars(entry).items() if isinstance(v, (list, set)) and not v] == []

@@ -51,7 +51,7 @@ class Attachment(Protocol):
 
 
 class _Stored:
-    """A stored message: its aggregate (the latest version), and how to copy it (:func:`_copy_plan`).
+    """A stored message: its aggregate (the latest version), and how to copy it (:func:`_copier`).
 
     The aggregate is the store's own: its nested values are never mutated, only replaced (a new
     version); whoever replaces one calls :meth:`changed`.
@@ -61,7 +61,7 @@ class _Stored:
 
     def __init__(self, aggregate: dict[str, Any]) -> None:
         self.aggregate = aggregate
-        self._plan: tuple[tuple[str, Callable[[Any], Any]], ...] | None = None
+        self._plan: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def changed(self) -> None:
         """The aggregate got a new version: its copies are planned again, on the next one (a
@@ -69,15 +69,13 @@ class _Stored:
         self._plan = None
 
     def copy(self) -> InboundMessage:
-        """A copy of the aggregate (what :func:`_copy_message` makes), by the plan made for it: the
-        top level copied, each planned value copied its way, the rest shared (scalars)."""
+        """A copy of the aggregate (what :func:`_copy_message` makes), by the copier made for it
+        (:func:`_copier`): the top level copied, each nested container copied its way, the rest
+        shared (scalars)."""
         plan = self._plan
         if plan is None:
-            plan = self._plan = _copy_plan(self.aggregate)
-        out = dict(self.aggregate)
-        for key, copy_value in plan:
-            out[key] = copy_value(out[key])
-        return out  # type: ignore[return-value]
+            plan = self._plan = _copier(self.aggregate)
+        return plan(self.aggregate)  # type: ignore[return-value]
 
 
 class _ChannelState:
@@ -212,11 +210,29 @@ _NESTED_TYPES = frozenset(_NESTED)
 
 def _copy_envelope(extras: dict[str, Any]) -> dict[str, Any]:
     """``extras`` of the common AI envelope shape (``{"ai": {tier: {str: scalar}}}``, checked by
-    :func:`_copy_plan`) copied."""
-    tiers: dict[str, Any] = {}
-    for name, tier in extras["ai"].items():
+    :func:`_copy_plan`) copied: the tiers' dict copied in C, then each tier replaced by its copy
+    (in place: a tier keeps its position)."""
+    ai = extras["ai"]
+    tiers = ai.copy()
+    for name, tier in ai.items():
         tiers[name] = tier.copy()
     return {"ai": tiers}
+
+
+def _copy_enveloped(msg: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a message whose only containers are the AI envelope (``extras``) and a flat
+    ``version``: the commonest plan (:func:`_copier`), with no loop over it."""
+    out = msg.copy()
+    out["extras"] = _copy_envelope(msg["extras"])
+    out["version"] = msg["version"].copy()
+    return out
+
+
+def _copy_versioned(msg: dict[str, Any]) -> dict[str, Any]:
+    """A copy of a message whose only container is a flat ``version`` (a lease wire)."""
+    out = msg.copy()
+    out["version"] = msg["version"].copy()
+    return out
 
 
 def _is_envelope(extras: Any) -> bool:
@@ -245,6 +261,30 @@ def _copy_plan(msg: Mapping[str, Any]) -> tuple[tuple[str, Callable[[Any], Any]]
         else:
             plan.append((key, _json_copy))
     return tuple(plan)
+
+
+def _copier(msg: Mapping[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """How to copy ``msg`` (and every aggregate of its shape): :func:`_copy_plan` as one function,
+    a dedicated one for the commonest plans (an AI envelope and a flat version; a flat version)."""
+    plan = _copy_plan(msg)
+    if plan == _ENVELOPED:
+        return _copy_enveloped
+    if plan == _VERSIONED:
+        return _copy_versioned
+    if not plan:
+        return dict.copy
+
+    def copy_planned(aggregate: dict[str, Any]) -> dict[str, Any]:
+        out = aggregate.copy()
+        for key, copy_value in plan:
+            out[key] = copy_value(out[key])
+        return out
+
+    return copy_planned
+
+
+_ENVELOPED = (("extras", _copy_envelope), ("version", dict.copy))
+_VERSIONED = (("version", dict.copy),)
 
 
 def _copy_message(msg: Mapping[str, Any]) -> InboundMessage:

@@ -101,7 +101,9 @@ class Fence:
         #: (a poison's none), so a run whose wires name at most one was never lost by anyone and
         #: nothing of it is fenced — judged without folding the holder rule (the usual case). A run
         #: naming two or more (*contested*) has its tenures kept by :attr:`_fold`, incrementally.
-        self._connections: dict[str, set[str]] = {}
+        #: One connection is kept as itself, two or more as a set (a set per run would be one more
+        #: object per run of the history that the cyclic GC tracks: the usual run names one).
+        self._connections: dict[str, str | set[str]] = {}
         #: Per contested run, per connection: where it lost or regained the run.
         self._marks: dict[str, dict[str, _Marks]] = {}
         self._lease_ms = lease_ms
@@ -131,7 +133,7 @@ class Fence:
         for run_id in fold.followed():  # followed already (someone asked the ledger): marked now
             self._changed(run_id, (), fold.tenures(run_id))
         for run_id, connections in self._connections.items():
-            if len(connections) >= 2:
+            if isinstance(connections, set):
                 self.ledger.follow_tenures(run_id, self._lease_ms)
         return fold
 
@@ -160,28 +162,27 @@ class Fence:
         if conn is not None:
             connections = self._connections.get(run_id)
             if connections is None:
-                self._connections[run_id] = {conn}
-            elif conn not in connections:
-                connections.add(conn)
-                if len(connections) == 2:  # contested from now on: its tenures are kept
-                    if self._fold is None:
-                        self._fold = self._follow_all()
-                    else:
-                        self.ledger.follow_tenures(run_id, self._lease_ms)
+                self._connections[run_id] = conn
+            elif isinstance(connections, set):
+                connections.add(conn)  # (contested already)
+            elif conn != connections:
+                self._connections[run_id] = {connections, conn}  # contested from now on: its tenures are kept
+                if self._fold is None:
+                    self._fold = self._follow_all()
+                else:
+                    self.ledger.follow_tenures(run_id, self._lease_ms)
         return run_id
 
     def contested(self, run_id: str) -> bool:
         """Whether the run's lease wires name two connections or more (else nothing of it is fenced)."""
-        connections = self._connections.get(run_id)
-        return connections is not None and len(connections) >= 2
+        return isinstance(self._connections.get(run_id), set)
 
     def fenced(self, run_id: str, connection_id: str | None, serial: str) -> bool:
         """Whether an output of ``run_id`` published by ``connection_id`` at ``serial`` comes from a
         connection that lost the run's lease before it (and had not regained it)."""
         if connection_id is None:
             return False
-        connections = self._connections.get(run_id)
-        if connections is None or len(connections) < 2:
+        if not isinstance(self._connections.get(run_id), set):
             return False  # no other connection ever held one of the run's keys
         fold = self._fold
         if fold is not None:

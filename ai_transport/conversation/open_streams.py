@@ -54,7 +54,11 @@ class OpenStreams:
     """Ledger of the streams of each run, fed with every trusted agent wire (live or history)."""
 
     def __init__(self) -> None:
-        self._by_run: dict[str, dict[str, OpenStream]] = {}
+        #: Per run, per stream serial: the stream as last seen while open, or only its version once
+        #: closed (all a closed stream's record decides: which later view of it is newer). A woken
+        #: worker's history is mostly closed streams: a version is an object the cyclic GC does not
+        #: track, nor a run's dict of versions only.
+        self._by_run: dict[str, dict[str, OpenStream | str]] = {}
 
     def note(self, message: Mapping[str, Any], transport: Mapping[str, Any] | None = None) -> None:
         """Record ``message`` when it is a stream's create, append or aggregate. ``transport``: its
@@ -77,13 +81,18 @@ class OpenStreams:
         streams = self._by_run.setdefault(run_id, {})
         known = streams.get(serial)
         append = message.get("action") == _APPEND
-        if known is not None and (known.version > version or (append and known.version == version)):
-            return  # an older view of the stream (a history page folded after newer live appends)
+        if known is not None:
+            known_version = known.version if isinstance(known, OpenStream) else known
+            if known_version > version or (append and known_version == version):
+                return  # an older view of the stream (a history page folded after newer live appends)
         codec = codec_headers(extras)
-        if known is not None and _same_tiers(known, transport, codec):
+        if isinstance(known, OpenStream) and _same_tiers(known, transport, codec):
             known.version = version  # an append repeating its stream's headers: no copies
             return
-        streams[serial] = OpenStream(serial, version, dict(transport), dict(codec))
+        if transport.get("status") == "streaming":
+            streams[serial] = OpenStream(serial, version, dict(transport), dict(codec))
+        else:
+            streams[serial] = version  # closed: its version only
 
     def twin(self) -> OpenStreams:
         """An empty ledger (what a refold fills)."""
@@ -94,7 +103,7 @@ class OpenStreams:
         return [
             s
             for s in self._by_run.get(run_id, {}).values()
-            if s.is_open and (before is None or s.serial < before)
+            if isinstance(s, OpenStream) and s.is_open and (before is None or s.serial < before)
         ]
 
     def clear(self) -> None:

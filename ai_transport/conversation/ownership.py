@@ -126,14 +126,32 @@ class Ruling(NamedTuple):
 
 
 class _Entry:
-    __slots__ = ("claims", "first", "owner")
+    __slots__ = ("claims", "first", "mine", "owner")
 
     def __init__(self, owner: str | None, order: _Order, payload: Any) -> None:
-        #: publisher -> its claims (sort key -> payload).
-        self.claims: dict[str | None, dict[_Order, Any]] = {owner: {order: payload}}
+        #: The owner's claims (sort key -> payload).
+        self.mine: dict[_Order, Any] = {order: payload}
+        #: publisher -> its claims, the owner's (:attr:`mine`) first; None while only the owner ever
+        #: claimed (the commonest: an identifier held by one dict, not two, which the cyclic GC
+        #: would track and scan for as long as the ledger keeps the identifier).
+        self.claims: dict[str | None, dict[_Order, Any]] | None = None
         self.owner = owner
         #: The sort key of the owner's first claim (the lowest).
         self.first = order
+
+    def every(self) -> dict[str | None, dict[_Order, Any]]:
+        """publisher -> its claims (made on the first claim of another publisher than the owner)."""
+        claims = self.claims
+        if claims is None:
+            claims = self.claims = {self.owner: self.mine}
+        return claims
+
+    def of(self, publisher: str | None) -> dict[_Order, Any] | None:
+        """``publisher``'s claims, if any."""
+        claims = self.claims
+        if claims is not None:
+            return claims.get(publisher)
+        return self.mine if publisher == self.owner else None
 
 
 def _held(payload: Any, hold: Callable[[Any], Any] | None) -> Any:
@@ -184,20 +202,20 @@ class OwnershipLedger:
         entry = self._entries.get((kind, ident))
         if entry is None:
             return None
-        return Claim(kind, ident, entry.owner, _serial_of(entry.first), entry.claims[entry.owner][entry.first])
+        return Claim(kind, ident, entry.owner, _serial_of(entry.first), entry.mine[entry.first])
 
     def claims(self, kind: str, ident: Hashable) -> list[Claim]:
         """The owner's claims of ``ident``, in serial order (those that count)."""
         entry = self._entries.get((kind, ident))
         if entry is None:
             return []
-        return self._listed((kind, ident), entry.owner, entry.claims[entry.owner])
+        return self._listed((kind, ident), entry.owner, entry.mine)
 
     def contested(self, kind: str, ident: Hashable) -> bool:
         """True while another publisher than the owner has claims of ``ident`` held: folding more
         history (older wires) could still move it."""
         entry = self._entries.get((kind, ident))
-        return entry is not None and len(entry.claims) > 1
+        return entry is not None and entry.claims is not None and len(entry.claims) > 1
 
     def pending_of(self, publisher: str | None) -> int:
         """How many claims of ``publisher`` are held without counting (it does not own them)."""
@@ -238,14 +256,21 @@ class OwnershipLedger:
             self._entries[key] = _Entry(publisher, order, (payload if hold is None else hold(payload)) if keep else None)
             return self._accepted_rulings.get(publisher) or self._accepted(publisher)
         owner = entry.owner
-        mine = entry.claims.get(publisher)
+        claims = entry.claims
+        # (:meth:`_Entry.of` inlined; no ``claims``: only the owner claimed it)
+        mine = (entry.mine if publisher == owner else None) if claims is None else claims.get(publisher)
         if mine is not None and order in mine:
             # a re-delivery of the same wire (an update or append of it): no new claim
             return Ruling(owner == publisher, owner)
         if mutation and serial is not None:
-            for who, theirs in entry.claims.items():
-                if order in theirs:  # a mutation of a wire claimed already stands for that claim
-                    return Ruling(who == owner, owner)
+            # a mutation of a wire claimed already stands for that claim
+            if claims is None:
+                if order in entry.mine:
+                    return Ruling(True, owner)
+            else:
+                for who, theirs in claims.items():
+                    if order in theirs:
+                        return Ruling(who == owner, owner)
         if mine is not None and publisher == owner:
             mine[order] = (payload if hold is None else hold(payload)) if keep else None
             if order < entry.first:
@@ -254,7 +279,7 @@ class OwnershipLedger:
         if order < entry.first:
             return self._take(key, entry, publisher, order, _held(payload, hold) if keep else None)
         # refused: kept pending (it counts if its publisher turns out to own the identifier)
-        entry.claims.setdefault(publisher, {})[order] = _held(payload, hold)
+        entry.every().setdefault(publisher, {})[order] = _held(payload, hold)
         self._index_pending(publisher, key, order)
         self._trim(key, entry, publisher)
         self._count(kind)
@@ -270,13 +295,14 @@ class OwnershipLedger:
 
     def _take(self, key: _Key, entry: _Entry, publisher: str | None, order: _Order, payload: Any) -> Ruling:
         previous = entry.owner
+        claims = entry.every()
         entry.owner = publisher
         entry.first = order
-        lost_claims = entry.claims[previous]
+        lost_claims = claims[previous]
         lost = self._listed(key, previous, lost_claims)
         for k in sorted(lost_claims):  # (not trimmed per key: they were folded, and may count again)
             self._index_pending(previous, key, k)
-        regained_claims = entry.claims.setdefault(publisher, {})
+        regained_claims = entry.mine = claims.setdefault(publisher, {})
         regained = self._listed(key, publisher, regained_claims)
         theirs = self._pending.get(publisher)
         if theirs is not None:
@@ -299,7 +325,7 @@ class OwnershipLedger:
     def _trim(self, key: _Key, entry: _Entry, publisher: str | None) -> None:
         """At most ``pending_per_key`` pending claims of ``publisher`` under ``key``: the highest
         serials go (the lowest decides who owns it)."""
-        mine = entry.claims.get(publisher)
+        mine = entry.of(publisher)
         if mine is None or len(mine) <= self._pending_per_key:
             return
         for order in sorted(mine)[self._pending_per_key :]:
@@ -314,11 +340,12 @@ class OwnershipLedger:
         entry = self._entries.get(key)
         if entry is None or entry.owner == publisher:
             return
-        mine = entry.claims.get(publisher)
-        if mine is not None:
+        claims = entry.claims
+        mine = claims.get(publisher) if claims is not None else None
+        if claims is not None and mine is not None:
             mine.pop(order, None)
             if not mine:
-                del entry.claims[publisher]
+                del claims[publisher]
 
     def _count(self, kind: str) -> None:
         self.refused[kind] = self.refused.get(kind, 0) + 1
@@ -331,7 +358,7 @@ class OwnershipLedger:
         entry = self._entries.pop(key, None)
         if entry is None:
             return
-        for publisher, mine in entry.claims.items():
+        for publisher, mine in (entry.claims or {entry.owner: entry.mine}).items():
             theirs = self._pending.get(publisher)
             if theirs is None:
                 continue

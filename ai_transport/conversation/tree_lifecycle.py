@@ -310,7 +310,7 @@ class LifecycleFold:
                 rec["canonical"] = serial
                 rec["client"] = client
                 attempts = entry.output_attempts.get(step_id)  # (none yet: history folds a step-start first)
-                if attempts and self._gating_changes(attempts, canonical, serial):
+                if attempts is not None and self._gating_changes(attempts, canonical, serial):
                     # the canonical attempt changed under logged output: refold with only its output
                     self._refold(entry)
                     self._report(OutputChanged(entry.node.key, None, None, None, (), ()))
@@ -333,6 +333,8 @@ class LifecycleFold:
         node = entry.node
         assert isinstance(node, RunNode)
         keys, order, steps = entry.step_keys, entry.step_order, node.steps
+        if order is None:
+            order = entry.step_order = []
         old = keys.get(step_id)
         key = (min(rec["serials"], default=""), old[1] if old is not None else len(keys))
         info = _step_info(step_id, rec)
@@ -350,13 +352,16 @@ class LifecycleFold:
     # -- step attempts -----------------------------------------------------------------------
 
     @staticmethod
-    def _gating_changes(attempts: set[str] | None, old: str | None, new: str | None) -> bool:
+    def _gating_changes(attempts: str | set[str] | None, old: str | None, new: str | None) -> bool:
         """True when a step's canonical attempt moving from ``old`` to ``new`` changes which of its
         logged output (by attempt: ``attempts``) folds: an output folds when no attempt is canonical
         yet or it is the canonical attempt's. Whatever order the step-starts arrive in (live, history
         newest page first, oldest first), the output folded is then the latest attempt's: an older
         attempt without output that was canonical for a while gates the later attempt's output until
-        the later step-start arrives, which must fold it again."""
+        the later step-start arrives, which must fold it again. ``attempts``: as
+        :attr:`~.nodes._Internal.output_attempts` keeps them (one attempt as itself)."""
+        if attempts is not None and not isinstance(attempts, set):
+            attempts = {attempts}
         if not attempts or old == new:
             return False
         if old is None:
@@ -369,9 +374,11 @@ class LifecycleFold:
         entry.attribution[serial] = (step_id, step_start_serial)
         attempts = entry.output_attempts.get(step_id)
         if attempts is None:
-            entry.output_attempts[step_id] = {step_start_serial}
-        else:
+            entry.output_attempts[step_id] = step_start_serial  # one attempt: itself, no set
+        elif isinstance(attempts, set):
             attempts.add(step_start_serial)
+        elif attempts != step_start_serial:
+            entry.output_attempts[step_id] = {attempts, step_start_serial}
 
     @staticmethod
     def _is_gated(entry: _Internal, serial: str) -> bool:

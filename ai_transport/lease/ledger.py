@@ -510,26 +510,16 @@ class TenureFold:
             on_change(run_id, removed, fold.events)
 
 
-class _Run:
-    """One run's lease wires, by serial (and in serial order, cached until the next one lands)."""
-
-    __slots__ = ("ordered", "wires")
-
-    def __init__(self) -> None:
-        self.wires: dict[str, LeaseWire] = {}
-        self.ordered: list[LeaseWire] | None = None
-
-    def sorted(self) -> list[LeaseWire]:
-        if self.ordered is None:
-            self.ordered = sorted(self.wires.values(), key=lambda w: w.serial)
-        return self.ordered
-
-
 class LeaseLedger:
     """Every trusted lease wire a session has folded (live or history, any order), by run."""
 
     def __init__(self) -> None:
-        self._runs: dict[str, _Run] = {}
+        #: Each run's lease wires, by serial (a dict per run, no record around it: a woken worker's
+        #: ledger holds every run of the history, and each record would be one more object the
+        #: cyclic GC tracks).
+        self._runs: dict[str, dict[str, LeaseWire]] = {}
+        #: A run's wires in serial order, once read (dropped when one more of the run lands).
+        self._sorted: dict[str, list[LeaseWire]] = {}
         self._poisons: dict[str, Poison] = {}
         self._seen: set[str] = set()
         #: Wires refused (untrusted, malformed, a mutation of a known wire), by reason (counted).
@@ -554,7 +544,7 @@ class LeaseLedger:
         if serial in self._seen:
             if isinstance(parsed, LeaseWire):
                 known_run = self._runs.get(parsed.run_id)
-                if known_run is not None and known_run.wires.get(serial) == parsed:
+                if known_run is not None and known_run.get(serial) == parsed:
                     return None  # the same wire again (live, then from history)
             elif serial in self._poisons:
                 return None
@@ -568,9 +558,10 @@ class LeaseLedger:
             return None
         run = self._runs.get(parsed.run_id)
         if run is None:
-            run = self._runs[parsed.run_id] = _Run()
-        run.wires[serial] = parsed
-        run.ordered = None
+            run = self._runs[parsed.run_id] = {}
+        run[serial] = parsed
+        if self._sorted:
+            self._sorted.pop(parsed.run_id, None)
         if self._folds:
             for fold in self._folds.values():
                 fold.add_wire(parsed)
@@ -578,8 +569,17 @@ class LeaseLedger:
 
     def wires(self, run_id: str) -> list[LeaseWire]:
         """The run's lease wires in serial order."""
-        run = self._runs.get(run_id)
-        return list(run.sorted()) if run is not None else []
+        return list(self._sorted_wires(run_id))
+
+    def _sorted_wires(self, run_id: str) -> list[LeaseWire]:
+        """The run's lease wires in serial order (the ledger's own list: cached until the next)."""
+        ordered = self._sorted.get(run_id)
+        if ordered is None:
+            run = self._runs.get(run_id)
+            if run is None:
+                return []
+            ordered = self._sorted[run_id] = sorted(run.values(), key=_serial_of)
+        return ordered
 
     def keys(self, run_id: str) -> set[str]:
         """Every key a wire of the run names."""
@@ -612,7 +612,7 @@ class LeaseLedger:
         fold = self.tenure_fold(lease_ms)
         if not fold.following(run_id):
             run = self._runs.get(run_id)
-            fold.follow(run_id, run.wires.values() if run is not None else ())
+            fold.follow(run_id, run.values() if run is not None else ())
         return fold
 
     def tenure_fold(self, lease_ms: float) -> TenureFold:
@@ -630,8 +630,7 @@ class LeaseLedger:
 
     def _ordered(self, run_id: str) -> list[LeaseWire | Poison]:
         """The run's lease wires and every poison, in serial order."""
-        run = self._runs.get(run_id)
-        wires: list[LeaseWire | Poison] = list(run.sorted()) if run is not None else []
+        wires: list[LeaseWire | Poison] = list(self._sorted_wires(run_id))
         if self._poisons:
             wires = sorted([*wires, *self._poisons.values()], key=lambda w: w.serial)
         return wires
@@ -654,13 +653,14 @@ class LeaseLedger:
 
     def latest_timestamp(self) -> float | None:
         """The newest server timestamp folded (an estimate of the channel's clock)."""
-        stamps = [w.timestamp for r in self._runs.values() for w in r.wires.values()]
+        stamps = [w.timestamp for r in self._runs.values() for w in r.values()]
         stamps += [p.timestamp for p in self._poisons.values()]
         return max(stamps) if stamps else None
 
     def clear(self) -> None:
         """Forget everything (a loss of continuity: the wires are refolded from history)."""
         self._runs.clear()
+        self._sorted.clear()
         self._poisons.clear()
         self._seen.clear()
         for fold in self._folds.values():
