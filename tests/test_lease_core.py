@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
+from support_gc import tracked_from
 
 from ai_transport.lease import (
     LEASE_NAME,
@@ -666,18 +667,6 @@ def test_a_run_costs_the_ledger_its_wires_and_one_dict_of_them() -> None:
     """A woken worker's ledgers (the session's, the fence's) hold every run of the history: per run,
     its wires and the dict of them by serial, no record around it (one more object per run that the
     cyclic GC tracks). The wires still read back in serial order, a new one included."""
-    import gc
-
-    def tracked_from(root: Any) -> int:
-        gc.collect()
-        seen, todo = {id(root)}, [root]
-        while todo:
-            for ref in gc.get_referents(todo.pop()):
-                if gc.is_tracked(ref) and not isinstance(ref, type) and id(ref) not in seen:
-                    seen.add(id(ref))
-                    todo.append(ref)
-        return len(seen)
-
     ledger = ledger_of(wire(0, 0, ["run:r"], "a"))
     base = tracked_from(ledger)
     for i in range(1, 51):

@@ -10,13 +10,13 @@ channel serial order, the same answer whatever order the wires arrive in.
 
 from __future__ import annotations
 
-import gc
 import uuid
 from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support_gc import tracked_from
 
 from ai_transport.codec import ResponsesCodec
 from ai_transport.conversation.lifecycle import parse_run_lifecycle, parse_step_lifecycle
@@ -110,31 +110,17 @@ def test_a_flood_forgets_only_its_own_pending_claims() -> None:
     assert ruling.accepted and [c.serial for c in ruling.regained] == [serial(60), serial(70)]
 
 
-def _tracked_from(root: Any) -> int:
-    """How many objects the cyclic GC tracks among those reachable from ``root`` (classes aside),
-    once a collection untracked what it never needs to scan (tuples and dicts of atoms)."""
-    gc.collect()
-    seen = {id(root)}
-    todo = [root]
-    while todo:
-        for ref in gc.get_referents(todo.pop()):
-            if gc.is_tracked(ref) and not isinstance(ref, type) and id(ref) not in seen:
-                seen.add(id(ref))
-                todo.append(ref)
-    return len(seen)
-
-
 def test_an_identifier_claimed_by_its_owner_alone_costs_the_gc_one_object() -> None:
     """A woken worker's ledger holds every run id and step id of the history, each claimed by its
     owner alone: one object the cyclic GC tracks (and scans at every collection) per identifier, not
     a dict of claims per publisher besides. Claimed by another publisher, it holds its claims."""
     ledger = OwnershipLedger()
     ledger.claim(KIND_RUN_ID, "r-1", AGENT_PARTY, serial(0), keep=False)
-    base = _tracked_from(ledger)
+    base = tracked_from(ledger)
     for i in range(1, 101):
         for n in range(3):  # the run's wires: each claims its run id
             ledger.claim(KIND_RUN_ID, f"r{i}", AGENT_PARTY, serial(10 * i + n), keep=False)
-    assert _tracked_from(ledger) - base == 100
+    assert tracked_from(ledger) - base == 100
     assert not ledger.claim(KIND_RUN_ID, "r1", "mallory", serial(99)).accepted
     assert ledger.contested(KIND_RUN_ID, "r1") and not ledger.contested(KIND_RUN_ID, "r2")
     assert [c.serial for c in ledger.claims(KIND_RUN_ID, "r1")] == [serial(10), serial(11), serial(12)]
