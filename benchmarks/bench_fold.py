@@ -193,6 +193,7 @@ def history_fold_per_wire(kind: str, n: int, page: int = 100) -> tuple[int, floa
     pages = [[dict(w) for w in wires[max(0, end - page) : end]] for end in range(len(wires), 0, -page)]
     core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={"agent"})
     core.tree.fence.lease_ms = LEASE * 1000
+    gc.collect()  # as before each wake-up: the scenario's own garbage is not collected in the fold's time
     t0 = time.process_time()
     for items in pages:
         gc.disable()  # as the session's history hydrator folds a page (sessions/view.py)
