@@ -14,6 +14,24 @@ from ai_transport.codec import reducer
 from ai_transport.codec.decoder import Decoder
 
 # ---------------------------------------------------------------------------------------------
+# Raw header values
+
+
+def raw_header_values(usual: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    """A header tier's raw value as a member may send it: mostly ``usual`` (the encoder's own), else
+    absent, not a string, not valid JSON, JSON of another type or past a float's / an int's range."""
+    return st.one_of(
+        usual,
+        usual,
+        st.none(),
+        st.integers(-2, 3),
+        st.booleans(),
+        st.text(max_size=3),
+        st.sampled_from(["0", "1", "64", "07", "-0", "null", "[1]", "{}", "x", '"s"', "1e400", "9007199254740993"]),
+    )
+
+
+# ---------------------------------------------------------------------------------------------
 # Building inbound messages by hand
 
 

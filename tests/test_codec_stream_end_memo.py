@@ -9,20 +9,13 @@ from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support_codec_decoder import raw_header_values
 
 from ai_transport.codec.core.streams import _Tracker
 from ai_transport.codec.responses.streams import _end_events, _start_events
 
 _index = st.sampled_from(["0", "1", "12"])  # the usual headers: integers as strings
-_raw = st.one_of(
-    _index,
-    _index,
-    st.none(),
-    st.integers(-2, 3),
-    st.booleans(),
-    st.text(max_size=3),
-    st.sampled_from(["0", "1", "07", "-0", "null", "[1]", "{}", "x", '"s"', "1e400", "9007199254740993"]),
-)
+_raw = raw_header_values(_index)
 _headers = st.fixed_dictionaries(
     {"kind": st.sampled_from(["output_text", "refusal", "reasoning_text", "reasoning_summary_text"])},
     optional={
