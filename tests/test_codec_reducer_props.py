@@ -107,7 +107,7 @@ def test_indexes_stay_in_step_with_items():
         reducer.fold(
             state, "input", {"kind": "tool-result", "payload": {"call_id": f"c{i}", "output": i}}, "m1"
         )
-    entry = state._by_id["m1"]
+    entry = state._messages[state._by_id["m1"]]
     assert len(entry.by_item_id) == n and len(entry.outputs_by_call) == n and len(entry.items) == 2 * n
     # an upsert lands on the indexed item, wherever it is
     reducer.fold(

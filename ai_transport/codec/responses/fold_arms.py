@@ -34,18 +34,16 @@ def _out_item_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
     if type(typ) is not str or typ not in _MODELLED_ITEM_TYPES:  # (the type first: a list is unhashable)
         return
     # (state._ensure, its lookup inlined: the message exists already but for its first item)
-    entry = state._by_id.get(mid if type(mid) is str else _key(mid))
-    if entry is None:
-        entry = state._ensure("assistant", mid)
+    at = state._by_id.get(mid if type(mid) is str else _key(mid))
+    entry = state._ensure("assistant", mid) if at is None else state._messages[at]
     item_id = item.get("id", _ABSENT)
     if item_id is not _ABSENT:
         k = item_id if type(item_id) is str else _key(item_id)
         if k in entry.by_item_id:
             return
-        clone = _clone(item)
-        entry.push(clone)
         if type(k) is not object:
-            entry.by_item_id[k] = clone
+            entry.by_item_id[k] = len(entry.items)
+        entry.push(_clone(item))
         return
     entry.push(_clone(item))
 
@@ -58,8 +56,7 @@ def _out_item_done(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
     done_id = done.get("id", _ABSENT)
     if done_id is _ABSENT:
         return
-    entry = state._by_id.get(mid if type(mid) is str else _key(mid))  # (state._item, inlined)
-    existing = entry.by_item_id.get(done_id if type(done_id) is str else _key(done_id)) if entry is not None else None
+    existing = state._item(mid, done_id)
     if existing is None:
         return
     typ = existing.get("type")
@@ -96,13 +93,15 @@ def _out_item_done(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
 
 
 def _out_content_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
-    entry = state._by_id.get(mid if type(mid) is str else _key(mid))  # (state._item, inlined)
-    if entry is None:
+    at = state._by_id.get(mid if type(mid) is str else _key(mid))  # (state._item, inlined)
+    if at is None:
         return
+    entry = state._messages[at]
     item_id = ev.get("item_id", _ABSENT)
-    item = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
-    if item is None:
+    at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
+    if at is None:
         return
+    item = entry.items[at]
     typ = item.get("type")
     if typ == "message":
         part = ev.get("part", _ABSENT)
@@ -160,12 +159,16 @@ def _delta_arm(
     item_type: str, field: str, part_type: str | None, index_key: str, value_key: str, replace: bool
 ):
     def arm(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
-        entry = state._by_id.get(mid if type(mid) is str else _key(mid))
-        if entry is None:
+        at = state._by_id.get(mid if type(mid) is str else _key(mid))
+        if at is None:
             return
+        entry = state._messages[at]
         item_id = ev.get("item_id", _ABSENT)
-        item = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
-        if item is None or item.get("type") != item_type:
+        at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
+        if at is None:
+            return
+        item = entry.items[at]
+        if item.get("type") != item_type:
             return
         arr = item.get(field)
         if type(arr) is not list:

@@ -35,7 +35,10 @@ class _Entry:
         self.codec_message_id = codec_message_id
         self.role = role
         self.items: list[Any] = []
-        self.by_item_id: dict[Any, dict[str, Any]] = {}
+        #: key(item id) -> index in ``items`` of the first item with that id (a message, reasoning
+        #: or function_call item: never replaced). Positions, not the items: a dict of atoms the
+        #: cyclic GC does not track (a woken worker keeps every message of its history).
+        self.by_item_id: dict[Any, int] = {}
         #: key(call_id) -> (call_id, state); insertion-ordered like the JS Map.
         self.tool_states: dict[Any, tuple[Any, dict[str, Any]]] = {}
         #: key(call_id) -> index in ``items`` of the first ``function_call_output`` with that call_id.
@@ -92,7 +95,9 @@ class ReducerState:
 
     def __init__(self) -> None:
         self._messages: list[_Entry] = []
-        self._by_id: dict[Any, _Entry] = {}
+        #: key(codec message id) -> index in ``_messages``: positions, not the entries (a dict of
+        #: atoms, untracked by the cyclic GC).
+        self._by_id: dict[Any, int] = {}
         #: (id(obj), key) -> (obj, key, chunks): text appended to ``obj[key]`` not yet joined.
         self._pending: dict[tuple[int, str], tuple[dict[str, Any], str, list[str]]] = {}
         #: The delta run: the last fold appended a delta to pending ``chunks``, and nothing else
@@ -105,11 +110,11 @@ class ReducerState:
     def __repr__(self) -> str:
         return f"ReducerState(messages={len(self._messages)})"
 
-    def __getstate__(self) -> tuple[list[_Entry], dict[Any, _Entry]]:
+    def __getstate__(self) -> tuple[list[_Entry], dict[Any, int]]:
         _flush(self)
         return (self._messages, self._by_id)
 
-    def __setstate__(self, state: tuple[list[_Entry], dict[Any, _Entry]]) -> None:
+    def __setstate__(self, state: tuple[list[_Entry], dict[Any, int]]) -> None:
         self._messages, self._by_id = state
         self._pending = {}
         self._run = None
@@ -126,19 +131,22 @@ class ReducerState:
 
     def _ensure(self, role: Any, codec_message_id: Any) -> _Entry:
         k = codec_message_id if type(codec_message_id) is str else _key(codec_message_id)
-        entry = self._by_id.get(k)
-        if entry is None:
-            entry = _Entry(codec_message_id, role)
-            self._messages.append(entry)
-            if type(k) is not object:
-                self._by_id[k] = entry
+        at = self._by_id.get(k)
+        if at is not None:
+            return self._messages[at]
+        entry = _Entry(codec_message_id, role)
+        if type(k) is not object:
+            self._by_id[k] = len(self._messages)
+        self._messages.append(entry)
         return entry
 
     def _item(self, codec_message_id: Any, item_id: Any) -> dict[str, Any] | None:
-        entry = self._by_id.get(codec_message_id if type(codec_message_id) is str else _key(codec_message_id))
-        if entry is None:
+        at = self._by_id.get(codec_message_id if type(codec_message_id) is str else _key(codec_message_id))
+        if at is None:
             return None
-        return entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
+        entry = self._messages[at]
+        at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
+        return None if at is None else entry.items[at]
 
 
 def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> list[str] | None:

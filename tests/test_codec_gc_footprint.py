@@ -1,0 +1,53 @@
+"""What the Responses reducer keeps per message that the cyclic GC tracks (issue 21).
+
+A woken worker folds its whole history into one projection per node and keeps them for the
+session: every GC-tracked object of that state is scanned by each collection the wake-up runs.
+So the state private to the reducer holds its indexes as dicts of atoms (positions, not the
+objects), which the GC does not track. Structural checks (timings: ``benchmarks/``); what a caller
+reads is checked by the reducer's case and property tests.
+"""
+
+from __future__ import annotations
+
+import gc
+from typing import Any
+
+from ai_transport.codec.responses.reducer import fold, get_messages, init
+
+
+def _usual_turn() -> tuple[Any, Any]:
+    """A prompt's projection and its answer's (one streamed output_text message)."""
+    prompt = init()
+    fold(
+        prompt,
+        "input",
+        {"kind": "user-message", "message": {"role": "user", "items": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "hi"}]}
+        ]}},
+        "m-in",
+    )
+    answer = init()
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    for event in (
+        {"type": "response.output_item.added", "output_index": 0, "item": item},
+        {"type": "response.content_part.added", "item_id": "msg_1", "output_index": 0, "content_index": 0, "part": part},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "He"},
+        {"type": "response.output_text.delta", "item_id": "msg_1", "output_index": 0, "content_index": 0, "delta": "llo"},
+        {"type": "response.output_item.done", "output_index": 0, "item": dict(item, status="completed")},
+    ):
+        fold(answer, "output", event, "m-out")
+    return prompt, answer
+
+
+def test_the_message_and_item_indexes_are_untracked() -> None:
+    prompt, answer = _usual_turn()
+    gc.collect()
+    for state in (prompt, answer):
+        assert state._by_id and not gc.is_tracked(state._by_id)  # positions in _messages
+        for entry in state._messages:
+            assert not gc.is_tracked(entry.by_item_id)
+    assert answer._messages[0].by_item_id  # the answer's item is indexed (by its position)
+    [message] = get_messages(answer)
+    assert message.message.items[0]["status"] == "completed"
+    assert message.message.items[0]["content"][0]["text"] == "Hello"
