@@ -51,3 +51,38 @@ def test_the_message_and_item_indexes_are_untracked() -> None:
     [message] = get_messages(answer)
     assert message.message.items[0]["status"] == "completed"
     assert message.message.items[0]["content"][0]["text"] == "Hello"
+
+
+def _stream(state: Any, *deltas: str, done: bool = False) -> None:
+    item = {"type": "message", "id": "msg_1", "role": "assistant", "status": "in_progress", "content": []}
+    part = {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+    ids = {"item_id": "msg_1", "output_index": 0, "content_index": 0}
+    fold(state, "output", {"type": "response.output_item.added", "output_index": 0, "item": item}, "m")
+    fold(state, "output", {"type": "response.content_part.added", **ids, "part": part}, "m")
+    for delta in deltas:
+        fold(state, "output", {"type": "response.output_text.delta", **ids, "delta": delta}, "m")
+    if done:
+        fold(state, "output", {"type": "response.output_text.done", **ids, "text": "".join(deltas)}, "m")
+
+
+def test_a_parts_first_delta_is_assigned_not_kept_pending() -> None:
+    state = init()
+    _stream(state, "He")
+    assert not state._pending  # nothing to join: the part's text is the delta
+    assert state._messages[0].items[0]["content"][0]["text"] == "He"
+    _stream(state, "llo")  # (re-added: the first copy is kept, the part re-seeded) then one more delta
+    _stream(state, "", "He", "llo")
+    assert get_messages(state)[0].message.items[0]["content"][0]["text"] == "Hello"
+
+
+def test_the_emptied_pending_text_index_is_a_fresh_untracked_dict() -> None:
+    # (no gc.collect(): a full collection untracks an emptied dict, but a wake-up runs young ones)
+    replaced = init()
+    _stream(replaced, "He", "llo", done=True)  # chunks pending, then dropped by the .done
+    assert not replaced._pending and not gc.is_tracked(replaced._pending)
+    flushed = init()
+    _stream(flushed, "He", "llo")
+    assert flushed._pending and gc.is_tracked(flushed._pending)
+    get_messages(flushed)  # joins them
+    assert not flushed._pending and not gc.is_tracked(flushed._pending)
+    assert get_messages(flushed)[0].message.items[0]["content"][0]["text"] == "Hello"

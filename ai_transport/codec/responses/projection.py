@@ -164,6 +164,9 @@ def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any)
         del state._pending[pk]
     cur = obj.get(key, _ABSENT)
     if type(cur) is str and type(value) is str:
+        if not cur:  # the first delta of a part seeded empty: nothing to join yet (a history
+            obj[key] = value  # aggregate's one delta then leaves no pending entry behind)
+            return None
         chunks = [cur, value]
         state._pending[pk] = (obj, key, chunks)
         return chunks
@@ -173,8 +176,11 @@ def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any)
 
 def _replace_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> None:
     """JS ``obj[key] = value`` for a streamed field (drops pending chunks)."""
-    if state._pending:
-        state._pending.pop((id(obj), key), None)
+    pending = state._pending
+    if pending:
+        pending.pop((id(obj), key), None)
+        if not pending:
+            state._pending = {}  # (a fresh dict is untracked by the GC; one emptied stays tracked)
     if value is _ABSENT:  # (_assign, inlined)
         obj.pop(key, None)
     else:
@@ -188,7 +194,7 @@ def _flush(state: ReducerState) -> None:
     if pending:
         for obj, key, chunks in pending.values():
             obj[key] = "".join(chunks)
-        pending.clear()
+        state._pending = {}  # (not .clear(): an emptied dict stays GC-tracked until a full collection)
 
 
 def init() -> ReducerState:
