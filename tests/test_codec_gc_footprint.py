@@ -86,3 +86,19 @@ def test_the_emptied_pending_text_index_is_a_fresh_untracked_dict() -> None:
     get_messages(flushed)  # joins them
     assert not flushed._pending and not gc.is_tracked(flushed._pending)
     assert get_messages(flushed)[0].message.items[0]["content"][0]["text"] == "Hello"
+
+
+def test_a_message_in_progress_is_one_tracked_object_with_its_items() -> None:
+    prompt, answer = _usual_turn()
+    for state in (prompt, answer):
+        [entry] = state._messages
+        tracked = [o for o in gc.get_referents(entry) if gc.is_tracked(o) and not isinstance(o, type)]
+        # its items and (the prompt) the input message it merges into: no separate list of them
+        assert all(type(o) is dict for o in tracked)
+        assert list(entry) == get_messages(state)[0].message.items
+    first, second = init(), init()
+    for state in (first, second):
+        _stream(state, "same")
+    # identity, as a record: two messages with equal items are not one
+    assert first._messages[0] == first._messages[0] and first._messages[0] != second._messages[0]
+    assert len({first._messages[0], second._messages[0]}) == 2  # (hashed by identity too)

@@ -42,7 +42,7 @@ def _out_item_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
         if k in entry.by_item_id:
             return
         if type(k) is not object:
-            entry.by_item_id[k] = len(entry.items)
+            entry.by_item_id[k] = len(entry)
         entry.push(_clone(item))
         return
     entry.push(_clone(item))
@@ -101,7 +101,7 @@ def _out_content_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -
     at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
     if at is None:
         return
-    item = entry.items[at]
+    item = entry[at]
     typ = item.get("type")
     if typ == "message":
         part = ev.get("part", _ABSENT)
@@ -167,7 +167,7 @@ def _delta_arm(
         at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
         if at is None:
             return
-        item = entry.items[at]
+        item = entry[at]
         if item.get("type") != item_type:
             return
         arr = item.get(field)

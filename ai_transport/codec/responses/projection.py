@@ -18,37 +18,53 @@ __all__ = ["DeltaRun", "ReducerState", "init"]
 # State
 
 
-class _Entry:
-    """One message in progress: its items plus the indexes that keep every fold O(1)."""
+class _Entry(list[Any]):
+    """One message in progress: its items (the entry is their list) plus the indexes that keep
+    every fold O(1).
+
+    A list of its items rather than a record holding one: a woken worker keeps every message of
+    its history, and the record and its list were two objects the cyclic GC tracks. Compared and
+    hashed by identity, as a record is (never by its items).
+    """
 
     __slots__ = (
         "by_item_id",
         "codec_message_id",
         "input_message",
-        "items",
         "outputs_by_call",
         "role",
         "tool_states",
     )
 
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__  # type: ignore[assignment]
+
     def __init__(self, codec_message_id: Any, role: Any) -> None:
         self.codec_message_id = codec_message_id
         self.role = role
-        self.items: list[Any] = []
-        #: key(item id) -> index in ``items`` of the first item with that id (a message, reasoning
+        #: key(item id) -> index in the entry of the first item with that id (a message, reasoning
         #: or function_call item: never replaced). Positions, not the items: a dict of atoms the
         #: cyclic GC does not track (a woken worker keeps every message of its history).
         self.by_item_id: dict[Any, int] = {}
         #: key(call_id) -> (call_id, state); insertion-ordered like the JS Map.
         self.tool_states: dict[Any, tuple[Any, dict[str, Any]]] = {}
-        #: key(call_id) -> index in ``items`` of the first ``function_call_output`` with that call_id.
+        #: key(call_id) -> index in the entry of the first ``function_call_output`` with that call_id.
         self.outputs_by_call: dict[Any, int] = {}
         #: The first item that is a ``message`` with an array ``content`` (user-message merge target).
         self.input_message: dict[str, Any] | None = None
 
+    @property
+    def items(self) -> list[Any]:
+        """The message's items (the entry itself)."""
+        return self
+
+    def __repr__(self) -> str:
+        return f"_Entry({self.codec_message_id!r}, items={list.__repr__(self)})"
+
     def push(self, item: dict[str, Any]) -> None:
-        index = len(self.items)
-        self.items.append(item)
+        index = len(self)
+        self.append(item)
         typ = item.get("type")
         if typ == "function_call_output":
             k = _key(item.get("call_id", _ABSENT))
@@ -62,7 +78,7 @@ class _Entry:
         if index is None:
             self.push(item)
         else:
-            self.items[index] = item
+            self[index] = item
 
     def merge_state(self, call_id: Any, patch: dict[str, Any]) -> None:
         k = _key(call_id)
@@ -146,7 +162,7 @@ class ReducerState:
             return None
         entry = self._messages[at]
         at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
-        return None if at is None else entry.items[at]
+        return None if at is None else entry[at]
 
 
 def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> list[str] | None:

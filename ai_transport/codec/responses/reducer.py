@@ -136,6 +136,6 @@ def get_messages(state: ReducerState) -> list[CodecMessage]:
         for call_id, st in entry.tool_states.values():
             states[call_id if type(call_id) is str else js_to_string(call_id)] = dict(st)
         role = None if entry.role is _ABSENT else entry.role  # a user-message without a role (JS: no key)
-        message = OpenAIMessage(role, [_compact(item) for item in entry.items], states)  # type: ignore[arg-type]
+        message = OpenAIMessage(role, [_compact(item) for item in entry], states)  # type: ignore[arg-type]
         out.append(CodecMessage(entry.codec_message_id, message))
     return out
