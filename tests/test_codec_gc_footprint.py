@@ -102,3 +102,19 @@ def test_a_message_in_progress_is_one_tracked_object_with_its_items() -> None:
     # identity, as a record: two messages with equal items are not one
     assert first._messages[0] == first._messages[0] and first._messages[0] != second._messages[0]
     assert len({first._messages[0], second._messages[0]}) == 2  # (hashed by identity too)
+
+
+def test_a_projection_is_one_tracked_object_with_its_messages() -> None:
+    import copy
+    import pickle
+
+    prompt, answer = _usual_turn()
+    for state in (prompt, answer):
+        get_messages(state)  # (joins the answer's pending text: nothing left beside the messages)
+        tracked = [o for o in gc.get_referents(state) if gc.is_tracked(o) and not isinstance(o, type)]
+        assert tracked == list(state._messages)  # its messages, no list of them beside it
+        for again in (copy.deepcopy(state), pickle.loads(pickle.dumps(state))):
+            assert [m.to_dict() for m in get_messages(again)] == [m.to_dict() for m in get_messages(state)]
+            assert again != state and again == again  # compared by identity, as a record is
+    assert len(prompt) == len(answer) == 1 and len({prompt, answer}) == 2
+    assert not init() and repr(answer) == "ReducerState(messages=1)"

@@ -35,7 +35,7 @@ def _out_item_added(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
         return
     # (state._ensure, its lookup inlined: the message exists already but for its first item)
     at = state._by_id.get(mid if type(mid) is str else _key(mid))
-    entry = state._ensure("assistant", mid) if at is None else state._messages[at]
+    entry = state._ensure("assistant", mid) if at is None else state[at]
     item_id = item.get("id", _ABSENT)
     if item_id is not _ABSENT:
         k = item_id if type(item_id) is str else _key(item_id)
@@ -96,7 +96,7 @@ def _out_content_part_added(state: ReducerState, ev: dict[str, Any], mid: Any) -
     at = state._by_id.get(mid if type(mid) is str else _key(mid))  # (state._item, inlined)
     if at is None:
         return
-    entry = state._messages[at]
+    entry = state[at]
     item_id = ev.get("item_id", _ABSENT)
     at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
     if at is None:
@@ -162,7 +162,7 @@ def _delta_arm(
         at = state._by_id.get(mid if type(mid) is str else _key(mid))
         if at is None:
             return
-        entry = state._messages[at]
+        entry = state[at]
         item_id = ev.get("item_id", _ABSENT)
         at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
         if at is None:

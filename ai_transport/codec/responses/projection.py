@@ -99,19 +99,26 @@ class _Entry(list[Any]):
 DeltaRun = tuple[str, str, Any, "str | None", Any, list[str]]
 
 
-class ReducerState:
+class ReducerState(list[_Entry]):
     """The projection of one conversation node (``OpenAIProjection`` of 0.8.0). Opaque; mutated by :func:`fold`.
 
     Streamed text (``text`` / ``refusal`` / ``arguments``) is accumulated as chunks and joined when
     :func:`get_messages` reads the state, so a long stream folds in linear time (JS strings are
     ropes; Python's are not).
+
+    The state is the list of its messages (:class:`_Entry`, in first-touch order) with its indexes
+    as slots, not a record holding that list: a woken worker keeps one per node of its history, and
+    the list was one more object the cyclic GC tracks. Compared and hashed by identity.
     """
 
-    __slots__ = ("_by_id", "_messages", "_pending", "_run")
+    __slots__ = ("_by_id", "_pending", "_run")
+
+    __eq__ = object.__eq__
+    __ne__ = object.__ne__
+    __hash__ = object.__hash__  # type: ignore[assignment]
 
     def __init__(self) -> None:
-        self._messages: list[_Entry] = []
-        #: key(codec message id) -> index in ``_messages``: positions, not the entries (a dict of
+        #: key(codec message id) -> index of its message: positions, not the entries (a dict of
         #: atoms, untracked by the cyclic GC).
         self._by_id: dict[Any, int] = {}
         #: (id(obj), key) -> (obj, key, chunks): text appended to ``obj[key]`` not yet joined.
@@ -120,20 +127,17 @@ class ReducerState:
         #: touched the state since (:data:`DeltaRun`); None otherwise.
         self._run: DeltaRun | None = None
 
-    def __len__(self) -> int:
-        return len(self._messages)
+    @property
+    def _messages(self) -> list[_Entry]:
+        """The messages in first-touch order (the state itself)."""
+        return self
 
     def __repr__(self) -> str:
-        return f"ReducerState(messages={len(self._messages)})"
+        return f"ReducerState(messages={len(self)})"
 
-    def __getstate__(self) -> tuple[list[_Entry], dict[Any, int]]:
+    def __reduce__(self) -> tuple[Any, tuple[list[_Entry], dict[Any, int]]]:
         _flush(self)
-        return (self._messages, self._by_id)
-
-    def __setstate__(self, state: tuple[list[_Entry], dict[Any, int]]) -> None:
-        self._messages, self._by_id = state
-        self._pending = {}
-        self._run = None
+        return (_restored, (list(self), self._by_id))
 
     def __deepcopy__(self, memo: dict[int, Any]) -> ReducerState:
         import copy
@@ -141,28 +145,36 @@ class ReducerState:
         _flush(self)
         new = ReducerState()
         memo[id(self)] = new
-        new._messages = copy.deepcopy(self._messages, memo)
-        new._by_id = copy.deepcopy(self._by_id, memo)
+        new.extend(copy.deepcopy(list(self), memo))
+        new._by_id = dict(self._by_id)
         return new
 
     def _ensure(self, role: Any, codec_message_id: Any) -> _Entry:
         k = codec_message_id if type(codec_message_id) is str else _key(codec_message_id)
         at = self._by_id.get(k)
         if at is not None:
-            return self._messages[at]
+            return self[at]
         entry = _Entry(codec_message_id, role)
         if type(k) is not object:
-            self._by_id[k] = len(self._messages)
-        self._messages.append(entry)
+            self._by_id[k] = len(self)
+        self.append(entry)
         return entry
 
     def _item(self, codec_message_id: Any, item_id: Any) -> dict[str, Any] | None:
         at = self._by_id.get(codec_message_id if type(codec_message_id) is str else _key(codec_message_id))
         if at is None:
             return None
-        entry = self._messages[at]
+        entry = self[at]
         at = entry.by_item_id.get(item_id if type(item_id) is str else _key(item_id))
         return None if at is None else entry[at]
+
+
+def _restored(messages: list[_Entry], by_id: dict[Any, int]) -> ReducerState:
+    """A state unpickled: its messages and their index (nothing pending)."""
+    state = ReducerState()
+    state.extend(messages)
+    state._by_id = by_id
+    return state
 
 
 def _append_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any) -> list[str] | None:

@@ -131,7 +131,7 @@ def get_messages(state: ReducerState) -> list[CodecMessage]:
     """
     _flush(state)
     out: list[CodecMessage] = []
-    for entry in state._messages:
+    for entry in state:
         states: dict[str, Any] = {}
         for call_id, st in entry.tool_states.values():
             states[call_id if type(call_id) is str else js_to_string(call_id)] = dict(st)
