@@ -118,3 +118,31 @@ def test_a_projection_is_one_tracked_object_with_its_messages() -> None:
             assert again != state and again == again  # compared by identity, as a record is
     assert len(prompt) == len(answer) == 1 and len({prompt, answer}) == 2
     assert not init() and repr(answer) == "ReducerState(messages=1)"
+
+
+def test_a_vercel_projection_keeps_its_index_and_idle_buffers_untracked() -> None:
+    from ai_transport.codec.vercel import UIMessageCodec
+
+    state = UIMessageCodec.init()
+    fold = UIMessageCodec.fold
+    for chunk in (
+        {"type": "start"},
+        {"type": "text-start", "id": "t1"},
+        {"type": "text-delta", "id": "t1", "delta": "He"},
+        {"type": "text-delta", "id": "t1", "delta": "llo"},
+        {"type": "text-end", "id": "t1"},
+        {"type": "finish"},
+    ):
+        fold(state, "output", chunk, "m1", author="agent")
+    [message] = UIMessageCodec.get_messages(state)  # (joins the pending text)
+    assert message.message["parts"][0]["text"] == "Hello"
+    # (no gc.collect(): a full collection untracks an emptied dict, but a wake-up runs young ones)
+    assert state._by_id == {"m1": 0} and not gc.is_tracked(state._by_id)  # a position, not the entry
+    assert not state._pending_text and not gc.is_tracked(state._pending_text)
+    assert not state.pending_resolutions and not gc.is_tracked(state.pending_resolutions)
+    # an answer waiting for its tool part is still held, and applied when the part arrives
+    fold(state, "input", UIMessageCodec.create_tool_result("m2", {"toolCallId": "c", "output": 1}), "u", author="a")
+    assert len(state.pending_resolutions) == 1
+    fold(state, "output", {"type": "tool-input-start", "toolCallId": "c", "toolName": "w"}, "m2", author="agent")
+    assert not state.pending_resolutions and state.pending_by_author == {}
+    assert UIMessageCodec.get_messages(state)[1].message["parts"][0]["output"] == 1

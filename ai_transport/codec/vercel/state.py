@@ -50,11 +50,14 @@ class UIProjection:
     def __init__(self) -> None:
         #: ``CodecMessage(codec_message_id, UIMessage dict)`` in publication order.
         self.entries: list[CodecMessage] = []
-        self._by_id: dict[Any, CodecMessage] = {}
+        #: codec-message-id -> index in ``entries`` of its first entry: positions, not the entries
+        #: (a dict of atoms the cyclic GC does not track; a woken worker keeps every node's).
+        self._by_id: dict[Any, int] = {}
         self.trackers: dict[Any, MessageTrackers] = {}
         #: ``(target codec-message-id, tool call id, resolution dict, author)`` waiting for their tool
         #: part, in arrival order; ``author`` is the publisher Ably verified (None: not known).
-        self.pending_resolutions: list[tuple[Any, Any, dict[str, Any], str | None]] = []
+        #: ``()`` while none waits (an empty list would be one more GC-tracked object per node).
+        self.pending_resolutions: list[tuple[Any, Any, dict[str, Any], str | None]] | tuple[()] = ()
         #: author -> how many of ``pending_resolutions`` are theirs (the bound is per publisher).
         self.pending_by_author: dict[str | None, int] = {}
         #: ``id(part) -> (part, chunks)``: text appended to a part since the last read.
@@ -67,16 +70,17 @@ class UIProjection:
     def find(self, codec_message_id: Any) -> CodecMessage | None:
         """The entry of ``codec_message_id`` (``messages.find``), else None."""
         try:
-            return self._by_id.get(codec_message_id)
+            at = self._by_id.get(codec_message_id)
         except TypeError:  # an unhashable id from the wire: never a key
             return None
+        return None if at is None else self.entries[at]
 
     def push(self, codec_message_id: Any, message: UIMessage) -> CodecMessage:
         """Append a new entry (the first entry of an id is the one ``find`` answers)."""
         entry = CodecMessage(codec_message_id, message)
-        self.entries.append(entry)
         with contextlib.suppress(TypeError):
-            self._by_id.setdefault(codec_message_id, entry)
+            self._by_id.setdefault(codec_message_id, len(self.entries))
+        self.entries.append(entry)
         return entry
 
     def ensure_message(self, codec_message_id: Any) -> UIMessage:
@@ -112,7 +116,7 @@ class UIProjection:
         if self._pending_text:
             for part, chunks in self._pending_text.values():
                 part["text"] = _js_concat(part.get("text", MISSING), "".join(chunks))
-            self._pending_text.clear()
+            self._pending_text = {}  # (not .clear(): an emptied dict stays GC-tracked until a full collection)
 
     def messages(self) -> list[CodecMessage]:
         """The entries, text flushed (``getMessages``)."""

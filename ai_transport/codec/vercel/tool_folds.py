@@ -272,6 +272,8 @@ def resolve_or_pend(
     if type(author) is not str:
         author = None
     pending = state.pending_resolutions
+    if not isinstance(pending, list):  # (none waits yet)
+        pending = state.pending_resolutions = []
     counts = state.pending_by_author
     held = counts.get(author, 0)
     if held >= MAX_PENDING_RESOLUTIONS:
@@ -301,7 +303,7 @@ def retry_pending(state: UIProjection) -> None:
             counts[author] = left
         else:
             del counts[author]
-    state.pending_resolutions = waiting
+    state.pending_resolutions = waiting if waiting else ()
 
 
 def seed_fork(state: UIProjection, target: Any, seed: Any) -> None:
