@@ -146,3 +146,16 @@ def test_a_vercel_projection_keeps_its_index_and_idle_buffers_untracked() -> Non
     fold(state, "output", {"type": "tool-input-start", "toolCallId": "c", "toolName": "w"}, "m2", author="agent")
     assert not state.pending_resolutions and state.pending_by_author == {}
     assert UIMessageCodec.get_messages(state)[1].message["parts"][0]["output"] == 1
+
+
+def test_the_usual_turns_projections_track_only_what_a_caller_reads() -> None:
+    from support_gc import tracked_from
+
+    prompt, answer = _usual_turn()
+    get_messages(answer)
+    # the state, its message, and the item dicts / lists get_messages hands out (by reference):
+    # the prompt's message item and its content; the answer's item, content, part and the part's
+    # two lists (annotations, logprobs). Before: 7 and 11 (a list of entries, a list of items
+    # per entry, an index dict of entries and one of items).
+    assert tracked_from(prompt) == 4
+    assert tracked_from(answer) == 7
