@@ -85,11 +85,17 @@ class OpenStreams:
             known_version = known.version if isinstance(known, OpenStream) else known
             if known_version > version or (append and known_version == version):
                 return  # an older view of the stream (a history page folded after newer live appends)
+        streaming = transport.get("status") == "streaming"
+        if not streaming and not isinstance(known, OpenStream):
+            # closed and not open before (a history aggregate): its version is all that is kept,
+            # and neither branch below would read the codec tier, so it is not read
+            streams[serial] = version
+            return
         codec = codec_headers(extras)
         if isinstance(known, OpenStream) and _same_tiers(known, transport, codec):
             known.version = version  # an append repeating its stream's headers: no copies
             return
-        if transport.get("status") == "streaming":
+        if streaming:
             streams[serial] = OpenStream(serial, version, dict(transport), dict(codec))
         else:
             streams[serial] = version  # closed: its version only
