@@ -47,6 +47,11 @@ def declared_call_id(message: Mapping[str, Any]) -> str | None:
     (Vercel codec) a tool chunk's codec ``toolCallId``."""
     if message.get("name") not in _OUTPUT_NAMES:
         return None
+    return _declared_call_id(message)
+
+
+def _declared_call_id(message: Mapping[str, Any]) -> str | None:
+    """:func:`declared_call_id` of a wire whose name was checked already (an output's)."""
     codec = codec_headers(message.get("extras"))
     kind = codec.get("kind")
     ui_call = codec.get("toolCallId")  # a UI message stream chunk of a tool call (Vercel codec)
@@ -80,7 +85,7 @@ class PublishedCalls:
         """Record the call ``message`` (a trusted, folded agent output wire) declares, if any."""
         if message.get("name") not in _OUTPUT_NAMES:
             return  # (a lifecycle, lease or input wire declares no call: no further look)
-        call_id = declared_call_id(message)
+        call_id = _declared_call_id(message)  # (the name checked above: not asked again)
         if call_id is not None:
             self._calls.add(call_id)
 
