@@ -31,7 +31,7 @@ from .._shapes import MAPPING
 from ..channels.channel import ACTIONS, action_name
 from ..errors import type_name
 
-__all__ = ["wire_problem"]
+__all__ = ["plainly_well_typed", "wire_problem"]
 
 _STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
 _VERSION_STRING_FIELDS = ("serial", "clientId")
@@ -129,6 +129,11 @@ def _plainly_well_typed(message: Any) -> bool:
         if vts is not None and type(vts) is not int and type(vts) is not float:
             return False
     return True
+
+
+#: The fast path of :func:`wire_problem` (True: well typed; False: ask :func:`wire_problem`), for a
+#: caller that checks every wire of a fold: the common wire is then answered in one Python call.
+plainly_well_typed = _plainly_well_typed
 
 
 def wire_problem(message: Any) -> str | None:
