@@ -145,8 +145,9 @@ class Admission:
             return True
         return run is not None and run.input_client_id is not None and client_id == run.input_client_id
 
-    def admit(self, message: Mapping[str, Any], tree: Any) -> bool | None:
-        """True = fold, False = refused (already reported), None = hold until the run's start."""
+    def admit(self, message: Mapping[str, Any], tree: Any, headers: Mapping[str, str] | None = None) -> bool | None:
+        """True = fold, False = refused (already reported), None = hold until the run's start.
+        ``headers``: the wire's transport tier when the caller read it already (read once per wire)."""
         name = message.get("name")
         client_id = message.get("clientId")
         serial = message.get("serial")
@@ -184,8 +185,9 @@ class Admission:
                 return False
             return True
         if name == EVENT_AI_INPUT:
-            kind = codec_headers(message.get("extras")).get("kind")
-            h = transport_headers(message.get("extras"))
+            extras = message.get("extras")
+            kind = codec_headers(extras).get("kind")
+            h = transport_headers(extras) if headers is None else headers
             run_id = h.get(H_RUN_ID)
             if kind in ANSWER_KINDS or run_id is not None:
                 run: RunNode | None = None

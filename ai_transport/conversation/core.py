@@ -589,7 +589,9 @@ class Conversation:
         tree = self.applier.tree  # the shadow tree while a refold runs
         admission = self.admission
         assert admission is not None  # an agent always has its trust rules
-        verdict = admission.admit(message, tree)
+        # the transport tier, read once for the trust rules, the ledger, the applier and the tree
+        headers = transport_headers(message.get("extras"))
+        verdict = admission.admit(message, tree, headers)
         if verdict is None:
             admission.hold(message)
             return
@@ -600,12 +602,12 @@ class Conversation:
             outcome = verifier.check(message)
             if outcome == SPLIT:  # a rolled-up delivery: fold the agent's part (the wire is reported)
                 message, outcome = verifier.take_substitute(), FOLD
+                headers = transport_headers(message.get("extras"))  # (the substitute's own tier)
             if outcome != FOLD:
                 if outcome != HOLD and outcome != DROP:
                     self._refuse_tampered(message, outcome)
                 self._settle(verifier)
                 return
-        headers = transport_headers(message.get("extras"))  # read once for the ledger, the applier and the tree
         self._streams_sink.note(message, headers)
         if message.get("clientId") in trusted:
             self.published_calls.note(message)
@@ -622,14 +624,14 @@ class Conversation:
     def _fold_client(self, message: Mapping[str, Any], live: bool) -> bool:
         tree = self.applier.tree  # the shadow tree while a refold runs
         admission = self.admission
+        headers = transport_headers(message.get("extras"))  # read once for the trust rules, the applier and the tree
         if admission is not None:
-            verdict = admission.admit(message, tree)
+            verdict = admission.admit(message, tree, headers)
             if verdict is None:
                 admission.hold(message)
                 return False
             if not verdict:
                 return False
-        headers = transport_headers(message.get("extras"))  # read once for the applier and the tree
         if live and message.get("name") == EVENT_RUN_END and headers.get(H_RUN_REASON) == "error":
             err = build_run_end_error(headers)
             self.log.error("run %s ended with an agent error: %s", headers.get(H_RUN_ID), err.message)
