@@ -824,9 +824,10 @@ class Tree(LifecycleFold, TreeOwnership):
                 return
             key = found.node.key
             if self.page_folding and key not in pending:  # judged when the run is read (_fence_touched)
-                contested = fence.contested(parsed.run_id)
                 fence.note(message, parsed)
-                if contested or fence.contested(parsed.run_id):
+                # (contested before the wire or after it: the same test, as a run once contested
+                # stays so, note only ever adding a connection)
+                if fence.contested(parsed.run_id):
                     self._fence_touched.add(key)
                 return
             if key not in pending:
