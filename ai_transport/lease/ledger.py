@@ -178,24 +178,18 @@ class _Body(msgspec.Struct, forbid_unknown_fields=True, gc=False):
     connectionId: str | None = None
 
 
+#: The body of a well-formed lease wire, decoded and type-checked in C (:func:`parse_lease_wire`
+#: tries it first); a refusal means "look closer" (the answer is then :func:`_checked_body`'s, never
+#: "malformed").
+#:
+#: Equivalent where it answers: msgspec refuses every text ``json.loads`` refuses (and more:
+#: ``NaN`` / ``Infinity``, numbers out of double range, lone-surrogate escapes, integers beyond
+#: msgspec's own digit limit), keeps the last of duplicate keys as ``json.loads`` does, and decodes
+#: strings, booleans and lists to the same values. Every field is decoded (an unknown one is
+#: refused, not skipped unread: a skipped integer of more digits than ``json.loads`` takes would
+#: pass here and fail there), and a body of another type, a missing field, a ``null`` where the
+#: slow path wants a bool, a non-string key ... fail the typed decode and take the slow path.
 _decode_body = msgspec.json.Decoder(_Body).decode
-
-
-def _typed_body(data: str) -> _Body | None:
-    """The body of a well-formed lease wire, decoded and type-checked in C; None: "look closer" (the
-    answer is then :func:`_checked_body`'s, never "malformed").
-
-    Equivalent where it answers: msgspec refuses every text ``json.loads`` refuses (and more:
-    ``NaN`` / ``Infinity``, numbers out of double range, lone-surrogate escapes, integers beyond
-    msgspec's own digit limit), keeps the last of duplicate keys as ``json.loads`` does, and decodes
-    strings, booleans and lists to the same values. Every field is decoded (an unknown one is
-    refused, not skipped unread: a skipped integer of more digits than ``json.loads`` takes would
-    pass here and fail there), and a body of another type, a missing field, a ``null`` where the
-    slow path wants a bool, a non-string key ... fail the typed decode and take the slow path."""
-    try:
-        return _decode_body(data)
-    except Exception:  # any refusal (DecodeError, ValidationError, UnicodeEncodeError ...): look closer
-        return None
 
 
 def _checked_body(data: Any) -> _Body | None:
@@ -252,7 +246,12 @@ def parse_lease_wire(message: Mapping[str, Any], trusted: Iterable[Any]) -> Leas
         # rewritten by someone else than a trusted identity (whose rewrite stands: ours never do)
         return Poison(serial, at, publisher if isinstance(publisher, str) else None)
     data = get("data")
-    body = _typed_body(data) if type(data) is str else None
+    body = None
+    if type(data) is str:  # the typed decode first, in this frame (no helper's call a lease wire)
+        try:
+            body = _decode_body(data)
+        except Exception:  # any refusal (DecodeError, ValidationError, UnicodeEncodeError ...): look closer
+            body = None
     if body is None:
         body = _checked_body(data)
         if body is None:
