@@ -123,6 +123,10 @@ HELD_LIVE_LIMIT: Final = 10_000
 
 _RESTORING_ACTIONS: Final = ("message.append", "message.update")
 
+#: The names of the wires the open-stream and published-call ledgers read (an ``ai-output``, or a
+#: name-less append / update of one): both return at once for any other, so it is not handed to them.
+_OUTPUT_NAMES: Final = (EVENT_AI_OUTPUT, None, "")
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -608,9 +612,10 @@ class Conversation:
                     self._refuse_tampered(message, outcome)
                 self._settle(verifier)
                 return
-        self._streams_sink.note(message, headers)
-        if message.get("clientId") in trusted:
-            self.published_calls.note(message)
+        if message.get("name") in _OUTPUT_NAMES:  # (two calls less a lifecycle or input wire)
+            self._streams_sink.note(message, headers)
+            if message.get("clientId") in trusted:
+                self.published_calls.note(message)
         event = self.applier.apply(message, headers)
         tree.emit_ably_message(message, headers)
         if verifier is not None:
