@@ -22,13 +22,6 @@ def _first_attempt(step: tuple[str, dict[str, Any]]) -> str:
     return min(step[1]["serials"], default="")
 
 
-def _step_info(step_id: str, rec: dict[str, Any]) -> StepInfo:
-    """The read model of one step from its record: ``active`` until its canonical attempt ends."""
-    canonical = rec["canonical"]
-    status = rec["ends"].get(canonical, "active") if rec["started"] and canonical is not None else "active"
-    return StepInfo(step_id, status, len(rec["serials"]), rec["client"])
-
-
 class LifecycleFold:
     """The lifecycle half of :class:`~ai_transport.conversation.tree.Tree` (a mixin of it)."""
 
@@ -336,8 +329,13 @@ class LifecycleFold:
         if order is None:
             order = entry.step_order = []
         old = keys.get(step_id)
-        key = (min(rec["serials"], default=""), old[1] if old is not None else len(keys))
-        info = _step_info(step_id, rec)
+        serials = rec["serials"]
+        key = (min(serials, default=""), old[1] if old is not None else len(keys))
+        # the step's read model from its record, made here (a call less per step wire): ``active``
+        # until its canonical attempt ends
+        canonical = rec["canonical"]
+        status = rec["ends"].get(canonical, "active") if rec["started"] and canonical is not None else "active"
+        info = StepInfo(step_id, status, len(serials), rec["client"])
         if old == key:
             steps[bisect_left(order, key)] = info
             return
