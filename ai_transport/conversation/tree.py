@@ -1029,7 +1029,8 @@ class Tree(LifecycleFold, TreeOwnership):
         if run_id is None:
             self._apply_run_less(inputs, outputs, headers, serial, version, wire, replay)
         else:  # a wire of a run (an output, a continuation input): the commonest
-            events = _codec_events(inputs, outputs)
+            # (an output's events made here, as _codec_events makes them without inputs: a call less)
+            events = list(zip(repeat("output"), outputs)) if not inputs else _codec_events(inputs, outputs)
             if (events or run_id in self._nodes) and self._apply_run(
                 run_id, inputs, outputs, events, headers, serial, version, False, replay, judged=wire is not None
             ):
