@@ -63,7 +63,7 @@ def _out_item_done(state: ReducerState, ev: dict[str, Any], mid: Any) -> None:
     if typ != done.get("type"):
         return
     if typ == "message" or typ == "function_call" or typ == "reasoning":
-        status = done.get("status", _ABSENT)  # each finalises its status first (_assign, inlined)
+        status = done.get("status", _ABSENT)  # each finalises its status first (undefined: removed)
         if status is _ABSENT:
             existing.pop("status", None)
         else:

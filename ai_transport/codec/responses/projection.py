@@ -209,7 +209,7 @@ def _replace_text(state: ReducerState, obj: dict[str, Any], key: str, value: Any
         pending.pop((id(obj), key), None)
         if not pending:
             state._pending = {}  # (a fresh dict is untracked by the GC; one emptied stays tracked)
-    if value is _ABSENT:  # (_assign, inlined)
+    if value is _ABSENT:  # (assigning ``undefined`` removes the key from the JSON view)
         obj.pop(key, None)
     else:
         obj[key] = value
@@ -228,11 +228,3 @@ def _flush(state: ReducerState) -> None:
 def init() -> ReducerState:
     """A fresh, empty projection (``init()``)."""
     return ReducerState()
-
-
-def _assign(obj: dict[str, Any], key: str, value: Any) -> None:
-    """``obj[key] = value`` where assigning ``undefined`` removes the key from the JSON view."""
-    if value is _ABSENT:
-        obj.pop(key, None)
-    else:
-        obj[key] = value
