@@ -105,10 +105,16 @@ _new_result: Final = object.__new__
 
 
 def _result(name: Any, events: list[dict[str, Any]]) -> DecodeResult:
-    """``events`` as the result of a wire named ``name``: inputs for ``ai-input``, else outputs."""
+    """``events`` as the result of a wire named ``name``: inputs for ``ai-input``, else outputs
+    (built without ``__init__``: every history wire's result is made here)."""
+    result = _new_result(DecodeResult)
     if name == NAME_INPUT:
-        return DecodeResult(events, [])
-    return DecodeResult([], events)
+        result.inputs = events
+        result.outputs = []
+    else:
+        result.inputs = []
+        result.outputs = events
+    return result
 
 
 class StreamDecoder:
@@ -196,14 +202,7 @@ class StreamDecoder:
                     )
                     return DecodeResult()
                 if events is not None:
-                    result = _new_result(DecodeResult)  # (_result, inlined; no __init__ frame)
-                    if inbound.get("name") == NAME_INPUT:
-                        result.inputs = events
-                        result.outputs = []
-                    else:
-                        result.inputs = []
-                        result.outputs = events
-                    return result
+                    return _result(inbound.get("name"), events)
         m = _read_inbound(inbound)
         if m is None:
             logger.warning("decode(); not an Ably message (%s), skipping", type(inbound).__name__)
