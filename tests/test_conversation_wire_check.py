@@ -17,7 +17,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ai_transport.conversation.wire_check import _full_problem, _plainly_well_typed, wire_problem
+from ai_transport.conversation.wire_check import full_problem, plainly_well_typed, wire_problem
 
 
 class Text(str):
@@ -80,9 +80,9 @@ _messages = st.one_of(_wire, _wire.map(OrderedDict), _wire.map(MappingProxyType)
 @settings(max_examples=600, deadline=None)
 @given(_messages)
 def test_fast_path_answers_as_the_full_check(message: Any) -> None:
-    full = _full_problem(message)
+    full = full_problem(message)
     assert wire_problem(message) == full
-    if _plainly_well_typed(message):
+    if plainly_well_typed(message):
         assert full is None
 
 
@@ -94,7 +94,7 @@ def test_the_common_shape_takes_the_fast_path() -> None:
         "extras": {"ai": {"transport": {"role": "user"}, "codec": {"kind": "user-message"}}},
         "data": {"anything": [1, 2]},
     }
-    assert _plainly_well_typed(wire)
+    assert plainly_well_typed(wire)
     assert wire_problem(wire) is None
     for broken, why in (
         ({**wire, "timestamp": True}, "timestamp is boolean, not a number"),
@@ -102,7 +102,7 @@ def test_the_common_shape_takes_the_fast_path() -> None:
         ({**wire, "extras": {"ai": {"transport": {"role": 1}}}}, "extras.ai.transport['role'] is number, not a string"),
         ({**wire, "extras": {"ai": {"codec": {2: "x"}}}}, "extras.ai.codec has a number key"),
     ):
-        assert not _plainly_well_typed(broken)
+        assert not plainly_well_typed(broken)
         assert wire_problem(broken) == why
 
 
@@ -122,5 +122,5 @@ def test_values_the_conversion_would_coerce_are_left_to_the_full_check() -> None
         ({**base, "timestamp": Level.ONE}, None),
         ({**base, "version": {"serial": "01", "timestamp": Level.ONE}}, None),
     ):
-        assert not _plainly_well_typed(wire)
+        assert not plainly_well_typed(wire)
         assert wire_problem(wire) == why

@@ -83,7 +83,7 @@ from .own_streams import OwnStreams
 from .signing import SIGNATURE_HEADER, HistoryIntegrity, stream_digest
 from .steers import SteerLedger
 from .tree import Tree, WireApplier
-from .wire_check import plainly_well_typed, wire_problem
+from .wire_check import full_problem, plainly_well_typed
 
 __all__ = [
     "DEFERRED_CANCEL_LIMIT",
@@ -447,9 +447,9 @@ class Conversation:
         self._changes.append(Skipped(message, why) if tampered is None else Tampered(message, why, tampered))
 
     def _well_formed(self, message: Any) -> bool:
-        if plainly_well_typed(message):  # wire_problem's own fast path, without its frame
+        if plainly_well_typed(message):  # (wire_problem, its two steps asked here: one call a wire)
             return True
-        problem = wire_problem(message)  # (None here too when the fast path only said "look closer")
+        problem = full_problem(message)  # (None too: the fast path only said "look closer")
         if problem is None:
             return True
         self._skip(message if isinstance(message, MAPPING) else {}, f"malformed: {problem}")

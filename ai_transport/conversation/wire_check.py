@@ -13,7 +13,7 @@ A message without an AI envelope (no ``extras.ai``) is a *foreign* message and p
 the fields above are well typed; a present but non-object ``extras`` / ``extras.ai`` does not.
 
 Every wire of a fold is checked, so the common shape (plain dicts, every field exactly its type) is
-recognised first by :func:`_plainly_well_typed` (one msgspec conversion to :class:`_Wire`), a
+recognised first by :func:`plainly_well_typed` (one msgspec conversion to :class:`_Wire`), a
 conservative test that only ever answers "well typed" or "look closer"; anything else takes the full
 check, whose answers (and refusal texts) are
 the only ones a caller sees (``tests/test_conversation_wire_check.py`` compares both on arbitrary
@@ -31,7 +31,7 @@ from .._shapes import MAPPING
 from ..channels.channel import ACTIONS, action_name
 from ..errors import type_name
 
-__all__ = ["plainly_well_typed", "wire_problem"]
+__all__ = ["full_problem", "plainly_well_typed", "wire_problem"]
 
 _STRING_FIELDS = ("name", "clientId", "serial", "id", "connectionId")
 _VERSION_STRING_FIELDS = ("serial", "clientId")
@@ -66,7 +66,7 @@ class _Version(msgspec.Struct, gc=False):
 
     serial: str | None = None
     clientId: str | None = None
-    timestamp: Any = None  # checked by _plainly_well_typed: msgspec would take a Decimal as a float
+    timestamp: Any = None  # checked by plainly_well_typed: msgspec would take a Decimal as a float
 
 
 class _Ai(msgspec.Struct, gc=False):
@@ -106,9 +106,9 @@ def _shown(value: Any, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def _plainly_well_typed(message: Any) -> bool:
+def plainly_well_typed(message: Any) -> bool:
     """True when ``message`` has the common shape with every field checked exactly of its type
-    (then :func:`_full_problem` finds nothing); False means "look closer", never "malformed".
+    (then :func:`full_problem` finds nothing); False means "look closer", never "malformed".
 
     The whole message is checked against :class:`_Wire` in one msgspec conversion (in C, fields it
     does not name skipped unread); the two timestamps, which it leaves alone, must be an exact
@@ -131,11 +131,6 @@ def _plainly_well_typed(message: Any) -> bool:
     return True
 
 
-#: The fast path of :func:`wire_problem` (True: well typed; False: ask :func:`wire_problem`), for a
-#: caller that checks every wire of a fold: the common wire is then answered in one Python call.
-plainly_well_typed = _plainly_well_typed
-
-
 def wire_problem(message: Any) -> str | None:
     """None when every field a session reads has its wire type, else what is wrong (for the log).
 
@@ -145,12 +140,12 @@ def wire_problem(message: Any) -> str | None:
     number; ``extras`` and ``extras.ai`` objects; every key and value of ``extras.ai.transport`` and
     ``extras.ai.codec`` a string.
     """
-    if _plainly_well_typed(message):
+    if plainly_well_typed(message):
         return None
-    return _full_problem(message)
+    return full_problem(message)
 
 
-def _full_problem(message: Any) -> str | None:
+def full_problem(message: Any) -> str | None:
     """:func:`wire_problem` without its fast path (what names the problem)."""
     if not isinstance(message, MAPPING):
         return f"message is {type_name(message)}, not an object"
