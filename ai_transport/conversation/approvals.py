@@ -28,8 +28,9 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from .._shapes import MAPPING
-from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
+from ..codec.headers import codec_headers, transport_headers
 from ..errors import AITransportError, ErrorCode
+from .lifecycle import OUTPUT_WIRE_NAMES
 
 __all__ = ["PublishedCalls", "StrayApproval", "declared_call_id", "settle_stray_approvals", "stray_approvals"]
 
@@ -37,15 +38,13 @@ logger = logging.getLogger("ai_transport.sessions.agent")
 
 _FN_ARGS: Final = "function_call_arguments"
 _APPROVAL_REQUEST: Final = "tool-approval-request"
-#: The names of wires that may declare a call (an ``ai-output``, or a name-less append / update of one).
-_OUTPUT_NAMES: Final = (NAME_OUTPUT, None, "")
 
 
 def declared_call_id(message: Mapping[str, Any]) -> str | None:
     """The ``call_id`` an ``ai-output`` wire declares: a ``function_call`` stream's codec ``item``
     (create, appends and aggregates repeat it), a ``tool-approval-request``'s codec ``call_id``, or
     (Vercel codec) a tool chunk's codec ``toolCallId``."""
-    if message.get("name") not in _OUTPUT_NAMES:
+    if message.get("name") not in OUTPUT_WIRE_NAMES:
         return None
     return _declared_call_id(message)
 
@@ -83,7 +82,7 @@ class PublishedCalls:
 
     def note(self, message: Mapping[str, Any]) -> None:
         """Record the call ``message`` (a trusted, folded agent output wire) declares, if any."""
-        if message.get("name") not in _OUTPUT_NAMES:
+        if message.get("name") not in OUTPUT_WIRE_NAMES:
             return  # (a lifecycle, lease or input wire declares no call: no further look)
         call_id = _declared_call_id(message)  # (the name checked above: not asked again)
         if call_id is not None:

@@ -73,6 +73,7 @@ from .lifecycle import (
     H_INPUT_CODEC_MESSAGE_ID,
     H_RUN_ID,
     H_RUN_REASON,
+    OUTPUT_WIRE_NAMES,
     RunLifecycleEvent,
     build_run_end_error,
     read_cancel_target,
@@ -122,10 +123,6 @@ DEFERRED_CANCEL_LIMIT: Final = 200
 HELD_LIVE_LIMIT: Final = 10_000
 
 _RESTORING_ACTIONS: Final = ("message.append", "message.update")
-
-#: The names of the wires the open-stream and published-call ledgers read (an ``ai-output``, or a
-#: name-less append / update of one): both return at once for any other, so it is not handed to them.
-_OUTPUT_NAMES: Final = (EVENT_AI_OUTPUT, None, "")
 
 
 @dataclass(frozen=True)
@@ -612,7 +609,8 @@ class Conversation:
                     self._refuse_tampered(message, outcome)
                 self._settle(verifier)
                 return
-        if message.get("name") in _OUTPUT_NAMES:  # (two calls less a lifecycle or input wire)
+        # the open-stream and published-call ledgers read an output's wires only: no call for the rest
+        if message.get("name") in OUTPUT_WIRE_NAMES:
             self._streams_sink.note(message, headers)
             if message.get("clientId") in trusted:
                 self.published_calls.note(message)

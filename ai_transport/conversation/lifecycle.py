@@ -37,6 +37,7 @@ __all__ = [
     "EVENT_RUN_SUSPEND",
     "EVENT_STEP_END",
     "EVENT_STEP_START",
+    "OUTPUT_WIRE_NAMES",
     "RUN_LIFECYCLE_NAMES",
     "STEP_LIFECYCLE_NAMES",
     "CancelTarget",
@@ -62,6 +63,8 @@ __all__ = [
 # Message names
 EVENT_AI_INPUT: Final = NAME_INPUT
 EVENT_AI_OUTPUT: Final = NAME_OUTPUT
+#: The names an agent output's wires carry: ``ai-output``, or none (a name-less append / update of one).
+OUTPUT_WIRE_NAMES: Final = (EVENT_AI_OUTPUT, None, "")
 EVENT_CANCEL: Final = "ai-cancel"
 EVENT_RUN_START: Final = "ai-run-start"
 EVENT_RUN_SUSPEND: Final = "ai-run-suspend"

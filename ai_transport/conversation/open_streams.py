@@ -14,7 +14,7 @@ from typing import Any
 
 from .._shapes import MAPPING
 from ..codec.headers import codec_headers, transport_headers
-from .lifecycle import EVENT_AI_OUTPUT, H_RUN_ID
+from .lifecycle import H_RUN_ID, OUTPUT_WIRE_NAMES
 from .signing import SIGNATURE_HEADER
 
 __all__ = ["OpenStream", "OpenStreams"]
@@ -64,7 +64,7 @@ class OpenStreams:
         """Record ``message`` when it is a stream's create, append or aggregate. ``transport``: its
         transport tier when the caller read it already (read once per wire)."""
         name = message.get("name")
-        if name not in (None, "", EVENT_AI_OUTPUT):
+        if name not in OUTPUT_WIRE_NAMES:
             return
         extras = message.get("extras")
         if transport is None:
