@@ -972,8 +972,8 @@ class Tree(LifecycleFold, TreeOwnership):
                     else:
                         self._refold(entry)
                     return
-            if (self._is_gated(entry, serial) or self._fenced(entry, serial)) if gated is None else gated:
-                return  # (:meth:`_gated` inlined: a call less per folded output wire)
+            if self._gated(entry, serial) if gated is None else gated:
+                return
         elif events:
             entry.optimistic = True
         node = entry.node
@@ -1029,8 +1029,7 @@ class Tree(LifecycleFold, TreeOwnership):
         if run_id is None:
             self._apply_run_less(inputs, outputs, headers, serial, version, wire, replay)
         else:  # a wire of a run (an output, a continuation input): the commonest
-            # (an output's events made here, as _codec_events makes them without inputs: a call less)
-            events = list(zip(repeat("output"), outputs)) if not inputs else _codec_events(inputs, outputs)
+            events = _codec_events(inputs, outputs)
             if (events or run_id in self._nodes) and self._apply_run(
                 run_id, inputs, outputs, events, headers, serial, version, False, replay, judged=wire is not None
             ):
