@@ -170,6 +170,23 @@ def test_a_tampered_history_aggregate_is_reported_as_tampered() -> None:
     assert core.skipped == 1
 
 
+def test_a_skip_log_names_who_mutated_the_wire(caplog: pytest.LogCaptureFixture) -> None:
+    # the skip names the wire's publisher and, for another member's mutation, its mutator: an
+    # update of the agent's output by mallory is mallory's doing, not the agent's
+    core = Conversation(ResponsesCodec, agent=True, trusted_agent_ids={AGENT})
+    output = copy.deepcopy(next(w for w in FULL["history"] if w["name"] == "ai-output"))
+    output["action"] = "message.update"
+    output["version"] = {**(output.get("version") or {}), "serial": "99999999999999999999-0", "clientId": "mallory"}
+    forged = _forged_output("00000000000000000002-0")
+    with caplog.at_level("WARNING", logger="ai_transport"):
+        core.receive_history(output)
+        core.receive_history(forged)
+    lines = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert len(lines) == 2
+    assert f"from client {AGENT!r}" in lines[0] and "message.update by 'mallory'" in lines[0]
+    assert "from client 'mallory'" in lines[1] and " by " not in lines[1].split(":")[0]
+
+
 def test_a_client_core_reports_a_live_agent_error_and_skips_untrusted_outputs() -> None:
     core = Conversation(ResponsesCodec, trusted_agent_ids={AGENT})
     start = next(w for w in FULL["wires"] if w["name"] == "ai-run-start")

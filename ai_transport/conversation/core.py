@@ -432,12 +432,18 @@ class Conversation:
         # the first 100, then every 1000th at warning level: a flood must not flood the logs too
         level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG
         mapping = isinstance(message, MAPPING)
+        client_id = message.get("clientId") if mapping else None
+        author = author_of(message) if mapping else None
+        # a mutation names who made it too (Ably's ``version.clientId``): another member's update of
+        # alice's wire is mallory's doing, not alice's
+        by = f", {action_name(message.get('action'))} by {author!r}" if author is not None and author != client_id else ""
         self.log.log(
             level,
-            "skipped %s from client %r (serial %r): %s (%d skipped so far)",
+            "skipped %s from client %r (serial %r%s): %s (%d skipped so far)",
             message.get("name") if mapping else None,
-            message.get("clientId") if mapping else None,
+            client_id,
             message.get("serial") if mapping else None,
+            by,
             why,
             self._skipped,
         )
