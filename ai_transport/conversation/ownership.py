@@ -18,6 +18,13 @@ owner's claims, whatever the arrival order. A re-delivery (same publisher, same 
 claim; a same-serial claim of another publisher (a mutation of the owner's message) is refused,
 unless the caller says the kind lets an admitted mutator stand for the message it mutates.
 
+**When a claim is made.** A create claims at its serial. A client's mutated wire claims from its
+mutation on (its ``version.serial``, :func:`claimed_at`), not from its message's serial: a member
+may update its own older message (``message-update-own``) into a copy of someone's newer prompt, and
+history shows only the aggregate, at the old serial — a create that never made those claims. (A
+0.8.0 client publishes creates only; streams, and so updates, are the agents', whose run and step
+claims are one party's.)
+
 **Bounds.** The claims of a publisher that does not own an identifier are pending state (kept
 only so they count if their publisher turns out to own it): at most ``pending_per_key`` of them per
 identifier as they arrive (the lowest serials are kept: the lowest decides ownership) and
@@ -74,6 +81,7 @@ __all__ = [
     "Claim",
     "OwnershipLedger",
     "Ruling",
+    "claimed_at",
 ]
 
 KIND_CODEC_MESSAGE_ID: Final = "codec-message-id"
@@ -90,9 +98,11 @@ PENDING_TOTAL: Final = 10_000
 
 _Key = tuple[str, Hashable]
 #: Sort key of a claim: its serial, or (a claim without one) :data:`_LATE` and its arrival number,
-#: which sorts after every serial (Ably serials are printable ASCII).
+#: which sorts after every serial (Ably serials are printable ASCII); a claim made by a mutation:
+#: its position, :data:`_OF` and the message's serial (what a :class:`Claim` reports).
 _Order = str
 _LATE: Final = "\U0010ffff"
+_OF: Final = "\x00"
 
 
 class Claim(NamedTuple):
@@ -123,6 +133,17 @@ class Ruling(NamedTuple):
     def moved(self) -> bool:
         """True when the identifier changed owner."""
         return bool(self.lost or self.regained)
+
+
+def claimed_at(serial: str | None, version_serial: str | None) -> str | None:
+    """Where a client's wire claims its identifiers in serial order: at its ``serial``, or, for a
+    mutated wire (its ``version.serial`` a later one), from its mutation on. A member may update its
+    own earlier message (``message-update-own``) into a copy of someone's newer prompt; history shows
+    only the aggregate, at the old serial, so its claims must not date from a create that never made
+    them. (A client of 0.8.0 only publishes creates: streams, and so updates, are the agents'.)"""
+    if isinstance(version_serial, str) and isinstance(serial, str) and version_serial > serial:
+        return version_serial
+    return serial
 
 
 class _Entry:
@@ -160,7 +181,9 @@ def _held(payload: Any, hold: Callable[[Any], Any] | None) -> Any:
 
 
 def _serial_of(order: _Order) -> str | None:
-    return None if order.startswith(_LATE) else order
+    if order.startswith(_LATE):
+        return None
+    return order.rpartition(_OF)[2] if _OF in order else order
 
 
 class OwnershipLedger:
@@ -238,9 +261,13 @@ class OwnershipLedger:
         mutation: bool = False,
         keep: bool = True,
         hold: Callable[[Any], Any] | None = None,
+        position: str | None = None,
     ) -> Ruling:
         """``publisher``'s wire at ``serial`` claims ``ident`` of ``kind`` (see the module docstring).
 
+        ``position``: where the claim stands in serial order when not at ``serial`` (a client's
+        mutated wire claims from its mutation on, :func:`claimed_at`); ``serial`` still names the
+        message, for a re-delivery or a mutation standing for its message's claim.
         ``mutation``: the wire is an update / append / delete of the message at ``serial``
         (``publisher`` its mutator, whom admission already judged): when that message's claim is
         known the mutation stands for it (accepted iff it counts) instead of claiming anew.
@@ -252,14 +279,16 @@ class OwnershipLedger:
         order: _Order = (
             serial if type(serial) is str or isinstance(serial, str) else f"{_LATE}{next(self._arrivals):012d}"
         )
+        # where a new claim stands: at the wire's serial, or from its mutation on (``position``)
+        at: _Order = order if position is None or position == serial else f"{position}{_OF}{order}"
         if entry is None:
-            self._entries[key] = _Entry(publisher, order, (payload if hold is None else hold(payload)) if keep else None)
+            self._entries[key] = _Entry(publisher, at, (payload if hold is None else hold(payload)) if keep else None)
             return self._accepted_rulings.get(publisher) or self._accepted(publisher)
         owner = entry.owner
         claims = entry.claims
         # (:meth:`_Entry.of` inlined; no ``claims``: only the owner claimed it)
         mine = (entry.mine if publisher == owner else None) if claims is None else claims.get(publisher)
-        if mine is not None and order in mine:
+        if mine is not None and (order in mine or at in mine):
             # a re-delivery of the same wire (an update or append of it): no new claim
             return Ruling(owner == publisher, owner)
         if mutation and serial is not None:
@@ -272,15 +301,15 @@ class OwnershipLedger:
                     if order in theirs:
                         return Ruling(who == owner, owner)
         if mine is not None and publisher == owner:
-            mine[order] = (payload if hold is None else hold(payload)) if keep else None
-            if order < entry.first:
-                entry.first = order
+            mine[at] = (payload if hold is None else hold(payload)) if keep else None
+            if at < entry.first:
+                entry.first = at
             return self._accepted_rulings.get(publisher) or self._accepted(publisher)
-        if order < entry.first:
-            return self._take(key, entry, publisher, order, _held(payload, hold) if keep else None)
+        if at < entry.first:
+            return self._take(key, entry, publisher, at, _held(payload, hold) if keep else None)
         # refused: kept pending (it counts if its publisher turns out to own the identifier)
-        entry.every().setdefault(publisher, {})[order] = _held(payload, hold)
-        self._index_pending(publisher, key, order)
+        entry.every().setdefault(publisher, {})[at] = _held(payload, hold)
+        self._index_pending(publisher, key, at)
         self._trim(key, entry, publisher)
         self._count(kind)
         return Ruling(False, owner)

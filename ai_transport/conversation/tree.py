@@ -76,7 +76,7 @@ from .lifecycle import (
     parse_run_lifecycle,
 )
 from .nodes import CodecEvent, Emitter, InputNode, Node, RunNode, WireLog, _Internal, _sort_serial
-from .ownership import KIND_CODEC_MESSAGE_ID, KIND_EVENT_ID, OwnershipLedger
+from .ownership import KIND_CODEC_MESSAGE_ID, KIND_EVENT_ID, OwnershipLedger, claimed_at
 from .retention import LogRetention
 from .selections import Selections
 from .steers import parse_steer_stamp
@@ -1084,7 +1084,7 @@ class Tree(LifecycleFold, TreeOwnership):
         replay: Replay,
     ) -> bool:
         structural = False
-        ok, entry = self._claim_prompt_id(cmid, serial, replay)
+        ok, entry = self._claim_prompt_id(cmid, serial, version, replay)
         if not ok:
             return False
         if entry is None:
@@ -1130,7 +1130,7 @@ class Tree(LifecycleFold, TreeOwnership):
         claims = False
         if fork and cmid is not None:
             # a client fork input claims its codec-message-id, as a prompt does
-            ok, _ = self._claim_fork_id(cmid, serial, replay)
+            ok, _ = self._claim_fork_id(cmid, serial, version, replay)
             if not ok:
                 return False
             entry = self._nodes.get(run_id)
@@ -1273,16 +1273,20 @@ class Tree(LifecycleFold, TreeOwnership):
         arrives) is the wire :meth:`find_message_by_event_id` answers. Every claim by another
         publisher than the owner is refused (reported, counted by the session) once it is known to
         lose — on arrival, or when an older wire of another publisher turns up and takes the id from
-        it (and from the owner's earlier claims). An update or append of a claimed wire stands for it.
+        it (and from the owner's earlier claims). An update or append of a claimed wire stands for it;
+        a mutated wire whose message claimed nothing claims from its mutation on (:func:`claimed_at`).
         """
         serial = message.get("serial")
+        serial = serial if isinstance(serial, str) else None
+        version = message.get("version")
         self._claim(
             KIND_EVENT_ID,
             event_id,
             author_of(message),
-            serial if isinstance(serial, str) else None,
+            serial,
             dict(message),
             mutation=action_name(message.get("action")) in MUTATIONS,
+            position=claimed_at(serial, version.get("serial") if isinstance(version, MAPPING) else None),
         )
 
 

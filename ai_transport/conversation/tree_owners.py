@@ -23,6 +23,7 @@ from .ownership import (
     Claim,
     OwnershipLedger,
     Ruling,
+    claimed_at,
 )
 
 __all__ = ["AGENT_PARTY", "UNJUDGED", "Replay", "TreeOwnership", "held", "slim_wire"]
@@ -145,13 +146,22 @@ class TreeOwnership:
     # -- the ledger --------------------------------------------------------------------------
 
     def _claim(
-        self, kind: str, ident: Hashable, publisher: Any, serial: str | None, payload: Any, *, mutation: bool = False
+        self,
+        kind: str,
+        ident: Hashable,
+        publisher: Any,
+        serial: str | None,
+        payload: Any,
+        *,
+        mutation: bool = False,
+        position: str | None = None,
     ) -> Ruling | None:
         """Claim ``ident`` for the wire being folded (``payload``: a :class:`Replay` of it, or the
-        message); None when refused (reported)."""
+        message; ``position``: :meth:`OwnershipLedger.claim`'s); None when refused (reported)."""
         replay = type(payload) is Replay or (type(payload) is not dict and isinstance(payload, Replay))  # the tree keeps what it folded from counted claims itself
         ruling = self.owners.claim(
-            kind, ident, publisher, serial, payload, mutation=mutation, keep=not replay, hold=held if replay else None
+            kind, ident, publisher, serial, payload,
+            mutation=mutation, keep=not replay, hold=held if replay else None, position=position,
         )
         if ruling.accepted and not ruling.lost:  # (the common case: an identifier claimed by its owner)
             return ruling
@@ -206,11 +216,14 @@ class TreeOwnership:
         key: str,
         *,
         run: bool,
+        position: str | None = None,
     ) -> bool:
         """:meth:`_claim` for the fold ``replay`` of the node ``key``, which changes owner with the
         identifier (:meth:`_move`); False when refused (reported). An identifier claimed by its
         owner again (the common case) costs the ledger's claim and nothing else."""
-        ruling = self.owners.claim(kind, ident, publisher, serial, replay, mutation=mutation, keep=False, hold=held)
+        ruling = self.owners.claim(
+            kind, ident, publisher, serial, replay, mutation=mutation, keep=False, hold=held, position=position
+        )
         if ruling.accepted and not ruling.lost and not ruling.regained:
             return True
         return self._settle(kind, ident, ruling, key, run=run)
@@ -278,19 +291,30 @@ class TreeOwnership:
             self._changed()
             self._report(TREE_CHANGED)
 
-    def _claim_fork_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
+    def _claim_fork_id(
+        self, cmid: str, serial: str | None, version: str | None, replay: Replay
+    ) -> tuple[bool, _Internal | None]:
         """May the wire being folded (publisher ``self._client``) hold the codec-message-id ``cmid``
         of a prompt or a client fork? (False, None) when refused (reported), else (True, the node
         keyed by ``cmid`` if any). A node an older wire of another publisher takes the id from is
-        evicted (it came from an impostor); the new owner's wires refused meanwhile fold again."""
-        if not self._claim_folded(KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay, False, cmid, run=False):
+        evicted (it came from an impostor); the new owner's wires refused meanwhile fold again. A
+        mutated wire (``version``: its version serial) claims from its mutation on (:func:`claimed_at`)."""
+        position = claimed_at(serial, version)
+        if not self._claim_folded(
+            KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay, False, cmid, run=False, position=position
+        ):
             return False, None
         return True, self._nodes.get(cmid)
 
-    def _claim_prompt_id(self, cmid: str, serial: str | None, replay: Replay) -> tuple[bool, _Internal | None]:
+    def _claim_prompt_id(
+        self, cmid: str, serial: str | None, version: str | None, replay: Replay
+    ) -> tuple[bool, _Internal | None]:
         """May the wire being folded (publisher ``self._client``) hold the prompt id ``cmid``?
         Returns (False, None) when refused (reported), else (True, the node to fold into or None)."""
-        if not self._claim_folded(KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay, False, cmid, run=False):
+        position = claimed_at(serial, version)
+        if not self._claim_folded(
+            KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay, False, cmid, run=False, position=position
+        ):
             return False, None  # (:meth:`_claim_fork_id`'s claim: the same rule for a prompt)
         entry = self._nodes.get(cmid)
         if (entry is not None and not isinstance(entry.node, InputNode)) or (
