@@ -48,7 +48,12 @@
   in C and its copy plan is made on a stored message's first copy; instructions per history
   message (callgrind, 1k) 173k -> ~149k; on a 2-core machine at load < 1 (two runs each): 1k
   25.9 -> 24.5-24.8 us, 10k 28.7 -> 27.2-27.5 us (collector off 22.3 / 24.8 us). Still short of
-  the target.
+  the target. The figures are the machine's as much as the code's: on a slower 2-core machine
+  (AMD EPYC at 2.4 GHz, 512 KB L2; a plain Python loop ~2.5x slower, +-30% run to run), the best of
+  5 wake-ups in CPU time costs 30-37 / 33-51 us at 1k / 10k, and the commit before the issue
+  (``bench_wakeup.py``'s ``wake``, the same measure) 52-64 / 72-92 us on the same machine, run
+  interleaved. Callgrind (1k, instructions per history message of a whole wake-up): 288k before
+  the issue, 169k now.
 * **agent CPU per model delta** (target: no regression, ~40 us before): ``bench_fleet.py
   --in-process-only``'s measure (quiet machine, interleaved: the commit of the issue 40-47 us, before
   this round 43-45, after 45-47 us: unchanged within noise). A later round found it 8% over the
@@ -71,6 +76,12 @@
   touch: their fences are settled when the run is read or the history fold pauses, once
   (``--long-sizes 1000,4000`` on a faster 2-core machine, load < 1, before -> after: one run of n answers 46-47 /
   52-53 us a wire, n renewals 35.7 / 81.9 -> 11.6-12.4 / 12.0-12.3 us a wire: flat).
+  What still grows in one long run is the collector's, not the fold's: with it off the fold costs
+  the same per wire at 1k to 32k; with it on, full collections start once the survivors pass a
+  quarter of the heap (none at 1k-2k, 3 at 8k, 6 at 32k), each scanning the whole heap, so the cost
+  a wire climbs to a plateau (GC ~4 -> ~40-49 us a wire from 2k to 8k-32k, slower machine): linear
+  in total, a constant set by the ~19 GC-tracked objects a long run keeps per answer (its message,
+  item and part, the log's decoded events).
 
 Run: ``python benchmarks/bench_fold.py [--sizes 100,1000,10000] [--wake-sizes 1000,10000]
 [--live 50] [--repeat 3] [--modes junk,editchain,edit,editeach] [--long-sizes 1000,4000]``. Not a
