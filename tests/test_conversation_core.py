@@ -185,6 +185,15 @@ def test_a_skip_log_names_who_mutated_the_wire(caplog: pytest.LogCaptureFixture)
     assert len(lines) == 2
     assert f"from client {AGENT!r}" in lines[0] and "message.update by 'mallory'" in lines[0]
     assert "from client 'mallory'" in lines[1] and " by " not in lines[1].split(":")[0]
+    # an untrusted name (here a lone surrogate) is logged as its repr: a handler writing UTF-8 never
+    # meets a character it cannot encode
+    odd = {"name": "ai-\ud800", "clientId": "mallory", "serial": "00000000000000000003-0", "extras": {"ai": {"codec": {"kind": {}}}}}
+    caplog.clear()
+    with caplog.at_level("WARNING", logger="ai_transport"):
+        core.receive_history(odd)
+    [line] = [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    line.encode("utf-8")
+    assert line.startswith("skipped 'ai-\\ud800' from client 'mallory'")
 
 
 def test_a_client_core_reports_a_live_agent_error_and_skips_untrusted_outputs() -> None:

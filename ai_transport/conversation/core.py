@@ -437,10 +437,13 @@ class Conversation:
         # a mutation names who made it too (Ably's ``version.clientId``): another member's update of
         # alice's wire is mallory's doing, not alice's
         by = f", {action_name(message.get('action'))} by {author!r}" if author is not None and author != client_id else ""
+        name = message.get("name") if mapping else None
+        if not (type(name) is str and name.isascii() and name.isprintable()):
+            name = repr(name)  # an untrusted name as its repr: a lone surrogate never reaches a handler raw
         self.log.log(
             level,
             "skipped %s from client %r (serial %r%s): %s (%d skipped so far)",
-            message.get("name") if mapping else None,
+            name,
             client_id,
             message.get("serial") if mapping else None,
             by,
