@@ -311,12 +311,9 @@ class TreeOwnership:
     ) -> tuple[bool, _Internal | None]:
         """May the wire being folded (publisher ``self._client``) hold the prompt id ``cmid``?
         Returns (False, None) when refused (reported), else (True, the node to fold into or None)."""
-        position = claimed_at(serial, version)
-        if not self._claim_folded(
-            KIND_CODEC_MESSAGE_ID, cmid, self._client, serial, replay, False, cmid, run=False, position=position
-        ):
-            return False, None  # (:meth:`_claim_fork_id`'s claim: the same rule for a prompt)
-        entry = self._nodes.get(cmid)
+        ok, entry = self._claim_fork_id(cmid, serial, version, replay)  # the same claim as a client fork's
+        if not ok:
+            return False, None
         if (entry is not None and not isinstance(entry.node, InputNode)) or (
             entry is None and cmid in self._run_message_ids
         ):
