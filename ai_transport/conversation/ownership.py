@@ -288,7 +288,7 @@ class OwnershipLedger:
         claims = entry.claims
         # (:meth:`_Entry.of` inlined; no ``claims``: only the owner claimed it)
         mine = (entry.mine if publisher == owner else None) if claims is None else claims.get(publisher)
-        if mine is not None and (order in mine or at in mine):
+        if mine is not None and (order in mine or (at is not order and at in mine)):
             # a re-delivery of the same wire (an update or append of it): no new claim
             return Ruling(owner == publisher, owner)
         if mutation and serial is not None:
