@@ -431,25 +431,26 @@ class Conversation:
         self._skipped += 1
         # the first 100, then every 1000th at warning level: a flood must not flood the logs too
         level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG
-        mapping = isinstance(message, MAPPING)
-        client_id = message.get("clientId") if mapping else None
-        author = author_of(message) if mapping else None
-        # a mutation names who made it too (Ably's ``version.clientId``): another member's update of
-        # alice's wire is mallory's doing, not alice's
-        by = f", {action_name(message.get('action'))} by {author!r}" if author is not None and author != client_id else ""
-        name = message.get("name") if mapping else None
-        if not (type(name) is str and name.isascii() and name.isprintable()):
-            name = repr(name)  # an untrusted name as its repr: a lone surrogate never reaches a handler raw
-        self.log.log(
-            level,
-            "skipped %s from client %r (serial %r%s): %s (%d skipped so far)",
-            name,
-            client_id,
-            message.get("serial") if mapping else None,
-            by,
-            why,
-            self._skipped,
-        )
+        if self.log.isEnabledFor(level):  # (a flood's skips mostly log nothing: nothing to format)
+            mapping = isinstance(message, MAPPING)
+            client_id = message.get("clientId") if mapping else None
+            author = author_of(message) if mapping else None
+            # a mutation names who made it too (Ably's ``version.clientId``): another member's update
+            # of alice's wire is mallory's doing, not alice's
+            by = f", {action_name(message.get('action'))} by {author!r}" if author is not None and author != client_id else ""
+            name = message.get("name") if mapping else None
+            if not (type(name) is str and name.isascii() and name.isprintable()):
+                name = repr(name)  # an untrusted name as its repr: a lone surrogate never reaches a handler raw
+            self.log.log(
+                level,
+                "skipped %s from client %r (serial %r%s): %s (%d skipped so far)",
+                name,
+                client_id,
+                message.get("serial") if mapping else None,
+                by,
+                why,
+                self._skipped,
+            )
         self._changes.append(Skipped(message, why) if tampered is None else Tampered(message, why, tampered))
 
     def _well_formed(self, message: Any) -> bool:
