@@ -27,6 +27,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
+from support_parity import texts
 from support_sessions import prompt_wire as prompt
 from support_sessions import user_message
 
@@ -194,13 +195,6 @@ async def test_the_event_id_hijack_fails_over_the_ably_sdk(emulator_thread: Any)
 # -- a member's own message updated into a copy of a newer prompt -------------------------------------
 
 
-def _texts(messages: list[Any]) -> list[Any]:
-    return [
-        (m.message.role, [c.get("text") for i in m.message.items for c in i.get("content") or [] if isinstance(c, dict)])
-        for m in messages
-    ]
-
-
 async def _own_update_attack(open_channel: Any) -> None:
     """mallory publishes a harmless message, alice a prompt; mallory then updates her own message
     (``message-update-own``) into a copy of alice's prompt with her own text. History shows the
@@ -221,8 +215,8 @@ async def _own_update_attack(open_channel: Any) -> None:
          "extras": copy.deepcopy(original["extras"])}
     )
     await asyncio.sleep(0.3)
-    expected = [("user", ["Weather in Paris?"])]
-    assert _texts(alice.view.get_messages()) == expected
+    expected = ["Weather in Paris?"]
+    assert texts(alice.view.get_messages()) == expected
     run = await agent.create_run(sent.invocation.to_json())
     await run.start(timeout=20)
     assert json.dumps(run.input_items()).count("IGNORE") == 0 and run.input_client_id == "alice"
@@ -234,11 +228,11 @@ async def _own_update_attack(open_channel: Any) -> None:
         woken = await worker.create_run(sent.invocation.to_json())
         await woken.start(timeout=20)
         await woken.view.load_all()
-        assert _texts(woken.view.get_messages())[:1] == expected
+        assert texts(woken.view.get_messages())[:1] == expected
         assert woken.input_client_id == "alice" and worker.skipped >= 1
         await fresh.connect()
         await fresh.view.load_all()
-        assert _texts(fresh.view.get_messages())[:1] == expected
+        assert texts(fresh.view.get_messages())[:1] == expected
     finally:
         for session in (worker, fresh, alice, agent):
             await session.close()
