@@ -116,3 +116,24 @@ def type_name(value: object) -> str:
     if isinstance(value, dict):
         return "object"
     return type(value).__name__
+
+
+def quoted(value: object, limit: int = 60) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for an untrusted value in a log line or a
+    reason (never raises: an integer of more digits than ``int`` prints shows as its type). A
+    ``repr`` escapes newlines, control characters and lone surrogates, so what a member publishes
+    can neither forge a log line nor fail a handler that encodes UTF-8."""
+    try:
+        text = repr(value)
+    except Exception:
+        return type_name(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def one_line(text: str, limit: int = 500) -> str:
+    """``text`` as one printable line of at most ``limit`` characters: a text built from untrusted
+    parts (a reason quoting a wire's values, an error message a wire carries) escaped the way
+    ``repr`` escapes (``\\n``, ``\\x1b``, ``\\ud800``), and cut. Printable text passes unchanged."""
+    if not text.isprintable():
+        text = repr(text)[1:-1]
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -28,6 +28,7 @@ from typing import Any, Final
 
 from ..channels.channel import action_name
 from ..codec.headers import codec_headers, transport_headers
+from ..errors import quoted
 from ..lease import LEASE_NAME
 from .authority import MUTATIONS, author_of, mutator_of
 from .held import HeldWires
@@ -205,7 +206,7 @@ class Admission:
                     and (run is None or run.input_client_id is None or _contested(tree, run_id))
                 ):
                     return None  # judged once the run's start is folded (or its owner settled)
-                self._reject(message, f"{kind} from a client this session does not accept")
+                self._reject(message, f"input {quoted(kind)} from a client this session does not accept")
                 if isinstance(run_id, str) and getattr(tree, "judge_runs", False):
                     # judged by the run's current start: an older one still unread (another agent
                     # identity's start folded first) may give the run another input client

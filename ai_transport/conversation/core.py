@@ -58,7 +58,7 @@ from typing import Any, Final
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import NAME_OUTPUT, transport_headers
-from ..errors import AITransportError
+from ..errors import AITransportError, one_line, quoted
 from ..lease import LEASE_NAME, LeaseLedger, parse_lease_wire
 from .admission import AcceptInput, Admission
 from .approvals import PublishedCalls
@@ -429,6 +429,7 @@ class Conversation:
 
     def _count_skip(self, message: Mapping[str, Any], why: str, tampered: str | None = None) -> None:
         self._skipped += 1
+        why = one_line(why)  # a reason may quote what a member published: one printable line, bounded
         # the first 100, then every 1000th at warning level: a flood must not flood the logs too
         level = logging.WARNING if self._skipped <= 100 or self._skipped % 1000 == 0 else logging.DEBUG
         if self.log.isEnabledFor(level):  # (a flood's skips mostly log nothing: nothing to format)
@@ -437,16 +438,16 @@ class Conversation:
             author = author_of(message) if mapping else None
             # a mutation names who made it too (Ably's ``version.clientId``): another member's update
             # of alice's wire is mallory's doing, not alice's
-            by = f", {action_name(message.get('action'))} by {author!r}" if author is not None and author != client_id else ""
+            by = f", {action_name(message.get('action'))} by {quoted(author)}" if author is not None and author != client_id else ""
             name = message.get("name") if mapping else None
-            if not (type(name) is str and name.isascii() and name.isprintable()):
-                name = repr(name)  # an untrusted name as its repr: a lone surrogate never reaches a handler raw
+            if not (type(name) is str and len(name) <= 60 and name.isascii() and name.isprintable()):
+                name = quoted(name)  # an untrusted name as its repr, cut: a lone surrogate never reaches a handler raw
             self.log.log(
                 level,
-                "skipped %s from client %r (serial %r%s): %s (%d skipped so far)",
+                "skipped %s from client %s (serial %s%s): %s (%d skipped so far)",
                 name,
-                client_id,
-                message.get("serial") if mapping else None,
+                quoted(client_id),
+                quoted(message.get("serial") if mapping else None),
                 by,
                 why,
                 self._skipped,
@@ -647,7 +648,9 @@ class Conversation:
                 return False
         if live and message.get("name") == EVENT_RUN_END and headers.get(H_RUN_REASON) == "error":
             err = build_run_end_error(headers)
-            self.log.error("run %s ended with an agent error: %s", headers.get(H_RUN_ID), err.message)
+            self.log.error(
+                "run %s ended with an agent error: %s", quoted(headers.get(H_RUN_ID)), one_line(err.message)
+            )
             self._changes.append(RunFailed(headers.get(H_RUN_ID), err))
         event = self.applier.apply(message, headers)
         if isinstance(event, RunLifecycleEvent):
@@ -679,7 +682,7 @@ class Conversation:
         self.deferred_cancels.hold(input_codec_message_id, next(self._cancel_arrivals), message)
 
     def _dropped_cancel(self, message: Mapping[str, Any], why: str) -> None:
-        self.log.warning("deferred cancel from %r dropped: %s", message.get("clientId"), why)
+        self.log.warning("deferred cancel from %s dropped: %s", quoted(message.get("clientId")), one_line(why))
 
     # -- the trigger of a run -------------------------------------------------------------------
 

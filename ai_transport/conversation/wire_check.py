@@ -29,7 +29,7 @@ import msgspec
 
 from .._shapes import MAPPING
 from ..channels.channel import ACTIONS, action_name
-from ..errors import type_name
+from ..errors import quoted, type_name
 
 __all__ = ["full_problem", "plainly_well_typed", "wire_problem"]
 
@@ -57,7 +57,7 @@ def _tier_problem(ai: Mapping[Any, Any], tier: str) -> str | None:
         if not isinstance(key, str):
             return f"extras.ai.{tier} has a {type_name(key)} key"
         if not isinstance(value, str):
-            return f"extras.ai.{tier}[{_shown(key)}] is {type_name(value)}, not a string"
+            return f"extras.ai.{tier}[{quoted(key)}] is {type_name(value)}, not a string"
     return None
 
 
@@ -94,16 +94,6 @@ class _Wire(msgspec.Struct, gc=False):
     timestamp: Any = None
     version: _Version | None = None
     extras: _Extras | None = None
-
-
-def _shown(value: Any, limit: int = 60) -> str:
-    """``repr(value)`` cut to ``limit`` characters for a reason (never raises: an integer of more
-    digits than ``int`` prints, say, shows as its type)."""
-    try:
-        text = repr(value)
-    except Exception:
-        return type_name(value)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def plainly_well_typed(message: Any) -> bool:
@@ -155,7 +145,7 @@ def full_problem(message: Any) -> str | None:
             return f"{key} is {type_name(value)}, not a string"
     action = message.get("action")
     if action is not None and action_name(action) is None:
-        return f"action {_shown(action)} is not an Ably message action"
+        return f"action {quoted(action)} is not an Ably message action"
     timestamp = message.get("timestamp")
     if timestamp is not None and not _is_number(timestamp):
         return f"timestamp is {type_name(timestamp)}, not a number"

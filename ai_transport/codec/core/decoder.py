@@ -34,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
+from ...errors import one_line, quoted
 from ..core.headers import NAME_INPUT, NAME_OUTPUT
 from ..core.inbound import (
     _ABSENT,
@@ -192,7 +193,11 @@ class StreamDecoder:
                 try:
                     events = read(inbound, transport, _EMPTY if codec is None else codec)  # type: ignore[arg-type]
                 except _Malformed as exc:
-                    logger.warning("decode(); skipping malformed message (serial %r): %s", inbound.get("serial"), exc)
+                    logger.warning(
+                        "decode(); skipping malformed message (serial %s): %s",
+                        quoted(inbound.get("serial")),
+                        one_line(str(exc)),
+                    )
                     return DecodeResult()
                 except Exception:  # pragma: no cover - defensive: the decoder must never crash
                     logger.warning(
@@ -210,7 +215,9 @@ class StreamDecoder:
         try:
             events = self._decode(m)
         except _Malformed as exc:
-            logger.warning("decode(); skipping malformed message (serial %r): %s", m.serial, exc)
+            logger.warning(
+                "decode(); skipping malformed message (serial %s): %s", quoted(m.serial), one_line(str(exc))
+            )
             return DecodeResult()
         except Exception:  # pragma: no cover - defensive: the decoder must never crash
             logger.warning(

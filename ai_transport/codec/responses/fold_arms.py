@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Final
 
+from ...errors import quoted
 from .js_values import _ABSENT, _clone, _get_slot, _key, _set_slot, _truthy
 from .projection import ReducerState, _append_text, _replace_text
 
@@ -259,7 +260,7 @@ _OUTPUT_ARMS: Final = {
 def _payload(ev: dict[str, Any]) -> dict[str, Any] | None:
     payload = ev.get("payload")
     if type(payload) is not dict:
-        logger.warning("fold(); %s input without a payload object, skipping", ev.get("kind"))
+        logger.warning("fold(); %s input without a payload object, skipping", quoted(ev.get("kind")))
         return None
     return payload
 
