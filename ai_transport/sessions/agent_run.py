@@ -126,6 +126,14 @@ class AgentRun(DurableRun, BaseRun, AgentConversation):
         self.session.integrity.check_runs(chain | {self.run_id}, self.run_id)
         settle_stray_approvals(self, messages)  # ignored / reported, never raised
 
+    def _refuse_call(self, call: Mapping[str, Any], why: str) -> None:
+        call_id = call.get("toolCallId")
+        if not isinstance(call_id, str) or call_id in self.strays_seen:
+            return
+        self.strays_seen.add(call_id)
+        wire = {"name": "ai-input", "extras": {"ai": {"transport": {"run-id": self.run_id}}}}
+        self.session._skip(wire, f"owed call {call_id!r} not executed in run {self.run_id}: {why} (ignored)")
+
     def _note(self, serial: Any) -> None:
         if isinstance(serial, str) and serial > self._last_serial:
             self._last_serial = serial

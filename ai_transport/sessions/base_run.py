@@ -14,7 +14,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..conversation.nodes import InputNode
+from ..conversation.nodes import InputNode, RunNode
 from ..conversation.run import RunInfo, RunStatus
 from ..readers.calls import approved_unexecuted_calls, to_responses_input, unanswered_calls
 from .tools import function_call_output
@@ -93,6 +93,12 @@ class AgentConversation:
         """Publish one discrete output (provided by the run)."""
         raise NotImplementedError
 
+    def _session_tree(self) -> Tree:
+        raise NotImplementedError  # (provided by the run: BaseRun)
+
+    def _rid(self) -> str:
+        raise NotImplementedError  # (provided by the run: BaseRun)
+
     def _check_integrity(self, messages: list[Any]) -> None:
         """Raise when the conversation holds tampered agent output (provided by the run);
         ``messages``: the view's (``CodecMessage``), read once for the check and the caller."""
@@ -131,7 +137,23 @@ class AgentConversation:
 
     def _approved_unexecuted_calls(self, messages: list[Any]) -> list[dict[str, Any]]:
         reader = self._codec_reader("approved_unexecuted_calls")
-        return (reader or approved_unexecuted_calls)(messages)
+        calls = (reader or approved_unexecuted_calls)(messages)
+        vouch = self._codec_reader("vouched_calls")
+        if vouch is None or not calls:
+            return calls
+        # What the conversation says is owed is a client's word where a fork seed made it: each
+        # call runs only as an agent message of a run of the same client holds it (the codec's rule)
+        tree = self._session_tree()
+        tree.settle()
+        runs = [(n.input_client_id, n.projection) for n in tree.nodes() if isinstance(n, RunNode)]
+        run = tree.get_run_node(self._rid()) if self._rid() else None
+        kept, refused = vouch(calls, runs, run.input_client_id if run is not None else None)
+        for call, why in refused:
+            self._refuse_call(call, why)
+        return kept
+
+    def _refuse_call(self, call: Mapping[str, Any], why: str) -> None:
+        """Count and log, once, an owed call the agent will not execute (provided by the run)."""
 
     async def claim_calls(self, calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The calls of ``calls`` this worker may execute (all of them unless overridden)."""

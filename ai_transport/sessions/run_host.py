@@ -111,6 +111,9 @@ class AgentSessionHost(Protocol):
     def _reject(self, message: Mapping[str, Any], why: str) -> None:
         """``_reject`` of the agent session (``AgentSession``)."""
 
+    def _skip(self, message: Mapping[str, Any], why: str) -> None:
+        """``_skip`` of the agent session (``AgentSession``): count and log a wire not acted on."""
+
     def _forget(self, run: Any) -> None:
         """``_forget`` of the agent session (``AgentSession``)."""
 

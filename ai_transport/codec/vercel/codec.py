@@ -45,6 +45,7 @@ from .readers import (
     pending_tool_calls,
     session_calls,
     tool_output,
+    vouched_calls,
 )
 from .state import UIProjection
 from .wire import F_MESSAGE_ID, INPUT, OUTPUT
@@ -132,6 +133,10 @@ class UIMessageCodec:
     def approved_unexecuted_calls(messages: list[Any]) -> list[dict[str, Any]]:
         """The sessions' reader: approved calls not executed yet (what a resuming run owes)."""
         return session_calls(approved_pending_tool_calls(messages))
+
+    #: The sessions' check of what they owe: each call as the agent made it, in a run of the same
+    #: client (a fork seed's copy is the client's word: :func:`~.readers.vouched_calls`).
+    vouched_calls = staticmethod(vouched_calls)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # a namespace: never returns
         raise TypeError("UIMessageCodec is a namespace; call its static methods")

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from .state import is_tool_part, tool_name
+from .state import UIProjection, is_tool_part, tool_name
 
 __all__ = [
     "approved_pending_tool_calls",
@@ -24,6 +24,7 @@ __all__ = [
     "pending_tool_calls",
     "session_calls",
     "tool_output",
+    "vouched_calls",
 ]
 
 
@@ -71,3 +72,42 @@ def session_calls(calls: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def tool_output(call: dict[str, Any], result: Any) -> dict[str, Any]:
     """The ``tool-output-available`` chunk answering ``call`` with ``result`` (an agent-run tool)."""
     return {"type": "tool-output-available", "toolCallId": call["toolCallId"], "output": result}
+
+
+def vouched_calls(
+    calls: list[dict[str, Any]], runs: Iterable[tuple[str | None, UIProjection]], owner: str | None
+) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
+    """``calls`` (:func:`session_calls`) split into the ones an agent may execute and the refused,
+    each with why. ``runs``: ``(input client, projection)`` of each run of a conversation whose
+    outputs came from trusted agents only; ``owner``: the input client of the run resuming.
+
+    A call is executed only as the agent made it: a tool part of an agent message of a run of the
+    same ``owner`` (the one whose approval counts), with that part's tool name and input. A fork
+    seed's copy (``forkSeed``, :attr:`UIProjection.seeded`) is the client's word: a call only it
+    holds, or a call of another member's run, is refused; a seeded copy of a real call runs with
+    the agent's arguments, never the seed's.
+    """
+    made: dict[Any, list[tuple[str | None, dict[str, Any]]]] = {}
+    for run_owner, projection in runs:
+        seeded = projection.seeded or ()
+        for entry in projection.entries:
+            message = entry.message
+            if entry.codec_message_id in seeded or message.get("role") != "assistant":
+                continue
+            parts = message.get("parts")
+            for part in parts if isinstance(parts, list) else ():
+                if is_tool_part(part) and type(part["toolCallId"]) is str:
+                    made.setdefault(part["toolCallId"], []).append((run_owner, part))
+    kept: list[dict[str, Any]] = []
+    refused: list[tuple[dict[str, Any], str]] = []
+    for call in calls:
+        call_id = call["toolCallId"]
+        found = made.get(call_id, []) if type(call_id) is str else []
+        part = next((p for o, p in found if o == owner), None)
+        if part is None:
+            why = "a call no agent message of this client's runs holds" if not found else "a call of another client's run"
+            refused.append((call, why))
+            continue
+        name = tool_name(part)
+        kept.append({**call, "toolName": name, "name": name, "input": part.get("input")})
+    return kept, refused

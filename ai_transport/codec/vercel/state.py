@@ -45,7 +45,16 @@ class MessageTrackers:
 class UIProjection:
     """The per-run state of the Vercel reducer (``VercelProjection``); read it with ``get_messages``."""
 
-    __slots__ = ("_by_id", "_pending_text", "entries", "pending_by_author", "pending_resolutions", "run", "trackers")
+    __slots__ = (
+        "_by_id",
+        "_pending_text",
+        "entries",
+        "pending_by_author",
+        "pending_resolutions",
+        "run",
+        "seeded",
+        "trackers",
+    )
 
     def __init__(self) -> None:
         #: ``CodecMessage(codec_message_id, UIMessage dict)`` in publication order.
@@ -66,6 +75,10 @@ class UIProjection:
         #: appended (the stream id the same object), while nothing else touched the state; None
         #: otherwise. A text delta of the same message and stream appends to ``chunks`` at once.
         self.run: tuple[str, str, list[str]] | None = None
+        #: The codec-message-ids of the entries a fork seed made (``forkSeed``: a client's copy of a
+        #: run's messages, :func:`~.tool_folds.seed_fork`); None while there are none. What they
+        #: hold is the client's word, never the agent's (:func:`~.readers.vouched_calls`).
+        self.seeded: set[Any] | None = None
 
     def find(self, codec_message_id: Any) -> CodecMessage | None:
         """The entry of ``codec_message_id`` (``messages.find``), else None."""

@@ -316,6 +316,9 @@ def seed_fork(state: UIProjection, target: Any, seed: Any) -> None:
             continue
         parts = list(entry["message"]["parts"])
         state.push(cmid, {**entry["message"], "parts": parts})
+        if state.seeded is None:
+            state.seeded = set()
+        state.seeded.add(cmid)  # (a string: read_fork_seed keeps no other)
         trackers = state.ensure_trackers(cmid)
         for index, part in enumerate(parts):
             if is_tool_part(part):
