@@ -21,11 +21,15 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from support_codec_decoder import append, create
 from support_emulator import emulator_thread, unique_channel  # noqa: F401
 from support_sessions import Worker, approve_call, user_message, wait_status
 
 from ai_transport.channels.ably_channel import AblyChannel
 from ai_transport.channels.memory import InProcessHub
+from ai_transport.codec.core.decoder import OPEN_STREAMS_PER_PUBLISHER
+from ai_transport.codec.decoder import Decoder
+from ai_transport.codec.vercel import UIMessageCodec
 from ai_transport.conversation import admission as admission_module
 from ai_transport.conversation.held import HeldWires
 from ai_transport.conversation.lifecycle import CancelTarget, build_cancel_message
@@ -240,3 +244,32 @@ def test_steers_buffered_before_a_run_opens_are_bounded() -> None:
     assert steering.tracker.has_pending()
     pending = list(steering.tracker._pending)
     assert len(pending) == STEERS_HELD and pending[0] == "s7"  # the run's own oldest went, nothing else grew
+
+
+# -- the decoder's open streams -------------------------------------------------------------------
+
+
+def _decoders() -> list[Any]:
+    return [Decoder(), UIMessageCodec.create_decoder()]
+
+
+@pytest.mark.parametrize("decoder", _decoders(), ids=["responses", "vercel"])
+def test_a_flood_of_streams_left_open_costs_only_the_flooders_own(decoder: Any) -> None:
+    """Streamed wires that never close (a member's ``ai-input`` with ``stream: "true"``, any codec
+    kind) each kept a tracker with copies of both header tiers for the decoder's life: 10k of them
+    ~47 MB. The decoder keeps at most twice :data:`OPEN_STREAMS_PER_PUBLISHER` streams of one
+    publisher, and the agent's own stream, opened before the flood, still decodes its appends."""
+    def agent(wire: dict[str, Any]) -> dict[str, Any]:
+        return {**wire, "name": "ai-output", "clientId": "agent"}
+
+    stream = {"stream": "true", "status": "streaming", "stream-id": "t1", "codec-message-id": "m1"}
+    vercel = not isinstance(decoder, type(_decoders()[0]))
+    codec_tier = {"kind": "text", "id": "t1"} if vercel else {"kind": "output_text"}
+    decoder.decode(agent(create("00000000000000000000", "ai-output", "", stream, codec_tier)))
+    flood = 10 * OPEN_STREAMS_PER_PUBLISHER
+    for i in range(1, flood + 1):
+        junk = create(f"{i:020d}", "ai-input", "", {"stream": "true", "x": "p" * 100}, {"kind": "nothing"})
+        decoder.decode({**junk, "clientId": "mallory"})
+    assert decoder.tracked_streams <= 2 * OPEN_STREAMS_PER_PUBLISHER + 1
+    result = decoder.decode(agent(append("00000000000000000000", f"{flood + 1:020d}", "hello", stream, codec_tier)))
+    assert result.outputs  # the agent's stream is still open: its append decodes (a delta)

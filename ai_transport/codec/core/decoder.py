@@ -57,7 +57,13 @@ from ..core.inbound import (
 )
 from .streams import CLOSED, DeltaTemplate, _Tracker, delta_event
 
-__all__ = ["DecodeResult", "StreamDecoder"]
+__all__ = ["OPEN_STREAMS_PER_PUBLISHER", "DecodeResult", "StreamDecoder"]
+
+#: Streams one publisher may hold open in a decoder (each tracker keeps copies of its headers). Past
+#: twice this many streams tracked (open, or closed tombstones), its closed ones are forgotten and
+#: its oldest open ones past this many too: a flood of streams costs only the flooder's own; a live
+#: agent has a few open.
+OPEN_STREAMS_PER_PUBLISHER: Final = 256
 
 
 class DecodeResult:
@@ -128,10 +134,13 @@ class StreamDecoder:
     :meth:`_discrete` (discrete messages).
     """
 
-    __slots__ = ("_trackers",)
+    __slots__ = ("_opened", "_trackers")
 
     def __init__(self) -> None:
         self._trackers: dict[Any, _Tracker] = {}
+        #: publisher -> the serials of the streams it opened, oldest first (closed ones included
+        #: until the next prune: see :data:`OPEN_STREAMS_PER_PUBLISHER`).
+        self._opened: dict[str | None, dict[Any, None]] = {}
 
     # -- public ---------------------------------------------------------------------------
 
@@ -280,7 +289,7 @@ class StreamDecoder:
             # (what _first_contact would do first, here: a call less per aggregate).
             out = self._closed_stream_events(name, data, codec, status == "complete")
             if out is not None:
-                self._trackers[serial] = CLOSED
+                self._track(serial, CLOSED, publisher)
                 return out
         # As ably-js reads it: a missing (or empty) version.serial is the message serial.
         vs = version.get("serial") if version is not None else None
@@ -377,8 +386,40 @@ class StreamDecoder:
             version,
             publisher,
         )
-        self._trackers[serial] = tracker
+        self._track(serial, tracker, publisher)
         return self._start_events(tracker)
+
+    def _track(self, serial: Any, tracker: _Tracker, publisher: str | None) -> None:
+        """Track the stream ``serial`` of ``publisher`` (open, or :data:`CLOSED`), within its bound."""
+        self._trackers[serial] = tracker
+        opened = self._opened.get(publisher)
+        if opened is None:
+            opened = self._opened[publisher] = {}
+        opened[serial] = None
+        if len(opened) > 2 * OPEN_STREAMS_PER_PUBLISHER:  # (amortised: a prune halves it at least)
+            self._prune(opened, publisher)
+
+    def _prune(self, opened: dict[Any, None], publisher: str | None) -> None:
+        """Forget ``publisher``'s closed streams and all but its newest open ones."""
+        trackers = self._trackers
+        still = []
+        for serial in opened:
+            if trackers.get(serial, CLOSED).closed:
+                trackers.pop(serial, None)  # (a re-delivery decodes again: the tree drops it)
+            else:
+                still.append(serial)
+        evicted = still[: max(0, len(still) - OPEN_STREAMS_PER_PUBLISHER)]
+        for serial in evicted:
+            del trackers[serial]
+        opened.clear()
+        opened.update(dict.fromkeys(still[len(evicted) :]))
+        if evicted:
+            logger.warning(
+                "decode(); %d streams of %s left open forgotten (over %d open streams of one publisher)",
+                len(evicted),
+                quoted(publisher),
+                OPEN_STREAMS_PER_PUBLISHER,
+            )
 
     def _already_incorporated(self, tracker: _Tracker, version: Any) -> bool:
         if version is not _ABSENT and _version_le(version, tracker.version):
@@ -494,7 +535,7 @@ class StreamDecoder:
             version,
             publisher,
         )
-        self._trackers[serial] = tracker
+        self._track(serial, tracker, publisher)
         out = self._start_events(tracker)
         if tracker.name == NAME_OUTPUT:
             if data:
