@@ -57,20 +57,22 @@ from typing import Any, Final
 
 from .._shapes import MAPPING
 from ..channels.channel import action_name
-from ..codec.headers import NAME_OUTPUT, transport_headers
+from ..codec.headers import NAME_OUTPUT, codec_headers, transport_headers
 from ..errors import AITransportError, one_line, quoted
 from ..lease import LEASE_NAME, LeaseLedger, parse_lease_wire
-from .admission import AcceptInput, Admission
+from .admission import ANSWER_KINDS, AcceptInput, Admission
 from .approvals import PublishedCalls
 from .authority import author_of
 from .changes import REPLACED, TREE_CHANGED, OutputChanged, Replaced, RunFolded, TreeChanged, WireFolded
 from .held import HeldWires
 from .lifecycle import (
+    EVENT_AI_INPUT,
     EVENT_AI_OUTPUT,
     EVENT_CANCEL,
     EVENT_RUN_END,
     H_CODEC_MESSAGE_ID,
     H_INPUT_CODEC_MESSAGE_ID,
+    H_ROLE,
     H_RUN_ID,
     H_RUN_REASON,
     OUTPUT_WIRE_NAMES,
@@ -620,6 +622,8 @@ class Conversation:
                     self._refuse_tampered(message, outcome)
                 self._settle(verifier)
                 return
+        if headers.get(H_ROLE, "user") != "user" and message.get("name") == EVENT_AI_INPUT:
+            message, headers = self._spoken_as_user(message, headers)
         # the open-stream and published-call ledgers read an output's wires only: no call for the rest
         if message.get("name") in OUTPUT_WIRE_NAMES:
             self._streams_sink.note(message, headers)
@@ -646,6 +650,8 @@ class Conversation:
                 return False
             if not verdict:
                 return False
+            if headers.get(H_ROLE, "user") != "user" and message.get("name") == EVENT_AI_INPUT:
+                message, headers = self._spoken_as_user(message, headers)
         if live and message.get("name") == EVENT_RUN_END and headers.get(H_RUN_REASON) == "error":
             err = build_run_end_error(headers)
             self.log.error(
@@ -660,6 +666,28 @@ class Conversation:
             for held in admission.release(event.run_id):
                 self._fold_client(held, live)
         return True
+
+    def _spoken_as_user(
+        self, message: Mapping[str, Any], headers: dict[str, str]
+    ) -> tuple[Mapping[str, Any], dict[str, str]]:
+        """A member's ``ai-input`` declaring another role than ``user`` (``assistant``, ``system``)
+        folds as the user's message it is: the role is self-declared, and only a trusted agent
+        speaks as the assistant (authority is who Ably says published a wire, never what it says
+        of itself). A trusted agent's input, and an answer (a tool result or approval: a client
+        fork's is ``role: assistant`` by 0.8.0's design, its run the agent's to start), stay as
+        they are."""
+        if author_of(message) in self._trusted:
+            return message, headers
+        extras: dict[str, Any] = message["extras"]  # (a transport tier with a role: the wire check saw
+        if codec_headers(extras).get("kind") in ANSWER_KINDS:  # extras and extras.ai are objects)
+            return message, headers
+        if self.log.isEnabledFor(logging.INFO):
+            self.log.info(
+                "ai-input of %s declaring role %s folded as a user message", quoted(author_of(message)), quoted(headers.get(H_ROLE))
+            )
+        user = {**headers, H_ROLE: "user"}
+        ai = extras["ai"]
+        return {**message, "extras": {**extras, "ai": {**ai, "transport": user}}}, user
 
     # -- cancels ---------------------------------------------------------------------------------
 
