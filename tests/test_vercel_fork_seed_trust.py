@@ -13,10 +13,13 @@ import asyncio
 import uuid
 from typing import Any
 
+import pytest
+
 from ai_transport import UIMessageCodec as C
 from ai_transport.channels.memory import InProcessHub
 from ai_transport.codec.vercel.readers import vouched_calls
 from ai_transport.codec.vercel.state import UIProjection
+from ai_transport.conversation.nodes import RunNode
 from ai_transport.sessions.agent import AgentSession
 from ai_transport.sessions.client import ClientSession
 
@@ -77,15 +80,19 @@ async def _suspended(hub: InProcessHub, client: ClientSession, stream: list[dict
     return run
 
 
-async def _wake(hub: InProcessHub, invocation: Any) -> tuple[list[dict[str, Any]], AgentSession]:
+async def _wake(
+    hub: InProcessHub, invocation: Any, page_size: int = 100
+) -> tuple[list[dict[str, Any]], AgentSession]:
     """A fresh worker woken by ``invocation``: the calls it executes."""
-    fresh = AgentSession(hub.client("agent").channel("chat"), codec=C)
+    fresh = AgentSession(hub.client("agent").channel("chat"), codec=C, history_page_size=page_size)
     await fresh.connect()
     run = await fresh.create_run(invocation.to_json())
     await run.start(timeout=2)
     await run.view.load_all()
     executed: list[dict[str, Any]] = []
     await run.run_owed_calls(lambda call: executed.append(dict(call)) or "done")
+    await run.pipe(ANSWER)
+    await run.end("complete")
     await fresh.close()
     return executed, fresh
 
@@ -191,3 +198,56 @@ def test_vouched_calls_keeps_a_call_as_its_owners_agent_message_holds_it() -> No
     assert kept == [] and [why for _, why in refused] == ["a call no agent message of this client's runs holds"]
     user = ("u1", {"id": "u", "role": "user", "parts": [part]})  # a client's message is no agent's
     assert vouched_calls([call], [("alice", _projection([user]))], "alice")[0] == []
+
+
+# -- a client fork, as useChat publishes a client tool's result ------------------------------------
+
+
+async def _use_chat_fork(who: str, page_size: int) -> tuple[list[dict[str, Any]], ClientSession, Any]:
+    """alice's run suspends on call-1 (gated) and call-2 (a client tool); she approves call-1, then
+    ``who`` answers call-2 as ``useChat`` does: a fork of the run (run-less, ``role: assistant``,
+    ``parent`` the run's input, ``supersedes`` the run, its seed the run's messages under fresh ids);
+    a fresh worker, folding history in pages of ``page_size``, is woken by it."""
+    hub = InProcessHub()
+    alice = await _session(hub, "alice")
+    run = await _suspended(hub, alice, ASK)
+    target = alice.view.get_messages()[1].codec_message_id
+    await alice.view.send([C.create_tool_approval_response(target, {"toolCallId": "call-1", "approved": True})],
+                          run_id=run.run_id)
+    await asyncio.sleep(0.05)
+    node = alice.tree.get_run_node(run.run_id)
+    assert node is not None
+    entries = [{"codecMessageId": str(uuid.uuid4()), "message": m.message} for m in C.get_messages(node.projection)]
+    answer = next(e["codecMessageId"] for e in entries
+                  if any(p.get("toolCallId") == "call-2" for p in e["message"]["parts"]))
+    result = C.create_tool_result(answer, {"toolCallId": "call-2", "output": "Paris",
+                                           "forkSeed": {"messages": entries}})
+    sender = alice if who == "alice" else await _session(hub, who)
+    forked = await sender.view.send([result], parent=node.parent, role="assistant", supersedes=run.run_id)
+    await asyncio.sleep(0.05)
+    if who != "alice":
+        return [], alice, run
+    executed, _fresh = await _wake(hub, forked.invocation, page_size)
+    await asyncio.sleep(0.05)
+    return executed, alice, run
+
+
+@pytest.mark.parametrize("page_size", [1, 100])
+async def test_a_client_tools_fork_resumes_on_a_fresh_worker(page_size: int) -> None:
+    """The fork's answer was refused by every session with trust rules ("input from a client this
+    session does not accept": it names no run), so a ``useChat`` client tool never resumed on a
+    Python worker. It counts from the input client of the run it supersedes (held, folding newest
+    page first, until that run's start is folded)."""
+    executed, alice, _run = await _use_chat_fork("alice", page_size)
+    shown = [(m.message["role"], [p.get("type") for p in m.message["parts"]]) for m in alice.view.get_messages()]
+    await alice.close()
+    assert [(c["toolCallId"], c["input"]) for c in executed] == [("call-1", {"city": "Paris"})]
+    assert shown[-1] == ("assistant", ["step-start", "text"])  # the fork's reply, on alice's branch
+
+
+async def test_a_members_fork_of_anothers_run_is_refused() -> None:
+    _executed, alice, run = await _use_chat_fork("mallory", 100)
+    forks = [n for n in alice.tree.nodes() if isinstance(n, RunNode) and n.key != run.run_id]
+    skipped = alice.skipped
+    await alice.close()
+    assert forks == [] and skipped >= 1

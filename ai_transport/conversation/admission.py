@@ -43,6 +43,7 @@ from .lifecycle import (
     EVENT_STEP_START,
     H_CODEC_MESSAGE_ID,
     H_RUN_ID,
+    H_SUPERSEDES,
 )
 from .nodes import RunNode
 
@@ -200,6 +201,8 @@ class Admission:
                     run = node if isinstance(node, RunNode) else None
                 if self.input_accepted(author_of(message), run):  # the author, never a claimed name
                     return True
+                if run_id is None and run is None and kind in ANSWER_KINDS:
+                    return self._admit_fork(message, tree, h, kind)
                 if (
                     isinstance(run_id, str)
                     and self.accept_input is None
@@ -214,11 +217,30 @@ class Admission:
                 return False
         return True
 
+    def _admit_fork(self, message: Mapping[str, Any], tree: Any, h: Mapping[str, str], kind: Any) -> bool | None:
+        """A client fork's answer (0.8.0's ``createToolResultFork``, what ``useChat`` publishes for a
+        client tool's result: run-less, its run the agent's to start) answers a call of the run it
+        ``supersedes``: it counts from that run's input client (or one this session accepts), held
+        until that run's start is folded; a fork naming no run is refused."""
+        superseded = h.get(H_SUPERSEDES)
+        trunk = tree.get_run_node(superseded) if isinstance(superseded, str) else None
+        if isinstance(superseded, str):
+            if self.input_accepted(author_of(message), trunk):
+                return True
+            if self.accept_input is None and (
+                trunk is None or trunk.input_client_id is None or _contested(tree, superseded)
+            ):
+                return None  # judged once the superseded run's start is folded
+        self._reject(message, f"input {quoted(kind)} from a client this session does not accept")
+        return False
+
     def hold(self, message: Mapping[str, Any]) -> None:
         """Keep an input into a run whose start is not folded yet (at most :data:`HELD_LIMIT` per run
-        and :data:`HELD_TOTAL_LIMIT` in all; the oldest held is dropped, reported, beyond that)."""
-        run_id = transport_headers(message.get("extras")).get(H_RUN_ID)
-        self.held.hold(str(run_id), next(self._arrivals), message)
+        and :data:`HELD_TOTAL_LIMIT` in all; the oldest held is dropped, reported, beyond that); a
+        client fork's answer waits for the start of the run it supersedes."""
+        h = transport_headers(message.get("extras"))
+        run_id = h.get(H_RUN_ID)
+        self.held.hold(str(run_id if run_id is not None else h.get(H_SUPERSEDES)), next(self._arrivals), message)
 
     def clear_held(self) -> None:
         """Drop every held input (a loss of continuity: the refold from history holds them again)."""
