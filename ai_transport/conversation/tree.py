@@ -47,6 +47,7 @@ from typing import Any
 from .._shapes import MAPPING
 from ..channels.channel import action_name
 from ..codec.headers import transport_headers
+from ..errors import quoted
 from ..lease import LEASE_NAME, LeaseWire, Poison, parse_lease_wire
 from .authority import MUTATIONS, author_of
 from .changes import REPLACED, TREE_CHANGED, OutputChanged, Report, WireFolded, discard
@@ -202,6 +203,9 @@ class Tree(LifecycleFold, TreeOwnership):
         #: trusted agent identities only (:mod:`.admission`), so two of them cannot share a run. A tree
         #: that folds every publisher's outputs (an untrusted view, as 0.8.0's) shows them as 0.8.0 does.
         self.judge_runs = False
+        #: The fork seeds' codec-message-ids a read refused as copies of no agent message (each
+        #: reported once: :meth:`_vouched`).
+        self._seeds_refused: set[Any] = set()
         #: Folds a change of owner let count, made at the end of the current fold.
         self._replays: list[Replay] = []
         self._replaying = False
@@ -344,8 +348,34 @@ class Tree(LifecycleFold, TreeOwnership):
             if stale is not None and stale.node is node:
                 self._settle_stale(stale)
         messages = list(self._codec.get_messages(node.projection))
+        seeded = getattr(node.projection, "seeded", None)
+        if seeded and self.judge_runs:
+            return self._vouched(node, messages, seeded)  # (not cached: it reads the other runs too)
         node.messages_cache = (node.fold_version, messages)
         return messages
+
+    def _vouched(self, node: Node, messages: list[Any], seeded: Any) -> list[Any]:
+        """A trusting tree's read of a node holding a fork seed (a client's copy of a run's messages,
+        Vercel codec): a seeded message shows only as a copy of an agent message of a run of the
+        same client (:func:`~ai_transport.codec.vercel.readers.vouched_messages`); what a client
+        wrote as the agent's never shows as the agent's, nor reaches the model."""
+        vouch = getattr(self._codec, "vouched_messages", None)
+        if vouch is None:
+            return messages
+        entry = self._nodes.get(node.key)
+        owner = getattr(node, "input_client_id", None) or (entry.owner if entry is not None else None)
+        self.settle()  # (the runs' projections as their wires make them)
+        runs = [(n.input_client_id, n.projection) for n in self.nodes() if isinstance(n, RunNode) and n is not node]
+        kept, dropped = vouch(messages, seeded, runs, owner)
+        fresh = [m for m in dropped if m.codec_message_id not in self._seeds_refused]
+        if fresh:
+            self._seeds_refused.update(m.codec_message_id for m in fresh)
+            why = (
+                f"{len(fresh)} message(s) of a fork seed in {quoted(node.key)} copy no agent message of a run of "
+                f"{quoted(owner)}: not shown, never the model's input"
+            )
+            self._refuse({"name": "ai-input", "serial": getattr(node, "serial", None), "clientId": owner}, why)
+        return list(kept)
 
     # -- ordering ----------------------------------------------------------------------------
 

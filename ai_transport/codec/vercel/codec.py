@@ -46,6 +46,7 @@ from .readers import (
     session_calls,
     tool_output,
     vouched_calls,
+    vouched_messages,
 )
 from .state import UIProjection
 from .wire import F_MESSAGE_ID, INPUT, OUTPUT
@@ -137,6 +138,8 @@ class UIMessageCodec:
     #: The sessions' check of what they owe: each call as the agent made it, in a run of the same
     #: client (a fork seed's copy is the client's word: :func:`~.readers.vouched_calls`).
     vouched_calls = staticmethod(vouched_calls)
+    #: A trusted tree's read of a run holding a fork seed: only the seeded copies of agent messages.
+    vouched_messages = staticmethod(vouched_messages)
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Self:  # a namespace: never returns
         raise TypeError("UIMessageCodec is a namespace; call its static methods")

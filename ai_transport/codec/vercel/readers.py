@@ -25,6 +25,7 @@ __all__ = [
     "session_calls",
     "tool_output",
     "vouched_calls",
+    "vouched_messages",
 ]
 
 
@@ -111,3 +112,60 @@ def vouched_calls(
         name = tool_name(part)
         kept.append({**call, "toolName": name, "name": name, "input": part.get("input")})
     return kept, refused
+
+
+def _signature(message: Any) -> list[tuple[Any, ...]] | None:
+    """What a copy of an agent message must keep: each part's type, a text's text, a tool call's id
+    and input (its state and output are the client's resolutions; a ``step-start`` marks a step
+    boundary, no content); None: no parts list."""
+    parts = message.get("parts") if isinstance(message, dict) else None
+    if not isinstance(parts, list):
+        return None
+    out: list[tuple[Any, ...]] = []
+    for part in parts:
+        if not isinstance(part, dict):
+            out.append((None,))
+        elif is_tool_part(part):
+            out.append((part.get("type"), part["toolCallId"], repr(part.get("input"))))
+        elif part.get("type") in ("text", "reasoning"):
+            out.append((part.get("type"), part.get("text")))
+        elif part.get("type") == "step-start":
+            continue
+        else:
+            out.append((part.get("type"),))
+    return out
+
+
+def vouched_messages(
+    messages: list[Any], seeded: Any, runs: Iterable[tuple[str | None, UIProjection]], owner: str | None
+) -> tuple[list[Any], list[Any]]:
+    """``messages`` (``CodecMessage`` s of one run) without the fork seed's entries (codec-message-ids
+    in ``seeded``) that copy no agent message of a run of ``owner``: a seeded entry stays when an
+    agent message of such a run (``runs``: ``(input client, projection)``, outputs from trusted agents
+    only) has its ``id`` and the same parts (types, texts, tool calls and their inputs; a tool part's
+    state and output may be the client's resolution). Returns ``(kept, dropped)``."""
+    made: dict[Any, list[list[tuple[Any, ...]] | None]] = {}
+    for run_owner, projection in runs:
+        if run_owner != owner:
+            continue
+        own_seeded = projection.seeded or ()
+        for entry in projection.entries:
+            message = entry.message
+            if entry.codec_message_id in own_seeded or message.get("role") != "assistant":
+                continue
+            key = message.get("id")
+            if isinstance(key, str):
+                made.setdefault(key, []).append(_signature(message))
+    kept: list[Any] = []
+    dropped: list[Any] = []
+    for m in messages:
+        if m.codec_message_id not in seeded:
+            kept.append(m)
+            continue
+        message = m.message
+        key = message.get("id") if isinstance(message, dict) else None
+        if isinstance(key, str) and message.get("role") == "assistant" and _signature(message) in made.get(key, ()):
+            kept.append(m)
+        else:
+            dropped.append(m)
+    return kept, dropped
