@@ -48,7 +48,7 @@ from .readers import (
     vouched_calls,
     vouched_messages,
 )
-from .state import UIProjection
+from .state import Repair, UIProjection
 from .wire import F_MESSAGE_ID, INPUT, OUTPUT
 
 __all__ = ["UIMessageCodec", "decode_lifecycle"]
@@ -66,9 +66,9 @@ def decode_lifecycle() -> LifecyclePolicy:
 
     def start(ctx: Mapping[str, Any]) -> list[dict[str, Any]]:
         message_id = ctx.get("messageId", MISSING)
-        return [{"type": "start"} if message_id is MISSING else {"type": "start", "messageId": message_id}]
+        return [Repair(type="start") if message_id is MISSING else Repair(type="start", messageId=message_id)]
 
-    tracker = LifecycleTracker([("start", start), ("start-step", lambda ctx: [{"type": "start-step"}])])
+    tracker = LifecycleTracker([("start", start), ("start-step", lambda ctx: [Repair(type="start-step")])])
 
     def mark(key: str) -> DiscreteHook:
         def on(publisher: str | None, run_id: str, codec: Mapping[str, Any]) -> list[dict[str, Any]]:

@@ -10,12 +10,13 @@ chunk type it does not project, an orphan tool output: dropped silently, as 0.8.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from typing import Any
 
 from ..core.headers import MISSING
 from ..core.types import CodecMessage
-from .state import UIProjection
+from .state import Repair, UIProjection
 from .tool_folds import fold_tool_input, fold_tool_output, resolve_or_pend, retry_pending, seed_fork
 
 __all__ = ["UIProjection", "fold", "get_messages", "init"]
@@ -48,7 +49,8 @@ def fold(
     ``author`` is the publisher of the wire the event came from, as Ably verified it (its
     ``clientId``): a tool answer waiting for its tool part counts against its author's bound only.
     """
-    if type(event) is dict:
+    kind = type(event)
+    if kind is dict or kind is Repair:
         if direction == "output" and message_id is not None and event.get("type") == "text-delta":
             run = state.run
             delta = event.get("delta")
@@ -172,14 +174,33 @@ def _fold_start(state: UIProjection, c: Chunk, mid: str) -> None:
 
 
 def _fold_start_step(state: UIProjection, c: Chunk, mid: str) -> None:
+    steps = state.open_steps
+    if steps is None:
+        steps = state.open_steps = set()
+    elif mid in steps and type(c) is Repair:
+        return  # a pre-roll the decoder judged in arrival order: this step started already
+    with contextlib.suppress(TypeError):  # (an unhashable id from the wire: never found either)
+        steps.add(mid)
     state.ensure_message(mid)["parts"].append({"type": "step-start"})
 
 
 def _fold_finish_step(state: UIProjection, c: Chunk, mid: str) -> None:
+    state.open_steps = None  # (the decoder re-arms the run's start-step: its next stream is pre-rolled)
     trackers = state.trackers.get(mid)
     if trackers is not None:  # a follow-up step may reuse stream ids
         trackers.text.clear()
         trackers.reasoning.clear()
+
+
+def _fold_finish(state: UIProjection, c: Chunk, mid: str) -> None:
+    state.open_steps = None  # (the decoder forgets the run: its next stream is pre-rolled)
+    _fold_metadata(state, c, mid)
+
+
+def _fold_run_end(state: UIProjection, c: Chunk, mid: str) -> None:
+    """``abort`` / ``error``: run termination is the run-end event's, not the projection's (the
+    decoder forgets the run: its next stream is pre-rolled)."""
+    state.open_steps = None
 
 
 def _fold_metadata(state: UIProjection, c: Chunk, mid: str) -> None:
@@ -189,10 +210,6 @@ def _fold_metadata(state: UIProjection, c: Chunk, mid: str) -> None:
     entry = state.find(mid)
     if entry is not None:
         entry.message["metadata"] = metadata
-
-
-def _fold_nothing(state: UIProjection, c: Chunk, mid: str) -> None:
-    """``abort`` / ``error``: run termination is the run-end event's, not the projection's."""
 
 
 def _fold_text(state: UIProjection, c: Chunk, mid: str) -> None:
@@ -292,10 +309,10 @@ _ARMS = {
     "start": _fold_start,
     "start-step": _fold_start_step,
     "finish-step": _fold_finish_step,
-    "finish": _fold_metadata,
+    "finish": _fold_finish,
     "message-metadata": _fold_metadata,
-    "abort": _fold_nothing,
-    "error": _fold_nothing,
+    "abort": _fold_run_end,
+    "error": _fold_run_end,
     "text-start": _fold_text,
     "text-delta": _fold_text,
     "text-end": _fold_text,

@@ -15,7 +15,7 @@ from typing import Any
 from ..core.headers import MISSING
 from ..core.types import CodecMessage
 
-__all__ = ["MessageTrackers", "ToolTracker", "UIProjection", "is_tool_part", "tool_name"]
+__all__ = ["MessageTrackers", "Repair", "ToolTracker", "UIProjection", "is_tool_part", "tool_name"]
 
 Part = dict[str, Any]
 UIMessage = dict[str, Any]
@@ -42,6 +42,17 @@ class MessageTrackers:
         self.tools: dict[Any, ToolTracker] = {}
 
 
+class Repair(dict[str, Any]):
+    """A lifecycle chunk the decoder made up rather than read (a mid-stream join's ``start`` /
+    ``start-step`` pre-roll, :func:`~.codec.decode_lifecycle`), equal to the chunk it stands for.
+    The decoder judges the pre-roll in arrival order, and history arrives newest page first: a
+    stream decoded before its step's ``start-step`` is pre-rolled with one. The reducer folds in
+    serial order and knows better: a repaired ``start-step`` while the run's step is open is
+    dropped, so history in any page size folds to what live does."""
+
+    __slots__ = ()
+
+
 class UIProjection:
     """The per-run state of the Vercel reducer (``VercelProjection``); read it with ``get_messages``."""
 
@@ -49,6 +60,7 @@ class UIProjection:
         "_by_id",
         "_pending_text",
         "entries",
+        "open_steps",
         "pending_by_author",
         "pending_resolutions",
         "run",
@@ -79,6 +91,10 @@ class UIProjection:
         #: run's messages, :func:`~.tool_folds.seed_fork`); None while there are none. What they
         #: hold is the client's word, never the agent's (:func:`~.readers.vouched_calls`).
         self.seeded: set[Any] | None = None
+        #: The codec-message-ids with a ``start-step`` folded and no ``finish-step`` / ``finish`` /
+        #: ``error`` / ``abort`` since (each resets the run's lifecycle scope in the decoder: the
+        #: decoder's judgement, in serial order; a :class:`Repair` of their step is moot); None: none.
+        self.open_steps: set[Any] | None = None
 
     def find(self, codec_message_id: Any) -> CodecMessage | None:
         """The entry of ``codec_message_id`` (``messages.find``), else None."""
