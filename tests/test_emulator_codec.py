@@ -15,7 +15,7 @@ from typing import Any
 import msgpack  # type: ignore[import-untyped]
 import msgspec
 import pytest
-from hypothesis import assume, given
+from hypothesis import given
 from hypothesis import strategies as st
 
 from ai_transport.emulator.protocol import (
@@ -110,10 +110,8 @@ def _msgpack_outcome(fn: Any, raw: bytes) -> Any:
 
 
 def _known_difference(value: Any) -> bool:
-    """msgpack-python rejects these; msgspec takes them: a reserved (negative) ext type code, an
-    array as a map key (a tuple key). Ably SDKs send neither."""
-    if isinstance(value, msgspec.msgpack.Ext):
-        return value.code < 0
+    """msgpack-python rejects this; msgspec takes it: an array as a map key (a tuple key). Ably
+    SDKs send none."""
     if isinstance(value, dict):
         return any(
             isinstance(k, tuple) or _known_difference(k) or _known_difference(v) for k, v in value.items()
@@ -123,22 +121,42 @@ def _known_difference(value: Any) -> bool:
     return False
 
 
+def _holds_ext(value: Any) -> bool:
+    """Whether msgpack-python's decoding holds an ext type (``ExtType``, ``Timestamp``), keys too."""
+    if isinstance(value, (msgpack.ExtType, msgpack.Timestamp)):
+        return True
+    if isinstance(value, dict):
+        return any(_holds_ext(k) or _holds_ext(v) for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_ext(v) for v in value)
+    return False
+
+
+ext_values = st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=9)) | st.builds(
+    msgpack.Timestamp, st.integers(-(2**40), 2**40), st.integers(0, 10**9 - 1)
+)
+wire_values_with_ext = st.recursive(
+    scalars | ext_values,
+    lambda kids: st.lists(kids, max_size=4) | st.dictionaries(map_keys | ext_values, kids, max_size=4),
+    max_leaves=12,
+)
+
+
 @given(
     st.binary(max_size=40)
     | st.builds(
-        lambda v, tail: msgpack.packb(v, use_bin_type=True) + tail, wire_values, st.binary(max_size=3)
+        lambda v, tail: msgpack.packb(v, use_bin_type=True) + tail, wire_values_with_ext, st.binary(max_size=3)
     )
 )
 def test_msgpack_accepts_and_rejects_what_msgpack_does(raw: bytes) -> None:
-    """Random / trailing-garbage bytes: both decoders fail, or both give the same value.
-
-    Besides :func:`_known_difference`, the timestamp ext type (-1) decodes to ``datetime`` instead of
-    ``msgpack.Timestamp`` (same instant; not used by Ably).
-    """
+    """Random / trailing-garbage bytes: both decoders fail, or both give the same value; besides
+    :func:`_known_difference`, an ext type (a timestamp too) is refused wherever it is (no JSON
+    peer could be sent it: a stored one broke every JSON reader of its channel)."""
     ours = _msgpack_outcome(loads_msgpack, raw)
     ref = _msgpack_outcome(lambda r: msgpack.unpackb(r, raw=False, strict_map_key=False), raw)
-    assume("Timestamp" not in repr(ref))
-    if ours[0] == "ok" and ref[0] == "error":
+    if ref[0] == "ok" and _holds_ext(msgpack.unpackb(raw, raw=False, strict_map_key=False)):
+        assert ours == ("error",), raw
+    elif ours[0] == "ok" and ref[0] == "error":
         assert _known_difference(loads_msgpack(raw)), raw
     else:
         assert ours == ref
@@ -296,3 +314,71 @@ def test_json_frame_semantics_kept() -> None:
     assert math.isnan(frame["a"]) and frame["b"] == "\ud800" and frame["c"] == math.inf
     assert frame["d"] == 123456789012345678901234567890 and frame["e"] == 2
     assert list(frame) == ["action", "a", "b", "c", "d", "e"]
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"data": msgpack.ExtType(5, b"a")},
+        {"version": {"metadata": msgpack.ExtType(0, b"")}},
+        {"extras": [1, {"k": msgpack.ExtType(127, b"x" * 300)}]},
+        {msgpack.ExtType(1, b"k"): 1},
+        {"data": msgpack.Timestamp(1_600_000_000)},  # fixext 4
+        {"data": msgpack.Timestamp(1_600_000_000, 5)},  # fixext 8
+        {"data": [msgpack.Timestamp(-1, 5)]},  # ext 8 (12 bytes)
+        {msgpack.Timestamp(0, 1): "key"},
+    ],
+)
+def test_msgpack_ext_types_are_malformed_input(value: Any) -> None:
+    """No ext type (timestamps neither) gets past the decoder: a JSON peer could never be sent it."""
+    raw = msgpack.packb({"action": 15, "messages": [value]}, use_bin_type=True)
+    with pytest.raises(ValueError, match="not a JSON value"):
+        loads_msgpack(raw)
+    with pytest.raises(EmulatorError) as info:
+        decode_frame(raw)
+    assert (info.value.code, info.value.status_code) == (40000, 400)
+
+
+def test_msgpack_timestamp_heads_in_binary_data_are_not_timestamps() -> None:
+    """The bytes a timestamp ext starts with, inside ``bin`` / keys, decode as what they are."""
+    value = {"data": b"\xd6\xff\xd7\xff\xc7\x0c\xff", "n": [-1, -42], b"\xd7\xff": -1}
+    assert canon(loads_msgpack(msgpack.packb(value, use_bin_type=True))) == canon(value)
+
+
+def test_deep_input_is_malformed_not_a_recursion_error() -> None:
+    """Nesting past the recursion limit: ValueError (and a 40000 frame error), never RecursionError."""
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_json("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_json("[" * 100_000 + '"\\ud800"' + "]" * 100_000)  # (the stdlib's path)
+    with pytest.raises(ValueError, match="nested too deeply"):
+        loads_msgpack(b"\x91" * 100_000 + b"\xc0")
+    with pytest.raises(EmulatorError) as info:
+        decode_frame(b"\x81\xa6action" + b"\x91" * 100_000 + b"\xc0")
+    assert info.value.code == 40000
+
+
+stored_values = st.recursive(
+    scalars | st.datetimes(timezones=st.just(__import__("datetime").timezone.utc)),
+    lambda kids: st.lists(kids, max_size=4)
+    | st.dictionaries(map_keys | st.binary(max_size=4) | st.floats(allow_nan=False), kids, max_size=4),
+    max_leaves=15,
+)
+
+
+def _strict_json(raw: bytes) -> Any:
+    """``JSON.parse``: no NaN / Infinity literals."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(raw, parse_constant=refuse)
+
+
+@given(stored_values)
+def test_json_fallback_path_writes_what_the_fast_path_writes(value: Any) -> None:
+    """A lone surrogate anywhere sends the encoder to its stdlib path: that path writes every
+    other value as the fast path does (bytes keys, datetimes, NaN as null), as strict JSON."""
+    fast = encode_json(value)
+    slow = encode_json([value, "\ud800"])
+    assert _strict_json(slow) == [_strict_json(fast), "\ud800"]

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import hmac
 import json
@@ -280,3 +281,100 @@ def test_cors_preflight_allows_authorization(emulator_thread: EmulatorThread) ->
     assert got.headers["access-control-allow-origin"] == "http://localhost:3000"
     assert got.headers["access-control-allow-credentials"] == "true"
     assert "Link" in got.headers["access-control-expose-headers"]
+
+
+MSGPACK = {"Content-Type": "application/x-msgpack"}
+
+
+def _strict_json(raw: bytes) -> Any:
+    """``JSON.parse``: no NaN / Infinity literals."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"not JSON: {name}")
+
+    return json.loads(raw, parse_constant=refuse)
+
+
+def _publish_escaped(http: httpx.Client, ch: str, messages: list[dict[str, Any]]) -> list[str]:
+    """:func:`publish` with a JSON text of ASCII escapes (a lone surrogate is ``\\ud800``)."""
+    r = http.post(f"/channels/{ch}/messages", content=json.dumps(messages), headers={"Content-Type": "application/json"})
+    assert r.status_code == 201, r.text
+    return r.json()["serials"]
+
+
+def _json_reads_ok(http: httpx.Client, ch: str, serial: str) -> None:
+    """Every JSON read of the channel answers 200 with strict JSON."""
+    for url in (f"/channels/{ch}/messages", f"/channels/{ch}/messages/{serial}", f"/channels/{ch}/messages/{serial}/versions"):
+        r = http.get(url)
+        assert r.status_code == 200, (url, r.text)
+        _strict_json(r.content)
+
+
+def test_msgpack_ext_values_are_refused_and_the_channel_stays_readable(http: httpx.Client) -> None:
+    """An ext type (in version.metadata, data, extras) is refused 400 at ingest: stored, it made
+    every JSON read of the channel answer 500 (and a JSON rewind attach ERROR 50000)."""
+    ch = unique_channel("ext")
+    (serial,) = publish(http, ch, [{"name": "n", "data": "hello"}])
+    for body in (
+        {"action": 1, "data": "upd", "version": {"metadata": msgpack.ExtType(5, b"a")}},
+        {"action": 1, "data": msgpack.ExtType(1, b"")},
+        {"action": 1, "data": "x", "extras": {"k": [msgpack.ExtType(0, b"z")]}},
+    ):
+        r = http.patch(f"/channels/{ch}/messages/{serial}", content=msgpack.packb(body, use_bin_type=True), headers=MSGPACK)
+        assert r.status_code == 400 and r.json()["error"]["code"] == 40000, r.text
+    r = http.post(f"/channels/{ch}/messages", content=msgpack.packb({"data": msgpack.ExtType(3, b"q")}), headers=MSGPACK)
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40000
+    _json_reads_ok(http, ch, serial)
+
+
+def test_msgpack_timestamp_is_refused_so_a_lone_surrogate_cannot_poison_history(http: httpx.Client) -> None:
+    """A msgpack timestamp decoded to a datetime; with any lone surrogate on the channel JSON history
+    went through the stdlib encoder, which cannot write one: 500 for every later JSON read."""
+    ch = unique_channel("ts")
+    stamp = datetime.datetime(2020, 1, 1, tzinfo=datetime.timezone.utc)
+    r = http.post(f"/channels/{ch}/messages", content=msgpack.packb({"data": stamp}, datetime=True), headers=MSGPACK)
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40000
+    (serial,) = _publish_escaped(http, ch, [{"data": "\ud800"}])
+    _json_reads_ok(http, ch, serial)
+    assert http.get(f"/channels/{ch}/messages").json()[0]["data"] == "\ud800"
+
+
+def test_msgpack_version_metadata_keys_are_made_strings(http: httpx.Client) -> None:
+    """version.metadata from a msgpack peer gets string keys (as data and extras do): a tuple or
+    binary key there, stored as sent, broke JSON reads (with a lone surrogate on the channel)."""
+    ch = unique_channel("meta")
+    (serial,) = _publish_escaped(http, ch, [{"data": "a\ud800"}])
+    body = {"action": 1, "data": "b", "version": {"metadata": {(1, 2): "t", b"k": "b", 3: "i"}}}
+    r = http.patch(f"/channels/{ch}/messages/{serial}", content=msgpack.packb(body, use_bin_type=True), headers=MSGPACK)
+    assert r.status_code == 200, r.text
+    _json_reads_ok(http, ch, serial)
+    got = http.get(f"/channels/{ch}/messages/{serial}").json()
+    assert got["version"]["metadata"] == {"(1, 2)": "t", "k": "b", "3": "i"}
+
+
+_ext = st.builds(msgpack.ExtType, st.integers(0, 127), st.binary(max_size=4)) | st.builds(
+    msgpack.Timestamp, st.integers(0, 2**33), st.integers(0, 10**9 - 1)
+)
+_keys = st.text(max_size=4) | st.integers(-(2**63), 2**64 - 1) | st.binary(max_size=3) | st.booleans() | st.none()
+_wire = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**63), 2**64 - 1) | st.floats() | st.text(max_size=6) | st.binary(max_size=6) | _ext,
+    lambda kids: st.lists(kids, max_size=3) | st.dictionaries(_keys | _ext, kids, max_size=3),
+    max_leaves=8,
+)
+
+
+@given(data=_wire, extras=_wire, metadata=_wire, surrogate=st.booleans())
+def test_any_msgpack_value_is_refused_or_readable_by_json_clients(
+    http: httpx.Client, data: Any, extras: Any, metadata: Any, surrogate: bool
+) -> None:
+    """Whatever a msgpack peer publishes or updates with is refused 4xx, or every JSON client can
+    read the channel afterwards (history, the message, its versions: 200, strict JSON)."""
+    ch = unique_channel("anymp")
+    (serial,) = _publish_escaped(http, ch, [{"data": "\ud800" if surrogate else "x"}])
+    for method, url, body in (
+        ("POST", f"/channels/{ch}/messages", {"data": data, "extras": {"e": extras}}),
+        ("PATCH", f"/channels/{ch}/messages/{serial}", {"action": 1, "data": data, "version": {"metadata": metadata}}),
+    ):
+        r = http.request(method, url, content=msgpack.packb(body, use_bin_type=True), headers=MSGPACK)
+        assert r.status_code < 500, r.text
+    _json_reads_ok(http, ch, serial)

@@ -10,15 +10,19 @@ cannot encode a value (lone surrogates, ``None``/``bool`` map keys), the stdlib 
 so what is accepted and how it decodes is unchanged. Non-finite floats encode as JSON ``null``
 (as ``JSON.stringify`` does). MessagePack encodes byte for byte as ``msgpack.packb(use_bin_type=True)``
 and decodes as ``msgpack.unpackb(raw=False, strict_map_key=False)``, except for what no Ably SDK sends:
-the timestamp ext type decodes to ``datetime``, other ext types to ``msgspec.msgpack.Ext`` (reserved
-negative codes accepted), an array map key to a tuple.
+an ext type (the timestamp one included) is refused as malformed input, as a value that is not a JSON
+value (a stored one could not be written to a JSON peer: it broke every JSON reader of its channel),
+and an array map key decodes to a tuple. Input nested past the recursion limit is malformed too
+(``ValueError``, never ``RecursionError``).
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import datetime
 import json
+import math
 from enum import IntEnum
 from typing import Any
 
@@ -139,23 +143,58 @@ def error_body(message: str, code: int, status_code: int) -> dict[str, Any]:
 
 
 def _json_default(value: Any) -> Any:
+    """A value the stdlib cannot write, as msgspec writes it (bytes as base64, ``datetime`` as
+    RFC 3339 …): the fallback path writes what the fast path does."""
     if isinstance(value, (bytes, bytearray, memoryview)):
         return base64.b64encode(bytes(value)).decode("ascii")
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+    try:
+        return msgspec.json.decode(_JSON_ENCODER.encode(value))
+    except (TypeError, ValueError):
+        raise TypeError(f"not JSON serialisable: {type(value).__name__}") from None
+
+
+def _refuse_ext(code: int, data: memoryview) -> Any:
+    raise ValueError(f"MessagePack ext type {code} is not a JSON value (an Ably message holds no ext types)")
 
 
 _JSON_ENCODER = msgspec.json.Encoder()
 _JSON_DECODER = msgspec.json.Decoder()
 _MSGPACK_ENCODER = msgspec.msgpack.Encoder()
-_MSGPACK_DECODER = msgspec.msgpack.Decoder()
+_MSGPACK_DECODER = msgspec.msgpack.Decoder(ext_hook=_refuse_ext)  # (not called for timestamps)
+#: How a timestamp ext (code -1: ``0xff``) starts: fixext 4, fixext 8, ext 8 of 12 bytes.
+_TIMESTAMP_HEADS = (b"\xd6\xff", b"\xd7\xff", b"\xc7\x0c\xff")
+
+
+def _stdlib_key(key: Any) -> Any:
+    """A map key as msgspec writes it (``None`` / ``bool`` ones, which it cannot, as the stdlib does)."""
+    if isinstance(key, str) or key is None or isinstance(key, bool):
+        return key
+    try:
+        (text,) = msgspec.json.decode(_JSON_ENCODER.encode({key: None}))
+    except (TypeError, ValueError):
+        return key  # (the stdlib refuses it too)
+    return text
+
+
+def _for_stdlib(value: Any) -> Any:
+    """``value`` as the stdlib encoder can write it the way msgspec does: map keys (binary as
+    base64, numbers as msgspec spells them), non-finite floats as ``None`` (``JSON.stringify``)."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (list, tuple)):
+        return [_for_stdlib(v) for v in value]
+    if isinstance(value, dict):
+        return {_stdlib_key(k): _for_stdlib(v) for k, v in value.items()}
+    return value
 
 
 def _stdlib_dumps_json(value: Any) -> str:
-    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=_json_default)
+    value = _for_stdlib(value)
+    text = json.dumps(value, separators=(",", ":"), ensure_ascii=False, allow_nan=False, default=_json_default)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(value, separators=(",", ":"), ensure_ascii=True, default=_json_default)
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=True, allow_nan=False, default=_json_default)
     return text
 
 
@@ -178,9 +217,12 @@ def loads_json(raw: str | bytes) -> Any:
     Raises ``ValueError`` (``json.JSONDecodeError`` / ``UnicodeDecodeError``) on invalid input.
     """
     try:
-        return _JSON_DECODER.decode(raw)
-    except ValueError:  # msgspec is stricter (or a str holds lone surrogates): the stdlib decides
-        return json.loads(raw)
+        try:
+            return _JSON_DECODER.decode(raw)
+        except ValueError:  # msgspec is stricter (or a str holds lone surrogates): the stdlib decides
+            return json.loads(raw)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
 
 
 def encode_msgpack(value: Any) -> bytes:
@@ -197,9 +239,31 @@ def encode_msgpack(value: Any) -> bytes:
 def loads_msgpack(raw: bytes) -> Any:
     """One MessagePack object: ``bin`` -> ``bytes``, ``str`` -> ``str``, any map key.
 
-    Raises ``ValueError`` (msgspec.DecodeError) on malformed or trailing data.
+    Raises ``ValueError`` (msgspec.DecodeError) on malformed or trailing data, on an ext type
+    (a timestamp too: no JSON peer could be sent it) and on nesting past the recursion limit.
     """
-    return _MSGPACK_DECODER.decode(raw)
+    try:
+        value = _MSGPACK_DECODER.decode(raw)
+    except RecursionError:
+        raise ValueError("MessagePack nested too deeply") from None
+    if any(head in raw for head in _TIMESTAMP_HEADS) and _holds_datetime(value):
+        raise ValueError("a MessagePack timestamp is not a JSON value (an Ably message holds no ext types)")
+    return value
+
+
+def _holds_datetime(value: Any) -> bool:
+    """Whether a decoded value holds a ``datetime`` (a timestamp ext), keys included."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, datetime.datetime):
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple)):
+            stack.extend(item)
+    return False
 
 
 def decode_frame(raw: str | bytes) -> dict[str, Any]:
@@ -287,7 +351,7 @@ def ingest_data(message: dict[str, Any], fmt: str) -> dict[str, Any]:
     maps) is stored verbatim.
     """
     if fmt == "msgpack":  # map keys other than strings (its format has them; JS has none)
-        for key in ("data", "extras"):
+        for key in ("data", "extras", "version"):  # (what is stored: version.metadata too)
             value = message.get(key)
             if isinstance(value, (dict, list)):
                 message[key] = _string_keys(value)
