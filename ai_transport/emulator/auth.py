@@ -22,13 +22,12 @@ import base64
 import binascii
 import hashlib
 import hmac
-import json
 import secrets
 from dataclasses import dataclass
 from typing import Any
 
 from .capability import capability_allows, dumps_capability, intersect, parse_capability, resource_matches
-from .jwt import looks_like_jwt
+from .jwt import header_kid, looks_like_jwt
 from .jwt import verify as verify_jwt
 from .protocol import EmulatorError
 from .store import now_ms
@@ -128,7 +127,7 @@ class Authority:
         if issued is not None:
             issued.check_expiry()
             return issued
-        if looks_like_jwt(token) and (self.strict_tokens or _jwt_kid(token) in self.keys):
+        if looks_like_jwt(token) and (self.strict_tokens or header_kid(token) in self.keys):
             return self._by_jwt(token)
         if self.strict_tokens:
             raise EmulatorError("Token not recognised", 40101, 401)
@@ -305,12 +304,3 @@ def _check_ttl(value: Any) -> int | None:
         raise EmulatorError(f"ttl {value} exceeds the maximum token lifetime {MAX_TTL_MS} ms", 40003, 400)
     return int(value)
 
-
-def _jwt_kid(token: str) -> Any:
-    """The ``kid`` of a JWT's header (None when unreadable)."""
-    try:
-        head = token.split(".")[0]
-        header = json.loads(base64.urlsafe_b64decode(head + "=" * (-len(head) % 4)))
-    except (ValueError, binascii.Error):
-        return None
-    return header.get("kid") if isinstance(header, dict) else None

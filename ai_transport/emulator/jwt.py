@@ -16,8 +16,7 @@ a token naming another ``alg`` is refused before any key is used); the Ably clai
 from __future__ import annotations
 
 import base64
-import binascii
-import json
+import math
 import time
 import warnings
 from dataclasses import dataclass
@@ -26,9 +25,12 @@ from typing import Any
 import jwt as pyjwt
 from jwt.warnings import InsecureKeyLengthWarning
 
-from .protocol import EmulatorError
+from .protocol import EmulatorError, loads_json
 
-__all__ = ["JwtGrant", "looks_like_jwt", "sign", "verify"]
+__all__ = ["JwtGrant", "header_kid", "looks_like_jwt", "sign", "verify"]
+
+#: The latest ``exp`` (seconds) honoured: the last instant a JS ``Date`` holds (8.64e15 ms).
+MAX_EXP_S = 8.64e12
 
 
 @dataclass
@@ -46,16 +48,40 @@ def _b64url_decode(part: str) -> bytes:
     return base64.urlsafe_b64decode(part + "=" * (-len(part) % 4))
 
 
+def _json_part(part: str) -> Any:
+    """A JWT part's JSON value; ValueError (binascii.Error is one) when it is not one."""
+    return loads_json(_b64url_decode(part))
+
+
 def looks_like_jwt(token: str) -> bool:
     """Whether ``token`` has the three dot-separated parts of a JWT with a JSON header."""
     parts = token.split(".")
     if len(parts) != 3 or not all(parts[:2]):
         return False
     try:
-        header = json.loads(_b64url_decode(parts[0]))
-    except (ValueError, binascii.Error):
+        header = _json_part(parts[0])
+    except ValueError:
         return False
     return isinstance(header, dict) and "alg" in header
+
+
+def header_kid(token: str) -> str | None:
+    """The ``kid`` of a JWT's header when it is a string (None when absent, unreadable or not one)."""
+    try:
+        header = _json_part(token.split(".")[0])
+    except ValueError:
+        return None
+    kid = header.get("kid") if isinstance(header, dict) else None
+    return kid if isinstance(kid, str) else None
+
+
+def _expires(exp: Any) -> int | None:
+    """``exp`` (seconds) as ms; None when it is not a number; 40144 when not a finite one in range."""
+    if isinstance(exp, bool) or not isinstance(exp, (int, float)):
+        return None
+    if not (isinstance(exp, int) or math.isfinite(exp)) or abs(exp) > MAX_EXP_S:
+        raise EmulatorError(f"Malformed JWT: exp must be a finite number of seconds up to {MAX_EXP_S:.0f}", 40144, 401)
+    return int(exp * 1000)
 
 
 def sign(key_name: str, secret: str, claims: dict[str, Any]) -> str:
@@ -80,17 +106,16 @@ def verify(token: str, keys: dict[str, str], now_ms: int | None = None) -> JwtGr
     """Verify an Ably JWT against ``keys`` (name -> secret); raise :class:`EmulatorError` if invalid."""
     try:
         head_b64, body_b64, _sig_b64 = token.split(".")
-        header = json.loads(_b64url_decode(head_b64))
-        claims = json.loads(_b64url_decode(body_b64))
-    except (ValueError, binascii.Error):
+        header = _json_part(head_b64)
+        claims = _json_part(body_b64)
+    except ValueError:
         raise EmulatorError("Malformed JWT", 40144, 401) from None
     if not isinstance(header, dict) or not isinstance(claims, dict):
         raise EmulatorError("Malformed JWT", 40144, 401)
     if header.get("alg") != "HS256":
         raise EmulatorError(f"Unsupported JWT algorithm {header.get('alg')!r}", 40144, 401)
     now = int(time.time() * 1000) if now_ms is None else now_ms
-    exp = claims.get("exp")
-    expires = int(exp * 1000) if isinstance(exp, (int, float)) and not isinstance(exp, bool) else None
+    expires = _expires(claims.get("exp"))
     if expires is not None and now >= expires:
         raise EmulatorError("Token expired", 40142, 401)
     kid = header.get("kid")
