@@ -55,3 +55,10 @@ def test_invalid_capabilities_are_400(bad: str) -> None:
     with pytest.raises(EmulatorError) as err:
         parse_capability(bad)
     assert (err.value.code, err.value.status_code) == (40000, 400)
+
+
+def test_a_capability_nested_past_the_recursion_limit_is_invalid_json() -> None:
+    """``json.loads`` raised RecursionError (a token request's capability: HTTP 500)."""
+    with pytest.raises(EmulatorError) as info:
+        parse_capability('{"a":' + "[" * 5000 + "]" * 5000 + "}")
+    assert (info.value.code, info.value.status_code) == (40000, 400)

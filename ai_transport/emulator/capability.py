@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .protocol import EmulatorError
+from .protocol import EmulatorError, loads_json
 
 __all__ = [
     "ALL",
@@ -81,8 +81,8 @@ def parse_capability(value: Any) -> dict[str, list[str]] | None:
         return None
     if isinstance(value, str):
         try:
-            value = json.loads(value)
-        except ValueError:
+            value = loads_json(value)
+        except ValueError:  # (nested too deeply too)
             raise EmulatorError("capability is not valid JSON", 40000, 400) from None
     if not isinstance(value, dict) or not all(
         isinstance(k, str) and isinstance(v, list) and all(isinstance(o, str) for o in v)
