@@ -232,6 +232,26 @@ async def test_auth_failures(emulator: Emulator) -> None:
     await assert_serving(emulator)
 
 
+async def test_an_unexpected_failure_authenticating_a_websocket_is_an_error_frame(
+    emulator: Emulator, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A bug in authentication answers ERROR 50000 (as REST answers 500), not an exception out of
+    the aiohttp handler; other connections are served."""
+
+    def broken(token: str) -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(emulator.authority, "by_token", broken)
+    async with RawClient.connect(emulator.port, query="accessToken=t", connected=False) as c:
+        err = await c.recv()
+        assert err["action"] == 9 and err["error"]["code"] == 50000 and "boom" in err["error"]["message"]
+        with pytest.raises(ConnectionClosed):
+            await c.recv()
+    async with RawClient.connect(emulator.port, query="key=local.dev:secret") as c:
+        await c.send({"action": 0, "id": "alive"})
+        assert await c.recv() == {"action": 0, "id": "alive"}
+
+
 async def test_attach_denied_by_capability_fails_the_channel(emulator: Emulator) -> None:
     token = emulator.authority.issue("local.dev", capability={"team:*": ["subscribe"]})["token"]
     async with RawClient.connect(emulator.port, query=f"accessToken={token}") as c:

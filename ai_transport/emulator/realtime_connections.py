@@ -17,7 +17,7 @@ from aiohttp import WSMsgType, web
 
 from .auth import Principal
 from .connection import Connection, WsSession
-from .core import MAX_WS_FRAME
+from .core import MAX_WS_FRAME, log
 from .limits import parse_rollup_window
 from .presence import PresenceHandlers
 from .protocol import Action, EmulatorError
@@ -218,6 +218,10 @@ class RealtimeConnections(PresenceHandlers):
             window = parse_rollup_window(query.get("appendRollupWindow"), self.limits.append_rollup_window)
         except EmulatorError as err:
             session.send({"action": int(Action.ERROR), "error": err.to_dict()})
+            return None
+        except Exception as exc:  # (a bug: answered as REST answers one, never out of the handler)
+            log.exception("emulator: websocket authentication failed")
+            session.send({"action": int(Action.ERROR), "error": EmulatorError(f"internal error: {exc}", 50000, 500).to_dict()})
             return None
         echo = query.get("echo", "true").lower() != "false"
         recover_key = query.get("recover")
