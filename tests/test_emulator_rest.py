@@ -8,6 +8,7 @@ import datetime
 import hashlib
 import hmac
 import json
+import math
 import socket
 import subprocess
 import sys
@@ -378,3 +379,37 @@ def test_any_msgpack_value_is_refused_or_readable_by_json_clients(
         r = http.request(method, url, content=msgpack.packb(body, use_bin_type=True), headers=MSGPACK)
         assert r.status_code < 500, r.text
     _json_reads_ok(http, ch, serial)
+
+
+def _signed_token_request(**fields: Any) -> dict[str, Any]:
+    """A token request for local.dev signed with its secret (the mac over the fields as Ably's SDKs join them)."""
+    body = {"keyName": "local.dev", "timestamp": int(time.time() * 1000), "nonce": f"n{time.time_ns()}", **fields}
+    text = "\n".join(
+        ["local.dev", str(body.get("ttl") or ""), "", "", str(body.get("timestamp") or 0), str(body.get("nonce") or ""), ""]
+    )
+    body["mac"] = base64.b64encode(hmac.new(b"secret", text.encode(), hashlib.sha256).digest()).decode()
+    return body
+
+
+@pytest.mark.parametrize("ttl", ["NaN", "Infinity", "-Infinity", "1e400", "1.5", '"12x"'])
+def test_a_token_ttl_that_is_not_an_integer_is_refused_40003(http: httpx.Client, ttl: str) -> None:
+    """``int(nan)`` / ``int(inf)`` in the ttl check raised: HTTP 500."""
+    r = http.post("/keys/local.dev/requestToken", content='{"ttl":' + ttl + "}", headers={"Content-Type": "application/json"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40003, r.text
+
+
+@pytest.mark.parametrize("timestamp", [math.nan, math.inf, "²", "9" * 5000])
+def test_a_signed_token_request_timestamp_that_is_not_a_finite_number_is_refused(
+    emulator_thread: EmulatorThread, timestamp: Any
+) -> None:
+    """A NaN timestamp passed the window check (NaN compares false) and then ``int(nan)`` raised;
+    a str of Unicode digits (``"²".isdigit()``) or past int()'s digit limit raised in ``int()``."""
+    body = _signed_token_request(timestamp=timestamp)
+    r = httpx.post(
+        f"{emulator_thread.url}/keys/local.dev/requestToken",
+        content=json.dumps(body),  # (NaN / Infinity literals, as json.dumps writes them)
+        headers={"Content-Type": "application/json"},
+    )
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40003, r.text
+    good = _signed_token_request()
+    assert httpx.post(f"{emulator_thread.url}/keys/local.dev/requestToken", json=good).status_code == 200

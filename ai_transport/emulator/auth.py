@@ -22,6 +22,7 @@ import base64
 import binascii
 import hashlib
 import hmac
+import math
 import secrets
 from dataclasses import dataclass
 from typing import Any
@@ -267,10 +268,14 @@ class Authority:
     def _check_timestamp_and_nonce(self, key_name: str, body: dict[str, Any]) -> None:
         now = now_ms()
         timestamp = body.get("timestamp")
-        if isinstance(timestamp, str) and timestamp.isdigit():
-            timestamp = int(timestamp)
-        if isinstance(timestamp, bool) or not isinstance(timestamp, (int, float)):
-            raise EmulatorError("Token request timestamp is missing or not a number", 40003, 400)
+        if isinstance(timestamp, str) and timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 20:
+            timestamp = int(timestamp)  # ("²".isdigit(), and int() refuses past 4300 digits)
+        if (
+            isinstance(timestamp, bool)
+            or not isinstance(timestamp, (int, float))
+            or (isinstance(timestamp, float) and not math.isfinite(timestamp))
+        ):
+            raise EmulatorError("Token request timestamp is missing or not a (finite) number", 40003, 400)
         if abs(now - timestamp) > TIMESTAMP_WINDOW_MS:
             raise EmulatorError("Timestamp not current", 40104, 401)
         nonce = body.get("nonce")
@@ -296,7 +301,11 @@ def _check_ttl(value: Any) -> int | None:
             value = int(value)
         except ValueError:
             raise EmulatorError(f"ttl must be an integer number of ms, got {value!r}", 40003, 400) from None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or (isinstance(value, float) and not value.is_integer())  # (NaN and Infinity are not)
+    ):
         raise EmulatorError(f"ttl must be an integer number of ms, got {value!r}", 40003, 400)
     if value <= 0:
         raise EmulatorError(f"ttl must be positive, got {value}", 40003, 400)
