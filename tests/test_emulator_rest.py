@@ -413,3 +413,26 @@ def test_a_signed_token_request_timestamp_that_is_not_a_finite_number_is_refused
     assert r.status_code == 400 and r.json()["error"]["code"] == 40003, r.text
     good = _signed_token_request()
     assert httpx.post(f"{emulator_thread.url}/keys/local.dev/requestToken", json=good).status_code == 200
+
+
+@pytest.mark.parametrize("key", [[1], {"k": 1}, 5, None])
+def test_a_connection_key_that_is_not_a_string_is_refused_40006(http: httpx.Client, key: Any) -> None:
+    """``connectionKey: [1]`` was put in a set: TypeError, HTTP 500."""
+    ch = unique_channel("ckey")
+    r = http.post(f"/channels/{ch}/messages", json={"data": "x", "connectionKey": key})
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40006, r.text
+    r = http.post(f"/channels/{ch}/messages", json=[{"data": "x", "connectionKey": "a!b"}, {"data": "y", "connectionKey": [1]}])
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40006
+    assert http.get(f"/channels/{ch}/messages").json() == []
+
+
+@pytest.mark.parametrize("origin", ["http://[::1", "https://[zz]", "http://[127.0.0.1"])
+def test_an_origin_that_is_not_a_url_is_refused_40300(emulator_thread: EmulatorThread, origin: str) -> None:
+    """``urlsplit("http://[::1")`` raises ValueError: aiohttp's bare 500 for any route, websocket too."""
+    r = httpx.get(f"{emulator_thread.url}/channels/x", headers={**BASIC, "Origin": origin})
+    assert r.status_code == 403 and r.json()["error"]["code"] == 40300, r.text
+    ws = httpx.get(
+        f"{emulator_thread.url}/",
+        headers={"Origin": origin, "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="},
+    )
+    assert ws.status_code == 403

@@ -79,7 +79,10 @@ def origin_allowed(origin: str | None, allowlist: Iterable[str] = ()) -> bool:
     allowed = set(allowlist)
     if "*" in allowed or origin in allowed:
         return True
-    parts = urllib.parse.urlsplit(origin)
+    try:
+        parts = urllib.parse.urlsplit(origin)
+    except ValueError:  # ("http://[::1": an invalid IPv6 URL) not an origin: refused
+        return False
     return parts.scheme in ("http", "https") and is_loopback_host(parts.hostname)
 
 

@@ -277,13 +277,16 @@ class RestHandlers(PresenceHandlers):
     def _on_behalf_of(self, messages: list[Any]) -> Connection | None:
         """The realtime connection a REST publish names by ``connectionKey`` (its messages then
         carry that ``connectionId``, as in Ably); 40006 for an unknown key or several keys."""
-        keys = {m.pop("connectionKey") for m in messages if isinstance(m, dict) and "connectionKey" in m}
-        if not keys:
+        given = [m.pop("connectionKey") for m in messages if isinstance(m, dict) and "connectionKey" in m]
+        if not given:
             return None
+        if not all(isinstance(k, str) for k in given):  # (hashed below: a list one raised TypeError)
+            raise EmulatorError("connectionKey must be a string", 40006, 400)
+        keys = set(given)
         if len(keys) > 1:
             raise EmulatorError("messages in one publish must share one connectionKey", 40006, 400)
         key = keys.pop()
-        conn = self._by_key.get(key) if isinstance(key, str) else None
+        conn = self._by_key.get(key)
         if conn is None:
             raise EmulatorError(f"Invalid connectionKey {key!r}", 40006, 400)
         return conn
