@@ -281,6 +281,14 @@ async def test_resume_unknown_key_gives_new_connection_with_error(emulator: Emul
             assert "error" not in d.connected
 
 
+async def test_resume_key_of_unicode_or_many_digits_is_an_invalid_key(emulator: Emulator) -> None:
+    """``"²".isdigit()`` is true and ``int("²")`` raises (so does int() past 4300 digits): the
+    resume failed with an exception instead of CONNECTED with 80018."""
+    for number in ("%C2%B2", "1" * 5000):
+        async with RawClient.connect(emulator.port, query=f"accessToken=t&resume=emu-{number}-abcdef!x") as c:
+            assert c.connected["error"]["code"] == 80018
+
+
 async def test_server_heartbeats_when_idle_interval_set() -> None:
     async with Emulator(max_idle_interval=200) as emu, RawClient.connect(emu.port) as c:
         assert c.connected["connectionDetails"]["maxIdleInterval"] == 200

@@ -204,7 +204,9 @@ class RealtimeConnections(PresenceHandlers):
             and secret
             and len(parts) == 3
             and parts[0] == "emu"
-            and parts[1].isdigit()
+            and parts[1].isascii()
+            and parts[1].isdigit()  # (ASCII: int("²") raises; and no more digits than int() takes)
+            and len(parts[1]) <= 20
             and 0 < int(parts[1]) <= self._conn_counter
             and len(parts[2]) == 6
             and all(c in "0123456789abcdef" for c in parts[2])
