@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from typing import Any
 
@@ -379,3 +380,23 @@ async def test_sync_pages_a_large_set(emulator: Emulator) -> None:
         async with realtime_client(emulator, client_id="late") as late:
             members = await late.channels.get(name).presence.get()
             assert _ids(members) == [f"m{i:03d}" for i in range(n)]
+
+
+async def test_a_huge_remain_present_for_is_bounded_and_the_drop_is_handled() -> None:
+    """``remainPresentFor`` of 400 digits: the leave timer's delay (ms / 1000) raised OverflowError
+    in the websocket handler's cleanup when the transport dropped (the session was never released)."""
+    async with Emulator(port=0) as emu:
+        name = unique_channel("presence")
+        query = "accessToken=raw&v=6&clientId=worker&remainPresentFor=" + "9" * 400
+        async with RawClient.connect(emu.port, query=query) as worker:
+            await worker.send({"action": ATTACH, "channel": name})
+            await worker.recv_action(ATTACHED)
+            await worker.send({"action": PRESENCE, "channel": name, "msgSerial": 0, "presence": [{"action": 2}]})
+            await worker.recv_action(ACK)
+            assert emu.drop_transports(worker.connected["connectionId"]) == 1
+        for _ in range(100):
+            if not emu._sessions:
+                break
+            await asyncio.sleep(0.02)
+        assert not emu._sessions
+        assert [m["clientId"] for m in emu.presence.present(name)] == ["worker"]  # (still within its time)

@@ -52,6 +52,8 @@ from .store import now_ms
 __all__ = ["PresenceHandlers"]
 
 SYNC_PAGE = 100  # members per SYNC frame
+#: The longest remainPresentFor (ms) honoured: a JS number's largest safe integer.
+MAX_REMAIN_PRESENT_FOR = 2**53 - 1
 _ACTIONS = (PresenceAction.ENTER, PresenceAction.LEAVE, PresenceAction.UPDATE)
 _FIELDS = ("data", "encoding", "extras")
 
@@ -69,7 +71,9 @@ class PresenceHandlers(EmulatorCore):
         raw = query.get("remainPresentFor")
         if raw is not None:
             with contextlib.suppress(ValueError):
-                self._remain_for[conn.id] = max(0, int(raw))
+                # (bounded: past ~1e308 ms the delay in seconds is no float, and the leave timer
+                # raised OverflowError out of the websocket handler when the transport dropped)
+                self._remain_for[conn.id] = max(0, min(int(raw), MAX_REMAIN_PRESENT_FOR))
 
     def _presence_transport_lost(self, conn: Connection) -> None:
         """The transport dropped: leave ``conn``'s members unless it resumes in time."""
