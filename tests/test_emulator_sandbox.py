@@ -220,3 +220,60 @@ def test_cli_sandbox_provisions_and_deletes_apps() -> None:
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture
+def live_emulators(monkeypatch: pytest.MonkeyPatch) -> set[int]:
+    """The ids of the app emulators started and not stopped (Emulator.start / stop wrapped)."""
+    from ai_transport.emulator.server import Emulator
+
+    live: set[int] = set()
+    start, stop = Emulator.start, Emulator.stop
+
+    async def counted_start(self: Emulator) -> Emulator:
+        out = await start(self)
+        live.add(id(self))
+        return out
+
+    async def counted_stop(self: Emulator) -> None:
+        live.discard(id(self))
+        await stop(self)
+
+    monkeypatch.setattr(Emulator, "start", counted_start)
+    monkeypatch.setattr(Emulator, "stop", counted_stop)
+    return live
+
+
+async def test_a_bad_presence_fixture_is_400_and_starts_no_emulator(sandbox: Sandbox, live_emulators: set[int]) -> None:
+    """A presence member that is no object raised AttributeError (500) after the app's emulator had
+    started, which was then never stopped: each such request leaked a listening port."""
+    async with httpx.AsyncClient(base_url=sandbox.url) as http:
+        for members in ([5], ["c1"], [{"clientId": "ok"}, None]):
+            r = await http.post("/apps", json={"channels": [{"name": "x", "presence": members}]})
+            assert r.status_code == 400 and r.json()["error"]["code"] == 40000, r.text
+        r = await http.post("/apps", json={"channels": [{"name": "x", "presence": [{"clientId": ""}]}]})
+        assert r.status_code == 400  # (refused by seed_presence, after the start: stopped)
+    assert not live_emulators and not sandbox.apps
+    await provision(sandbox)
+    assert len(live_emulators) == 1
+
+
+async def test_any_failure_provisioning_stops_the_app_emulator(
+    sandbox: Sandbox, live_emulators: set[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ai_transport.emulator.server import Emulator
+
+    def broken(self: Emulator, channel: str, members: list[dict[str, Any]]) -> str:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(Emulator, "seed_presence", broken)
+    async with httpx.AsyncClient(base_url=sandbox.url) as http:
+        r = await http.post("/apps", json=APPSPEC)
+    assert r.status_code == 500 and r.json()["error"]["code"] == 50000
+    assert not live_emulators and not sandbox.apps
+
+
+async def test_an_appspec_nested_past_the_recursion_limit_is_400(sandbox: Sandbox) -> None:
+    async with httpx.AsyncClient(base_url=sandbox.url) as http:
+        r = await http.post("/apps", content=b"[" * 100_000 + b"]" * 100_000)
+    assert r.status_code == 400 and r.json()["error"]["code"] == 40000

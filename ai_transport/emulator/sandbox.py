@@ -31,7 +31,7 @@ from aiohttp import web
 from .capability import dumps_capability, parse_capability
 from .core import log
 from .http_io import HttpResponse
-from .protocol import EmulatorError
+from .protocol import EmulatorError, loads_json
 from .server import Emulator
 from .serving import MAX_BODY, Serving
 
@@ -119,6 +119,10 @@ class Sandbox(Serving):
         channels = spec.get("channels") or []
         if not isinstance(channels, list):
             raise EmulatorError("appspec channels must be a list", 40000, 400)
+        for i, fixture in enumerate(channels):
+            members = fixture.get("presence") if isinstance(fixture, dict) else None
+            if isinstance(members, list) and not all(isinstance(m, dict) for m in members):
+                raise EmulatorError(f"appspec channels[{i}].presence must be a list of objects", 40000, 400)
         self._counter += 1
         app_id = f"app{self._counter}{secrets.token_hex(3)}"
         keys: list[dict[str, Any]] = []
@@ -153,14 +157,17 @@ class Sandbox(Serving):
             **options,
         )
         await emulator.start()
-        app = SandboxApp(app_id, emulator, keys, [dict(n) for n in namespaces], list(channels))
-        for fixture in channels:
-            if isinstance(fixture, dict) and isinstance(fixture.get("presence"), list):
-                try:
-                    emulator.seed_presence(str(fixture.get("name") or ""), fixture["presence"])
-                except ValueError as exc:
-                    await emulator.stop()
-                    raise EmulatorError(f"appspec channel fixture: {exc}", 40000, 400) from None
+        try:  # (whatever fails, the app's emulator is not left running: it would leak its port)
+            app = SandboxApp(app_id, emulator, keys, [dict(n) for n in namespaces], list(channels))
+            for fixture in channels:
+                if isinstance(fixture, dict) and isinstance(fixture.get("presence"), list):
+                    try:
+                        emulator.seed_presence(str(fixture.get("name") or ""), fixture["presence"])
+                    except ValueError as exc:
+                        raise EmulatorError(f"appspec channel fixture: {exc}", 40000, 400) from None
+        except BaseException:
+            await emulator.stop()
+            raise
         self.apps[app_id] = app
         log.info("sandbox: app %s on %s", app_id, emulator.url)
         return app
@@ -198,8 +205,8 @@ class Sandbox(Serving):
         parts = [p for p in path.split("/") if p]
         if parts == ["apps"] and method == "POST":
             try:
-                spec = json.loads(body) if body else {}
-            except ValueError:
+                spec = loads_json(body) if body else {}
+            except ValueError:  # (nested too deeply too: loads_json never raises RecursionError)
                 raise EmulatorError("the appspec is not valid JSON", 40000, 400) from None
             app = await self.create_app(spec)
             return HttpResponse(201, json.dumps(app.reply(self.account_id)).encode())
