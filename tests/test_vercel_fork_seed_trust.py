@@ -295,3 +295,36 @@ def test_vouched_messages_keeps_a_seeded_copy_of_an_agent_message_only() -> None
     assert [m.codec_message_id for m in dropped] == ["s2"]
     kept, _ = vouched_messages(fork.messages(), fork.seeded, runs, "mallory")  # not mallory's run
     assert [m.codec_message_id for m in kept] == ["m9"]
+
+
+async def test_a_fork_seed_is_vouched_against_its_siblings_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A read of a fork node vouches its seed against the runs answering the same input (the run it
+    supersedes among them), not every run of the tree: a read costs the same however long the
+    conversation is."""
+    hub = InProcessHub()
+    alice = await _session(hub, "alice")
+    for _ in range(3):  # earlier turns: runs of other inputs
+        await _suspended(hub, alice, ANSWER)
+    run = await _suspended(hub, alice, ASK)
+    node = alice.tree.get_run_node(run.run_id)
+    assert node is not None
+    entries = [{"codecMessageId": str(uuid.uuid4()), "message": m.message} for m in C.get_messages(node.projection)]
+    result = C.create_tool_result(entries[-1]["codecMessageId"], {"toolCallId": "call-2", "output": "Paris",
+                                                                  "forkSeed": {"messages": entries}})
+    await alice.view.send([result], parent=node.parent, role="assistant", supersedes=run.run_id)
+    await asyncio.sleep(0.05)
+    read: list[int] = []
+    original = C.vouched_messages
+
+    def counting(messages: Any, seeded: Any, runs: Any, owner: Any) -> Any:
+        runs = list(runs)
+        read.append(len(runs))
+        return original(messages, seeded, runs, owner)
+
+    monkeypatch.setattr(C, "vouched_messages", staticmethod(counting))
+    fork = next(n for n in alice.tree.nodes() if getattr(n.projection, "seeded", None))
+    runs = [n for n in alice.tree.nodes() if isinstance(n, RunNode)]
+    shown = alice.tree.messages_of(fork)
+    await alice.close()
+    assert len(runs) == 5 and read == [1]  # the superseded run alone, of the five
+    assert len(shown) == 1  # its seed: a copy of the suspended run's message

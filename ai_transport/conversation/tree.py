@@ -364,8 +364,19 @@ class Tree(LifecycleFold, TreeOwnership):
             return messages
         entry = self._nodes.get(node.key)
         owner = getattr(node, "input_client_id", None) or (entry.owner if entry is not None else None)
-        self.settle()  # (the runs' projections as their wires make them)
-        runs = [(n.input_client_id, n.projection) for n in self.nodes() if isinstance(n, RunNode) and n is not node]
+        # A seed copies the run its fork supersedes, a run answering the same input (a fork is a
+        # same-parent sibling, superseded or not): only those runs are read, never the whole tree
+        siblings = [n for n in self._groups()[0].get(node.parent, ()) if isinstance(n, RunNode) and n is not node]
+        for key in self._superseded:
+            superseded = self._nodes.get(key)
+            if superseded is not None and isinstance(superseded.node, RunNode) and superseded.node.parent == node.parent:
+                siblings.append(superseded.node)
+        runs = []
+        for sibling in siblings:
+            stale = self._stale.get(sibling.key)
+            if stale is not None and stale.node is sibling:
+                self._settle_stale(stale)  # (its projection as its wires make it)
+            runs.append((sibling.input_client_id, sibling.projection))
         kept, dropped = vouch(messages, seeded, runs, owner)
         fresh = [m for m in dropped if m.codec_message_id not in self._seeds_refused]
         if fresh:
