@@ -17,6 +17,7 @@ import pytest
 
 from ai_transport import UIMessageCodec as C
 from ai_transport.channels.memory import InProcessHub
+from ai_transport.codec.vercel import reducer
 from ai_transport.codec.vercel.readers import vouched_calls
 from ai_transport.codec.vercel.state import UIProjection
 from ai_transport.conversation.nodes import RunNode
@@ -328,3 +329,77 @@ async def test_a_fork_seed_is_vouched_against_its_siblings_only(monkeypatch: pyt
     await alice.close()
     assert len(runs) == 5 and read == [1]  # the superseded run alone, of the five
     assert len(shown) == 1  # its seed: a copy of the suspended run's message
+
+
+async def test_a_client_tools_fork_folds_from_history_in_any_page_size_as_live() -> None:
+    """Newest page first, the fork's run is placed by its own outputs before its answer and its
+    start are read: the answer was refused ("from a client this session does not accept", "into
+    run … of another client") at some page sizes (2, 3, 9, 10), and the view lost the fork's copy.
+    It is held until its run is judged, and every page size folds to the live view."""
+    from support_untrusted import SeededChannel, seeded_hub
+
+    _executed, alice, _run = await _use_chat_fork("alice", 100)
+    live = [m.to_dict() for m in alice.view.get_messages()]
+    history_page = await alice.channel.history(limit=1000, direction="forwards")
+    history = [dict(m) for m in history_page.items]
+    await alice.close()
+    assert len(live) == 3
+    for size in range(1, 13):
+        channel = SeededChannel(seeded_hub().client("bob").channel("chat"), history, size)
+        bob = ClientSession(channel, codec=C, trusted_agent_ids={"agent"})  # type: ignore[arg-type]
+        await bob.connect()
+        await bob.view.load_all()
+        shown = [m.to_dict() for m in bob.view.get_messages()]
+        skipped = bob.skipped
+        await bob.close()
+        assert (size, shown, skipped) == (size, live, 0)
+
+
+def test_a_seed_is_vouched_against_the_agents_text_as_streamed_not_as_last_read() -> None:
+    """A projection keeps streamed text as chunks until it is read: vouched against the parts as
+    they stood at the last read, a copy of a message a session had not read since its text
+    streamed was dropped (a second client subscribed live lost alice's fork copy)."""
+    agent = reducer.init()
+    for chunk in [{"type": "start", "messageId": "r1"}, {"type": "text-start", "id": "t"},
+                  {"type": "text-delta", "id": "t", "delta": "Looking."}]:
+        reducer.fold(agent, "output", chunk, "m1")  # (not read since: the delta is a pending chunk)
+    copy = {"id": "r1", "role": "assistant", "parts": [{"type": "text", "text": "Looking."}]}
+    fork = _projection([("s1", copy)], {"s1"})
+    kept, dropped = vouched_calls_free(fork, agent)
+    assert [m.codec_message_id for m in kept] == ["s1"] and dropped == []
+
+
+def vouched_calls_free(fork: UIProjection, agent: UIProjection) -> tuple[list[Any], list[Any]]:
+    from ai_transport.codec.vercel.readers import vouched_messages
+
+    return vouched_messages(fork.messages(), fork.seeded, [("alice", agent)], "alice")
+
+
+def test_a_seeded_copy_with_any_agent_made_field_rewritten_is_dropped() -> None:
+    from ai_transport.codec.vercel.readers import vouched_messages
+
+    agent = {"id": "r1", "role": "assistant", "metadata": {"model": "m"}, "parts": [
+        {"type": "file", "mediaType": "image/png", "url": "https://cdn.example.com/x.png"},
+        {"type": "source-url", "sourceId": "s1", "url": "https://docs.example.com/a"},
+        {"type": "data-weather", "id": "d1", "data": {"city": "Paris"}},
+        {"type": "dynamic-tool", "toolCallId": "c1", "toolName": "search", "state": "input-available", "input": {}},
+        {"type": "text", "text": "ok", "state": "done"}]}
+    runs = [("alice", _projection([("m1", agent)]))]
+    rewrites = {
+        "file url": lambda m: m["parts"][0].update(url="https://evil.example/x.png"),
+        "source url": lambda m: m["parts"][1].update(url="https://evil.example/"),
+        "data": lambda m: m["parts"][2].update(data={"city": "Evil"}),
+        "tool name": lambda m: m["parts"][3].update(toolName="delete_account"),
+        "metadata": lambda m: m.update(metadata={"model": "evil"}),
+    }
+    for what, rewrite in rewrites.items():
+        copy = {**agent, "parts": [dict(p) for p in agent["parts"]]}
+        rewrite(copy)
+        fork = _projection([("s1", copy)], {"s1"})
+        kept, _ = vouched_messages(fork.messages(), fork.seeded, runs, "alice")
+        assert kept == [], what
+    resolved = {**agent, "parts": [*(dict(p) for p in agent["parts"][:3]),
+                                   dict(agent["parts"][3], state="output-available", output="r"),
+                                   dict(agent["parts"][4], state="streaming")]}
+    fork = _projection([("s1", resolved)], {"s1"})
+    assert len(vouched_messages(fork.messages(), fork.seeded, runs, "alice")[0]) == 1  # the client's resolution

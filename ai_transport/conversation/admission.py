@@ -201,7 +201,9 @@ class Admission:
                     run = node if isinstance(node, RunNode) else None
                 if self.input_accepted(author_of(message), run):  # the author, never a claimed name
                     return True
-                if run_id is None and run is None and kind in ANSWER_KINDS:
+                if run_id is None and (run is None or run.input_client_id is None) and kind in ANSWER_KINDS:
+                    # a fork's answer: its run not placed yet, or placed by its own later wires
+                    # (newest page first) and not started: judged by the run it supersedes
                     return self._admit_fork(message, tree, h, kind)
                 if (
                     isinstance(run_id, str)

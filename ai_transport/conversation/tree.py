@@ -1190,7 +1190,11 @@ class Tree(LifecycleFold, TreeOwnership):
                 entry = self._nodes.get(run_id)
         if fork and entry is not None and isinstance(entry.node, RunNode):
             node = entry.node
-            if self._client not in (entry.owner, node.input_client_id):
+            # (a run placed by its own later outputs, history newest page first, and not started yet:
+            # in a tree with trust rules admission judged the answer by the run it supersedes, and
+            # the fork's codec-message-id is its first publisher's, claimed above)
+            unstarted = node.input_client_id is None and self.judge_runs
+            if not unstarted and self._client not in (entry.owner, node.input_client_id):
                 self._refuse(self._wire, f"client input {cmid!r} into run {run_id!r} of another client")
                 return False
         structural |= self._link_fork_input(input_cmid, run_id)

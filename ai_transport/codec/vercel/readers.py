@@ -91,7 +91,7 @@ def vouched_calls(
     made: dict[Any, list[tuple[str | None, dict[str, Any]]]] = {}
     for run_owner, projection in runs:
         seeded = projection.seeded or ()
-        for entry in projection.entries:
+        for entry in projection.messages():  # (text flushed: a part may hold unread chunks)
             message = entry.message
             if entry.codec_message_id in seeded or message.get("role") != "assistant":
                 continue
@@ -114,26 +114,27 @@ def vouched_calls(
     return kept, refused
 
 
-def _signature(message: Any) -> list[tuple[Any, ...]] | None:
-    """What a copy of an agent message must keep: each part's type, a text's text, a tool call's id
-    and input (its state and output are the client's resolutions; a ``step-start`` marks a step
-    boundary, no content); None: no parts list."""
+def _signature(message: Any) -> tuple[Any, ...] | None:
+    """What a copy of an agent message must keep: its metadata and every part as the agent made it
+    (a tool call's type, id, tool name and input: its state and output are the client's
+    resolutions; a text's or reasoning's streaming ``state`` and any ``providerMetadata`` are
+    left out; a ``step-start`` marks a step boundary, no content); None: no parts list."""
     parts = message.get("parts") if isinstance(message, dict) else None
     if not isinstance(parts, list):
         return None
-    out: list[tuple[Any, ...]] = []
+    out: list[Any] = [repr(message.get("metadata"))]
     for part in parts:
         if not isinstance(part, dict):
-            out.append((None,))
+            out.append(repr(part))
         elif is_tool_part(part):
-            out.append((part.get("type"), part["toolCallId"], repr(part.get("input"))))
-        elif part.get("type") in ("text", "reasoning"):
-            out.append((part.get("type"), part.get("text")))
-        elif part.get("type") == "step-start":
-            continue
-        else:
-            out.append((part.get("type"),))
-    return out
+            out.append((part.get("type"), part["toolCallId"], repr(part.get("toolName")), repr(part.get("input"))))
+        elif part.get("type") != "step-start":
+            out.append(tuple(sorted((k, repr(v)) for k, v in part.items() if k not in _CLIENT_KEYS)))
+    return tuple(out)
+
+
+#: Keys of a non-tool part that a client's copy may hold otherwise (streaming state, provider data).
+_CLIENT_KEYS = frozenset({"state", "providerMetadata"})
 
 
 def vouched_messages(
@@ -144,12 +145,12 @@ def vouched_messages(
     agent message of such a run (``runs``: ``(input client, projection)``, outputs from trusted agents
     only) has its ``id`` and the same parts (types, texts, tool calls and their inputs; a tool part's
     state and output may be the client's resolution). Returns ``(kept, dropped)``."""
-    made: dict[Any, list[list[tuple[Any, ...]] | None]] = {}
+    made: dict[Any, list[tuple[Any, ...] | None]] = {}
     for run_owner, projection in runs:
         if run_owner != owner:
             continue
         own_seeded = projection.seeded or ()
-        for entry in projection.entries:
+        for entry in projection.messages():  # (text flushed: a part may hold unread chunks)
             message = entry.message
             if entry.codec_message_id in own_seeded or message.get("role") != "assistant":
                 continue
