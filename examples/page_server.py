@@ -164,6 +164,8 @@ class PageServer:
             invocation = json.loads(await request.read())
         except ValueError as e:
             raise web.HTTPBadRequest(text=f"invalid JSON: {e}") from e
+        except RecursionError as e:  # nested deeper than the parser's stack
+            raise web.HTTPBadRequest(text="invalid JSON: nested too deeply") from e
         if not isinstance(invocation, dict) or not isinstance(invocation.get("inputEventId"), str):
             raise web.HTTPBadRequest(text="expected a run invocation {inputEventId, sessionName}")
         if conversation_channel(self.namespace, invocation.get("sessionName")) is None:

@@ -57,6 +57,8 @@ async def test_routes_serve_the_page_config_health_and_wake_the_agent() -> None:
         assert woken == [inv]
 
         assert (await http(port, "POST", "/invoke", b"{not json"))[0] == 400
+        status, _, body = await http(port, "POST", "/invoke", b"[" * 100_000 + b"]" * 100_000)
+        assert status == 400 and body.startswith(b"invalid JSON")  # not a bare 500 (RecursionError)
         assert (await http(port, "POST", "/invoke", b'{"sessionName": "ns:c1"}'))[0] == 400
         for name in ("other:c1", "ns", "ns:", "ns:a:b", "ns:../x", 7):  # only this example's conversations
             bad = json.dumps({"inputEventId": "e", "sessionName": name}).encode()
