@@ -94,3 +94,59 @@ def test_unknown_tool_is_refused():
     with pytest.raises(ValueError, match="unknown tool 'rm'"):
         run_tool("rm", "{}")
     assert WEATHER_TOOL["name"] == "get_weather"
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=5),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3),
+    max_leaves=12,
+)
+_FIELD = st.sampled_from(["model", "input", "tools", "include", "instructions", "type", "role", "call_id",
+                          "content", "output", "text", "conditions", "city"])
+
+
+def _bodies(depth: int = 2) -> st.SearchStrategy:
+    leaf = _JSON | st.sampled_from(["message", "user", "function_call", "function_call_output", "c1"])
+    if depth == 0:
+        return leaf
+    child = _bodies(depth - 1)
+    return leaf | st.lists(child, max_size=4) | st.dictionaries(_FIELD, child, max_size=5)
+
+
+@given(body=_bodies())
+def test_any_json_body_is_answered_or_refused_as_a_bad_request(body):
+    """Whatever JSON a client sends, the scripted model answers a well-formed stream or raises
+    BadRequest naming the field (the local server's 400), never a TypeError / KeyError (a 500)."""
+    from ai_transport.responses import BadRequest
+
+    try:
+        events = scripted_turn(body)
+    except BadRequest as e:
+        assert e.message
+        return
+    check_stream(events)
+
+
+@pytest.mark.parametrize(("body", "param"), [
+    (None, None), ([], None), ("x", None),
+    ({"input": 5}, "input"), ({"tools": 5, "input": "x"}, "tools"), ({"include": "x"}, "include"),
+    ({"input": [{"type": "function_call", "call_id": [1]}]}, "input[0].call_id"),
+    ({"input": [{"role": "user", "content": [{"type": "input_text", "text": 5}]}]}, "input[0].content[0].text"),
+    ({"input": ["hi"]}, "input[0]"),
+])
+def test_a_malformed_body_is_refused_naming_the_field(body, param):
+    from ai_transport.responses import BadRequest
+
+    with pytest.raises(BadRequest) as info:
+        scripted_turn(body)
+    assert info.value.param == param
+
+
+def test_a_tool_output_that_is_not_the_weather_is_answered_as_a_refusal():
+    first = scripted_turn({"model": "m", "input": user_input("Weather in Paris?")})
+    call = outputs_of(first)[-1]
+    history = user_input("Weather in Paris?") + outputs_of(first)
+    second = scripted_turn({"input": history + [
+        {"type": "function_call_output", "call_id": call["call_id"], "output": '{"conditions": "sunny"}'}]})
+    check_stream(second)
+    assert "I did not check the live weather" in outputs_of(second)[-1]["content"][0]["text"]

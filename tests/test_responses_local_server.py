@@ -87,6 +87,26 @@ async def test_responder_failure_becomes_a_500(serve):
     assert resp.status_code == 500 and "oops" in json.loads(raw)["error"]["message"]
 
 
+async def test_a_bad_request_raised_by_the_responder_is_a_400_naming_the_field(serve):
+    from ai_transport.cli.scenario import scripted_turn
+
+    server = await serve(lambda request: StreamReply.from_events(scripted_turn(request.json())))
+    for body, param in ((b"x", None), (b"[]", None), (b'{"input":5}', "input"), (b'{"tools":5,"input":"x"}', "tools"),
+                        (b'{"input":[{"type":"function_call","call_id":[1]}]}', "input[0].call_id"),
+                        (b"[" * 100_000 + b"]" * 100_000, None)):
+        async with httpx.AsyncClient() as http:
+            resp = await http.post(server.base_url + "/responses", content=body)
+        error = resp.json()["error"]
+        assert resp.status_code == 400 and error["type"] == "invalid_request_error", body[:40]
+        assert error["param"] == param and error["message"]
+
+
+def test_a_recorded_body_nested_too_deeply_reads_as_none():
+    from ai_transport.responses import RecordedRequest
+
+    assert RecordedRequest("POST", "/v1/responses", {}, b"[" * 100_000 + b"]" * 100_000).json() is None
+
+
 async def test_sequence_and_replay_run_out_with_a_500(fixtures_dir, serve):
     path = fixtures_dir / "vercel-ai" / "azure-text.1.chunks.txt"
     server = await serve(sequence(ErrorReply(418, b"{}"), replay_chunks(path)))

@@ -5,7 +5,7 @@
 * :func:`scripted_turn` — what the local scripted model answers to a Responses request body, as the
   list of stream events the real API would send: reasoning summary, text and a ``get_weather``
   function call on the first turn; a final answer once the call has an output (the weather, or the
-  rejection text of a denied call).
+  rejection text of a denied call); a malformed body raises :class:`~ai_transport.responses.BadRequest`.
 
 Events follow the shapes recorded from the real API (``response.created`` … ``response.completed``,
 ``sequence_number`` from 0, reasoning items without ``status``, ``item_id``/``output_index`` on every
@@ -20,6 +20,8 @@ import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
+
+from ..responses.replies import BadRequest
 
 #: Tools that need a human's approval before the agent runs them.
 GATED_TOOLS: frozenset[str] = frozenset({"get_weather"})
@@ -184,6 +186,39 @@ class _Events:
         return self.events
 
 
+def _expect(value: Any, types: tuple[type, ...], param: str, what: str) -> None:
+    if value is not None and not isinstance(value, types):
+        raise BadRequest(f"Invalid type for '{param}': expected {what}, but got {type(value).__name__}.", param)
+
+
+def _check_body(body: Any) -> Mapping[str, Any]:
+    """``body`` if the scripted model can answer it, else a :class:`BadRequest` naming the field (the
+    local server's 400, as the API refuses a malformed body)."""
+    if not isinstance(body, Mapping):
+        raise BadRequest("The request body must be a JSON object.")
+    _expect(body.get("model"), (str,), "model", "a string")
+    _expect(body.get("input"), (str, list), "input", "a string or an array")
+    _expect(body.get("tools"), (list,), "tools", "an array")
+    _expect(body.get("include"), (list,), "include", "an array")
+    _expect(body.get("instructions"), (str,), "instructions", "a string")
+    raw = body.get("input")
+    for i, item in enumerate(raw if isinstance(raw, list) else []):
+        if not isinstance(item, Mapping):
+            raise BadRequest(f"Invalid type for 'input[{i}]': expected an object, but got {type(item).__name__}.",
+                             f"input[{i}]")
+        for name in ("type", "role", "call_id"):
+            _expect(item.get(name), (str,), f"input[{i}].{name}", "a string")
+        _expect(item.get("content"), (str, list), f"input[{i}].content", "a string or an array")
+        _expect(item.get("output"), (str, list), f"input[{i}].output", "a string or an array")
+        content = item.get("content")
+        for j, part in enumerate(content if isinstance(content, list) else []):
+            if not isinstance(part, Mapping):
+                raise BadRequest(f"Invalid type for 'input[{i}].content[{j}]': expected an object, but got "
+                                 f"{type(part).__name__}.", f"input[{i}].content[{j}]")
+            _expect(part.get("text"), (str,), f"input[{i}].content[{j}].text", "a string")
+    return body
+
+
 def _items(body: Mapping[str, Any]) -> list[dict[str, Any]]:
     raw = body.get("input")
     if isinstance(raw, str):
@@ -208,8 +243,11 @@ def _city(question: str) -> str:
     return m.group(1) if m else "Paris"
 
 
-def scripted_turn(body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The scripted model's whole answer to one Responses request ``body``, as stream events."""
+def scripted_turn(body: Any) -> list[dict[str, Any]]:
+    """The scripted model's whole answer to one Responses request ``body``, as stream events; a body
+    that is not a Responses request (not a JSON object, a field of the wrong type) raises
+    :class:`~ai_transport.responses.BadRequest` (the local server answers it 400)."""
+    body = _check_body(body)
     model = str(body.get("model") or "scripted-model")
     items = _items(body)
     ev = _Events(model, body)
@@ -227,7 +265,7 @@ def scripted_turn(body: Mapping[str, Any]) -> list[dict[str, Any]]:
             weather = json.loads(output) if isinstance(output, str) else output
         except ValueError:
             weather = None
-        if isinstance(weather, dict) and "conditions" in weather:
+        if isinstance(weather, dict) and all(k in weather for k in ("city", "temperature", "conditions", "humidity")):
             unit = "°C" if weather.get("unit") == "celsius" else "°F"
             advice = (
                 "Yes, take an umbrella: rain is expected."

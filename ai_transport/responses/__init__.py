@@ -26,6 +26,7 @@ from .errors import (
     ResponsesStreamError,
 )
 from .local_server import (
+    BadRequest,
     ErrorReply,
     LocalResponsesServer,
     RecordedRequest,
@@ -50,6 +51,7 @@ __all__ = [
     "E_OPENAI_RESPONSES_STREAM_ERROR",
     "NOT_GIVEN",
     "TERMINAL_EVENT_TYPES",
+    "BadRequest",
     "ErrorReply",
     "InvalidResponsesOptionsError",
     "LocalResponsesServer",

@@ -10,6 +10,7 @@ Responders (any callable ``RecordedRequest -> reply``, sync or async) may return
 * :class:`StreamReply` — SSE frames; ``drop_after=n`` cuts the connection after ``n`` frames
   (no terminating chunk: the client sees a broken stream);
 * :class:`ErrorReply` — an HTTP error with a body (``from_file`` serves a recorded body byte for byte);
+  a responder may also raise :class:`BadRequest` for a body it cannot answer (a 400 naming the field);
 * a list of event dicts (streamed as given) or of scripted outputs (:class:`ScriptedText`,
   :class:`ScriptedReasoning`, :class:`ScriptedFunctionCall`, built with :func:`build_response_events`).
 
@@ -37,6 +38,7 @@ from aiohttp import web
 
 from .._serving import listen
 from .replies import (
+    BadRequest,
     ErrorReply,
     RecordedRequest,
     Reply,
@@ -62,6 +64,7 @@ if TYPE_CHECKING:
     from typing_extensions import Self
 
 __all__ = [
+    "BadRequest",
     "ErrorReply",
     "LocalResponsesServer",
     "RecordedRequest",
@@ -163,6 +166,8 @@ class LocalResponsesServer:
                 if inspect.isawaitable(result):
                     result = await result
                 reply = _as_reply(result)
+            except BadRequest as exc:  # the client's mistake: the API's 400
+                reply = ErrorReply.from_error(exc.message, param=exc.param)
             except Exception as exc:  # a responder bug becomes a 500 the client can see
                 logger.exception("local server responder failed")
                 reply = ErrorReply.from_error(f"local server responder failed: {exc}", type="server_error",

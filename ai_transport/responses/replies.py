@@ -21,6 +21,7 @@ from .sse import encode_event
 
 __all__ = [
     "TERMINAL_TYPES",
+    "BadRequest",
     "ErrorReply",
     "RecordedRequest",
     "Reply",
@@ -53,11 +54,22 @@ class RecordedRequest:
     connection: int = 0
 
     def json(self) -> Any:
-        """The body parsed as JSON (``None`` if empty or not JSON)."""
+        """The body parsed as JSON (``None`` if empty or not JSON, or nested too deeply to parse)."""
         try:
             return json.loads(self.body) if self.body else None
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
+
+
+class BadRequest(ValueError):
+    """What a responder raises for a request it cannot answer (a body that is not a JSON object, a
+    field of the wrong type): the local server replies ``400 invalid_request_error`` with this
+    message and ``param`` (the field, e.g. ``input[2].call_id``), as the API does, not a 500."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.param = param
 
 
 def frame_line(line: bytes | str) -> bytes:
