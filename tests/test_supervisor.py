@@ -106,3 +106,15 @@ async def test_a_live_worker_renewing_through_a_long_wait_is_left_alone() -> Non
     assert client.view.run(run.run_id).status == "complete"
     await agent.end()
     await client.close()
+
+
+@pytest.mark.parametrize(("name", "value"), [
+    ("lease", float("nan")), ("lease", float("inf")), ("grace", float("nan")), ("poll", float("nan")),
+    ("poll", float("inf")), ("grace", -1.0), ("lease", 0), ("poll", True), ("grace", "1"),
+])
+async def test_a_lease_grace_or_poll_that_is_not_a_finite_number_is_refused(name: str, value: Any) -> None:
+    from ai_transport.channels.memory import InProcessHub
+    from ai_transport.errors import InvalidArgumentError
+
+    with pytest.raises(InvalidArgumentError, match=name):  # NaN: no run would ever count as stalled
+        Supervisor([InProcessHub().channel("chat", client_id="agent")], **{name: value})

@@ -34,6 +34,7 @@ import contextlib
 import functools
 import inspect
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -112,8 +113,12 @@ class Supervisor:
         session_options: Mapping[str, Any] | None = None,
     ) -> None:
         for name, value in (("lease", lease), ("grace", grace), ("poll", poll)):
-            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-                raise InvalidArgumentError(f"unable to create supervisor; {name} must be a number >= 0, got {value!r}")
+            if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                      or not math.isfinite(value) or value < 0):
+                # NaN compares false with everything: no run would ever count as stalled
+                raise InvalidArgumentError(
+                    f"unable to create supervisor; {name} must be a finite number >= 0, got {value!r}"
+                )
         if lease <= 0:
             raise InvalidArgumentError(f"unable to create supervisor; lease must be a number > 0, got {lease!r}")
         if on_stall is not None and not callable(on_stall):
