@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from typing import Any
 
 import pytest
@@ -216,6 +217,53 @@ async def test_sdk_close_noise_is_filtered_and_an_application_handler_is_kept() 
         filter_sdk_close_noise()
         assert loop.get_exception_handler() is mine
     finally:
+        loop.set_exception_handler(previous)
+
+
+async def test_the_sdk_closing_a_transport_that_never_opened_prints_no_traceback() -> None:
+    """A connection given up while connecting (a host that accepts TCP and never answers): the SDK's
+    ``WebSocketTransport.close()`` task dies with a bare ``Exception()`` nobody retrieves; asyncio
+    would print "Task exception was never retrieved" and its traceback. Any other bare Exception()
+    still reaches the default handler."""
+    import asyncio
+    import types
+
+    from ably.transport.websockettransport import WebSocketTransport
+
+    from ai_transport.channels.ably_channel import filter_sdk_close_noise
+
+    manager = types.SimpleNamespace(options=types.SimpleNamespace())
+    transport = WebSocketTransport(manager, "127.0.0.1", {})  # type: ignore[arg-type]
+    sdk_task = asyncio.ensure_future(transport.close())
+    with contextlib.suppress(Exception):
+        await sdk_task
+    assert type(sdk_task.exception()) is Exception  # what the SDK 3.1.4 does
+
+    async def mine() -> None:
+        raise Exception()
+
+    other_task = asyncio.ensure_future(mine())
+    with contextlib.suppress(Exception):
+        await other_task
+    loop = asyncio.get_running_loop()
+    seen: list[dict] = []
+    previous = loop.get_exception_handler()
+    default = loop.default_exception_handler
+    try:
+        loop.set_exception_handler(None)
+        filter_sdk_close_noise()
+        handler = loop.get_exception_handler()
+        assert handler is not None
+        loop.default_exception_handler = seen.append  # type: ignore[method-assign]
+        handler(loop, {"message": "Task exception was never retrieved", "exception": sdk_task.exception(),
+                       "future": sdk_task})
+        assert seen == []
+        other = {"message": "Task exception was never retrieved", "exception": other_task.exception(),
+                 "future": other_task}
+        handler(loop, other)
+        assert seen == [other]
+    finally:
+        loop.default_exception_handler = default  # type: ignore[method-assign]
         loop.set_exception_handler(previous)
 
 

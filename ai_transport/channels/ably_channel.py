@@ -41,14 +41,33 @@ from .presence_ably import AblyPresence
 from .sdk_decoding import tolerate_sdk_decoding
 from .state import ChannelStateChange
 
-__all__ = ["AblyChannel", "AblyHistoryPage", "filter_sdk_close_noise", "from_ably_message", "to_ably_message"]
+__all__ = [
+    "AblyChannel",
+    "AblyHistoryPage",
+    "filter_sdk_close_noise",
+    "from_ably_message",
+    "to_ably_message",
+    "wait_connected",
+]
+
+
+def _sdk_transport_close(context: dict[str, Any], exc: BaseException) -> bool:
+    """The SDK's ``WebSocketTransport.close()`` task failing with its bare ``Exception()``: it sends
+    a CLOSE on a transport whose websocket never opened (a connection given up while connecting)."""
+    if type(exc) is not Exception or exc.args:
+        return False
+    task = context.get("future")
+    coro = task.get_coro() if isinstance(task, asyncio.Task) else None
+    code = getattr(coro, "cr_code", None)
+    return (getattr(coro, "__qualname__", None) == "WebSocketTransport.close"
+            and "ably" in str(getattr(code, "co_filename", "")))
 
 
 def _sdk_close_noise(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
     exc = context.get("exception")
-    if exc is not None and type(exc).__module__.startswith("websockets"):
+    if exc is not None and (type(exc).__module__.startswith("websockets") or _sdk_transport_close(context, exc)):
         logging.getLogger("ai_transport.channels.ably").debug(
-            "ably SDK task ended on a closed websocket: %s", exc
+            "ably SDK task ended on a closed websocket: %r", exc
         )
         return
     loop.default_exception_handler(context)
@@ -56,8 +75,10 @@ def _sdk_close_noise(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -
 
 def filter_sdk_close_noise(loop: asyncio.AbstractEventLoop | None = None) -> None:
     """Keep the ably SDK's unretrieved task errors on a websocket the server closed (a
-    ``ConnectionClosed`` traceback printed by asyncio when the emulator or Ably goes away) out of
-    the program's stderr; every other unhandled error still reaches asyncio's default handler.
+    ``ConnectionClosed`` traceback printed by asyncio when the emulator or Ably goes away), or that
+    never opened (``WebSocketTransport.close()``'s bare ``Exception()`` when a connection is given
+    up while connecting), out of the program's stderr; every other unhandled error still reaches
+    asyncio's default handler.
 
     :meth:`AblyChannel.connect` installs it on the running loop when the loop has no exception
     handler of its own (an application's handler is never replaced).
@@ -324,7 +345,7 @@ class AblyChannel(ListenerDelivery):
             ropts.update(rest_options)
             rest = ably.AblyRest(key, **ropts) if key is not None else ably.AblyRest(**ropts)
         try:
-            await _wait_connected(realtime)
+            await wait_connected(realtime)
         except BaseException:
             await realtime.close()
             if rest is not None:
@@ -585,8 +606,9 @@ def _history_request(client: Any, path: str) -> Any:
     return Request("GET", path, headers={}, skip_auth=False)
 
 
-async def _wait_connected(realtime: Any, timeout: float = 30.0) -> None:
-    """Wait until ``realtime`` is connected (raise if it fails)."""
+async def wait_connected(realtime: Any, timeout: float = 30.0) -> None:
+    """Wait until the ``ably.AblyRealtime`` ``realtime`` is connected (an :class:`AITransportError`
+    if its connection fails, is closed or suspended, or after ``timeout`` seconds)."""
     conn = realtime.connection
 
     def _state() -> str:
