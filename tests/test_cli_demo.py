@@ -456,3 +456,66 @@ async def test_a_model_that_answers_without_the_tool_needs_no_approval():
     assert re.search(r"^-- run [0-9a-f]{8} ended: complete$", text, re.MULTILINE)
     assert "client:" not in text and "[tool]" not in text
     assert re.search(r"1 run\(s\), 1 agent wake-ups, 1 model calls", text.splitlines()[-1])
+
+
+async def test_a_cancelled_wake_up_closes_its_model_stream():
+    """Ctrl-C while the model streams cancels the agent's task: the stream (and its HTTP response)
+    is closed right there, not left to asyncio's shutdown, where closing it failed with "an error
+    occurred during closing of asynchronous generator" and a traceback."""
+    import asyncio
+    import contextlib
+
+    from ai_transport.channels.memory import InProcessHub
+    from ai_transport.cli.agent import ToolAgent
+    from ai_transport.cli.scenario import scripted_turn
+    from ai_transport.codec.inputs import create_user_message
+    from ai_transport.responses import ResponsesClient
+    from ai_transport.responses.local_server import LocalResponsesServer, StreamReply
+    from ai_transport.sessions.client import ClientSession
+
+    hub = InProcessHub()
+    streams: list = []
+    writing = asyncio.Event()
+
+    async def agent_channel():
+        # Once the model streams, the agent's next write to the channel hangs: Ctrl-C finds the
+        # stream suspended at an event it gave, the agent busy elsewhere (the common case).
+        channel = hub.channel("chat", client_id="agent")
+        for name in ("publish", "append_message", "update_message"):
+            real = getattr(channel, name)
+
+            async def write(*args, real=real, **kwargs):
+                if streams and streams[0].response_id is not None:
+                    writing.set()
+                    await asyncio.Event().wait()
+                return await real(*args, **kwargs)
+
+            setattr(channel, name, write)
+        return channel
+
+    async with LocalResponsesServer(lambda r: StreamReply.from_events(scripted_turn(r.json()))) as server:
+        responses = ResponsesClient(api_key="local", base_url=server.base_url)
+        real_stream = responses.stream
+
+        def recording(*args, **kwargs):
+            streams.append(real_stream(*args, **kwargs))
+            return streams[-1]
+
+        responses.stream = recording  # type: ignore[method-assign]
+        session = ClientSession(hub.channel("chat", client_id="user"))
+        await session.connect()
+        message = {"role": "user", "items": [{"type": "message", "role": "user",
+                                              "content": [{"type": "input_text", "text": "Weather in Paris?"}]}]}
+        run = await session.view.send([create_user_message(message)])
+        task = asyncio.create_task(ToolAgent(agent_channel, responses, "m").handle_invocation(
+            run.to_invocation().to_json()))
+        try:
+            await asyncio.wait_for(writing.wait(), 15)
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+            assert streams[0]._gen.ag_frame is None, "the cancelled wake-up left its model stream open"
+        finally:
+            task.cancel()
+            await session.close()
+            await responses.aclose()

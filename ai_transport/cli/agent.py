@@ -110,11 +110,13 @@ class ToolAgent:
                 options["reasoning"] = self.reasoning
                 options["include"] = ["reasoning.encrypted_content"]
             self.model_calls += 1
-            stream = self.responses.stream(
+            # Closed here, also when the task is cancelled (Ctrl-C): left to asyncio's shutdown, the
+            # stream's open HTTP response failed to close ("generator didn't stop after athrow()").
+            async with self.responses.stream(
                 self.model, input=self.model_input(run), instructions=self.instructions, tools=self.tools,
                 **options,
-            )
-            result = await run.pipe(gate_calls(stream, self.gated))
+            ) as stream:
+                result = await run.pipe(gate_calls(stream, self.gated))
             if result.reason != "complete":
                 await run.end(result.reason, result.error)
                 return result.reason

@@ -215,14 +215,13 @@ class WeatherActivities:
                 options["reasoning"] = self.reasoning
                 options["include"] = ["reasoning.encrypted_content"]
             self.model_calls += 1
-            stream = self.responses.stream(
-                self.model, input=sanitize_input(run.input_items(), store=False).input,
-                instructions=self.instructions, tools=self.tools, **options,
-            )
             step = run.create_step(step_id=step_id_for(input["ids"]["invocationId"]))
             await step.start()
-            async with heartbeating(interval=self.heartbeat_interval):
-                result = await step.pipe(gate_calls(stream, self.gated))
+            async with self.responses.stream(
+                self.model, input=sanitize_input(run.input_items(), store=False).input,
+                instructions=self.instructions, tools=self.tools, **options,
+            ) as stream, heartbeating(interval=self.heartbeat_interval):
+                result = await step.pipe(gate_calls(stream, self.gated))  # the stream closed even if cancelled
             await step.end()
             if result.reason == "error":
                 # Let Temporal retry: the next attempt of this step replaces this one's output.
