@@ -121,10 +121,20 @@ def test_ask_with_stdin_closed_is_one_line() -> None:
     one_line_error(cli("demo", "--ask", "--delay", "0"), "--ask", "stdin is closed", code=1)
 
 
-@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://127.0.0.1", "http://127.0.0.1:0", "nohost"])
-def test_a_malformed_emulator_url_is_one_line(url: str) -> None:
-    one_line_error(cli("demo", "--emulator", url), "emulator URL", code=1)
-    one_line_error(cli("tail", "x", "--emulator", url, "--no-follow"), "emulator URL", code=1)
+@pytest.mark.parametrize("url", ["http://127.0.0.1:99999", "http://127.0.0.1", "http://127.0.0.1:0", "nohost",
+                                 "http://[::1", "http://[zz]:80", "http://:8090"])
+def test_a_malformed_emulator_url_is_refused_by_the_parser_in_one_line(url: str) -> None:
+    # "http://[::1": urlsplit's "Invalid IPv6 URL" ValueError was a traceback (it ran outside the check)
+    for args in (["demo", "--emulator", url], ["tail", "x", "--emulator", url, "--no-follow"],
+                 ["supervise", "x", "--emulator", url]):
+        line = one_line_error(cli(*args), "argument --emulator", "emulator URL", code=2)
+        assert line.endswith("--help')"), line
+
+
+@pytest.mark.parametrize("url", ["http://[zz", "http://127.0.0.1:99999"])
+def test_a_malformed_emulator_url_in_the_environment_is_one_line(url: str) -> None:
+    for args in (["tail", "x", "--no-follow"], ["supervise", "x"]):
+        one_line_error(cli(*args, env=dict(ENV, AIT_EMULATOR_URL=url)), "emulator URL", code=1)
 
 
 def test_an_unreachable_emulator_is_one_line() -> None:

@@ -23,7 +23,15 @@ from typing import Any
 
 from ..channels.ably_channel import filter_sdk_close_noise
 from ..errors import AITransportError
-from .args import OneLineParser, channel_name, non_empty, non_negative_seconds, positive_seconds
+from .args import (
+    OneLineParser,
+    channel_name,
+    demo_emulator,
+    emulator_url,
+    non_empty,
+    non_negative_seconds,
+    positive_seconds,
+)
 from .errors import CliError
 
 __all__ = ["CliError", "build_parser", "main"]
@@ -77,6 +85,7 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         const="start",
         default=None,
+        type=demo_emulator,
         metavar="URL",
         help=(
             "use the Ably emulator and the real ably SDK instead of the in-process channel; "
@@ -172,6 +181,7 @@ def build_parser() -> argparse.ArgumentParser:
     tail.add_argument(
         "--emulator",
         metavar="URL",
+        type=emulator_url,
         default=None,
         help="URL of a running emulator, e.g. http://127.0.0.1:8090 (default: $AIT_EMULATOR_URL)",
     )

@@ -7,10 +7,20 @@ from __future__ import annotations
 import argparse
 import math
 from typing import NoReturn
+from urllib.parse import urlsplit
 
 from .._channel_names import channel_name_problem
 
-__all__ = ["OneLineParser", "channel_name", "non_empty", "non_negative_seconds", "positive_seconds"]
+__all__ = [
+    "OneLineParser",
+    "channel_name",
+    "demo_emulator",
+    "emulator_address",
+    "emulator_url",
+    "non_empty",
+    "non_negative_seconds",
+    "positive_seconds",
+]
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -29,6 +39,34 @@ def channel_name(value: str) -> str:
     if problem is not None:
         raise argparse.ArgumentTypeError(f"{problem} (Ably refuses it: 40010)")
     return value
+
+
+def emulator_address(url: str) -> tuple[str, int]:
+    """``(host, port)`` of an emulator URL (``http://127.0.0.1:8090``, or ``127.0.0.1:8090``), else
+    a :class:`ValueError` whose message says what the URL must look like."""
+    problem = f"emulator URL {url!r} must look like http://127.0.0.1:8090 (a host and a port 1-65535)"
+    try:
+        parts = urlsplit(url if "://" in url else "http://" + url)
+        port = parts.port
+    except ValueError:  # a bad IPv6 literal ("http://[::1"), a port not a number or out of 0-65535
+        raise ValueError(problem) from None
+    if not parts.hostname or port is None or port == 0:
+        raise ValueError(problem)
+    return parts.hostname, port
+
+
+def emulator_url(value: str) -> str:
+    """An emulator URL with a host and a port (:func:`emulator_address`)."""
+    try:
+        emulator_address(value)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return value
+
+
+def demo_emulator(value: str) -> str:
+    """``demo --emulator``'s value: ``start`` (its bare form: start one) or an emulator URL."""
+    return value if value == "start" else emulator_url(value)
 
 
 def non_empty(value: str) -> str:

@@ -12,8 +12,8 @@ import contextlib
 import socket
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
 
+from .args import emulator_address
 from .errors import CliError
 from .render import LivePrinter
 
@@ -41,22 +41,19 @@ class DemoStats:
 
 def check_reachable(url: str, timeout: float = 2.0) -> tuple[str, int]:
     """``(host, port)`` of ``url`` if a TCP connection succeeds, else a :class:`CliError` saying so."""
-    parts = urlsplit(url if "://" in url else "http://" + url)
     try:
-        port = parts.port
-    except ValueError:  # not a number, or out of 0-65535
-        port = None
-    if parts.hostname is None or port is None or port == 0:
-        raise CliError(f"emulator URL {url!r} must look like http://127.0.0.1:8090 (a host and a port 1-65535)")
+        host, port = emulator_address(url)
+    except ValueError as e:
+        raise CliError(str(e)) from None
     try:
-        with socket.create_connection((parts.hostname, port), timeout=timeout):
+        with socket.create_connection((host, port), timeout=timeout):
             pass
     except OSError as e:
         raise CliError(
             f"cannot reach the emulator at {url} ({e.strerror or e}); start one with "
             "`ai-transport emulator --port N`, or run `ai-transport demo --emulator` to start one for the demo"
         ) from e
-    return parts.hostname, port
+    return host, port
 
 @contextlib.asynccontextmanager
 async def _transport(args: argparse.Namespace, channel_name: str, printer: LivePrinter) -> Any:

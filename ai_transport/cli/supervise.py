@@ -18,6 +18,7 @@ import sys
 import urllib.request
 from typing import Any
 
+from .args import emulator_url
 from .errors import CliError
 
 EPILOG = """\
@@ -40,7 +41,8 @@ def add_parser(sub: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("channels", metavar="CHANNEL", nargs="+", help="the channel names")
-    p.add_argument("--emulator", metavar="URL", default=None, help="URL of a running emulator (default: $AIT_EMULATOR_URL)")
+    p.add_argument("--emulator", metavar="URL", type=emulator_url, default=None,
+                   help="URL of a running emulator (default: $AIT_EMULATOR_URL)")
     p.add_argument("--key", default=None, help="an Ably API key 'appId.keyId:secret' (default: $ABLY_KEY)")
     p.add_argument("--client-id", default="agent", help="the agents' identity to publish as (default: agent)")
     p.add_argument("--lease", type=float, default=10.0, help="the agents' lease in seconds (default 10)")
