@@ -11,8 +11,10 @@ import sys
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
+from support_emulator import emulator_thread  # noqa: F401  (fixture)
 
 ROOT = Path(__file__).resolve().parent.parent
 ENV = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "AIT_EMULATOR_URL", "ABLY_KEY")}
@@ -82,6 +84,20 @@ USAGE = [
     (["tail", ":bad"], ["CHANNEL", "namespace is empty"]),
     (["tail", "x", "--timeout", "0"], ["--timeout", "more than 0"]),
     (["tail", "x", "--timeout", "-5"], ["--timeout"]),
+    (["supervise"], ["CHANNEL"]),
+    (["supervise", "ok", ":bad"], ["CHANNEL", "namespace is empty", "40010"]),
+    (["supervise", "x", "--lease", "nan"], ["--lease", "finite"]),
+    (["supervise", "x", "--lease", "inf"], ["--lease", "finite"]),
+    (["supervise", "x", "--lease", "0"], ["--lease", "more than 0"]),
+    (["supervise", "x", "--poll", "nan"], ["--poll", "finite"]),
+    (["supervise", "x", "--poll", "0"], ["--poll", "more than 0"]),
+    (["supervise", "x", "--grace", "nan"], ["--grace", "finite"]),
+    (["supervise", "x", "--grace", "-1"], ["--grace", "0 or more"]),
+    (["supervise", "x", "--timeout", "-1"], ["--timeout", "more than 0"]),
+    (["supervise", "x", "--timeout", "0"], ["--timeout", "more than 0"]),
+    (["supervise", "x", "--wake-url", "ftp://agent"], ["--wake-url", "http:// or https://"]),
+    (["supervise", "x", "--wake-url", "http://[::1"], ["--wake-url", "http:// or https://"]),
+    (["supervise", "x", "--client-id", " "], ["--client-id", "must not be empty"]),
     (["frobnicate"], ["invalid choice"]),
 ]
 
@@ -146,6 +162,99 @@ def test_an_unreachable_emulator_is_one_line() -> None:
 def test_tail_needs_somewhere_to_look() -> None:
     one_line_error(cli("tail", "x"), "--emulator URL", "--key KEY", code=1)
     one_line_error(cli("tail", "x", "--key", "not-a-key"), "--key must be an Ably API key", code=1)
+
+
+def test_supervise_needs_somewhere_to_look() -> None:
+    one_line_error(cli("supervise", "x"), "say where the channels live", "--emulator URL", "--key KEY", code=1)
+    one_line_error(cli("supervise", "x", "--key", "not-a-key"), "--key must be an Ably API key", code=1)
+
+
+def test_supervise_with_a_key_the_emulator_rejects_is_one_line(emulator_thread: Any) -> None:
+    # supervise exchanged the key for a token without tail's handling: a ~58-line HTTPError traceback
+    url = emulator_thread.url
+    wrong = emulator_thread.key.partition(":")[0] + ":wrong-secret"
+    for key, reason in ((wrong, "Invalid key in request (code 40101)"), ("nokey:x", "No key named 'nokey' (code 40400)")):
+        for command in ("supervise", "tail"):
+            r = cli(command, "x", "--emulator", url, "--key", key, "--timeout", "5")
+            one_line_error(r, f"the emulator at {url} rejected the credentials: {reason}", code=1)
+
+
+def test_supervise_with_an_unreachable_emulator_is_one_line() -> None:
+    with refusing_port() as port:
+        r = cli("supervise", "x", "--emulator", f"http://127.0.0.1:{port}", "--key", "a.b:c")
+    one_line_error(r, "cannot reach the emulator", code=1)
+
+
+@contextlib.contextmanager
+def silent_port() -> Iterator[int]:
+    """A loopback port that accepts connections and never answers (a hung server)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen(16)
+        yield int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def not_an_emulator() -> Iterator[int]:
+    """A loopback HTTP server answering 404 to everything, a websocket upgrade included."""
+    import http.server
+    import threading
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield int(server.server_address[1])
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("command", ["tail", "supervise"])
+def test_a_connection_that_never_completes_is_one_line(command: str) -> None:
+    # A port that accepts and never answers: the SDK's WebSocketTransport.close task died with a bare
+    # Exception() after the timeout ("Task exception was never retrieved" and its traceback).
+    with silent_port() as port:
+        r = cli(command, "x", "--emulator", f"http://127.0.0.1:{port}", "--timeout", "2")
+    one_line_error(r, "timed out after 2 s connecting to the emulator", code=1)
+
+
+@pytest.mark.parametrize("command", ["tail", "supervise"])
+def test_the_ably_sdks_retries_while_connecting_are_not_printed(command: str) -> None:
+    # Not an emulator (or Ably unreachable): the SDK logs each failed attempt with log.exception,
+    # ~30 tracebacks in 3 s; the command's one line says what the SDK saw last instead.
+    with not_an_emulator() as port:
+        r = cli(command, "x", "--emulator", f"http://127.0.0.1:{port}", "--timeout", "3")
+    one_line_error(r, "timed out after 3 s connecting to the emulator", "(the ably SDK: ", code=1)
+
+
+def test_the_sdk_log_filter_strips_tracebacks_and_holds_records_back_while_connecting() -> None:
+    import logging
+
+    from ai_transport.cli.connection import SdkLog
+
+    def record(name: str) -> logging.LogRecord:
+        try:
+            raise OSError("Name or service not known")
+        except OSError:
+            return logging.LogRecord(name, logging.ERROR, __file__, 1, "Unable to\nconnect", None, sys.exc_info())
+
+    log = SdkLog()
+    sdk, ours = record("ably.realtime.connectionmanager"), record("ai_transport.x")
+    assert log.filter(sdk) and sdk.exc_info is None  # one line, no traceback
+    assert log.filter(ours) and ours.exc_info is not None  # others' records are theirs
+    with log.connecting():
+        assert not log.filter(record("ably"))
+        assert log.filter(record("ai_transport.x"))
+        assert log.seen() == " (the ably SDK: Unable to connect)"
+    assert log.filter(record("ably"))
 
 
 def test_model_without_a_key_is_one_line() -> None:

@@ -249,6 +249,11 @@ def _main(argv: Sequence[str] | None) -> int:
         return 2
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.WARNING, format="ai-transport: %(name)s: %(message)s")
+    from .connection import SDK_LOG
+
+    for handler in logging.getLogger().handlers:  # the ably SDK's retries: one line each, never a traceback
+        if SDK_LOG not in handler.filters:
+            handler.addFilter(SDK_LOG)
     if getattr(args, "color", None) is None and os.environ.get("NO_COLOR"):
         args.color = False
     try:

@@ -17,6 +17,7 @@ __all__ = [
     "demo_emulator",
     "emulator_address",
     "emulator_url",
+    "http_url",
     "non_empty",
     "non_negative_seconds",
     "positive_seconds",
@@ -67,6 +68,18 @@ def emulator_url(value: str) -> str:
 def demo_emulator(value: str) -> str:
     """``demo --emulator``'s value: ``start`` (its bare form: start one) or an emulator URL."""
     return value if value == "start" else emulator_url(value)
+
+
+def http_url(value: str) -> str:
+    """An ``http://`` or ``https://`` URL with a host."""
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018 (raises on a port out of range or not a number)
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(f"expected an http:// or https:// URL with a host, got {value!r}")
+    return value
 
 
 def non_empty(value: str) -> str:

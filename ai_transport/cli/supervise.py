@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
-import os
 import sys
 import urllib.request
 from typing import Any
 
-from .args import emulator_url
+from .args import channel_name, emulator_url, http_url, non_empty, non_negative_seconds, positive_seconds
+from .connection import SDK_LOG, connect_failure, realtime_options, timed_out
 from .errors import CliError
 
 EPILOG = """\
@@ -40,17 +41,20 @@ def add_parser(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("channels", metavar="CHANNEL", nargs="+", help="the channel names")
+    p.add_argument("channels", metavar="CHANNEL", nargs="+", type=channel_name, help="the channel names")
     p.add_argument("--emulator", metavar="URL", type=emulator_url, default=None,
                    help="URL of a running emulator (default: $AIT_EMULATOR_URL)")
     p.add_argument("--key", default=None, help="an Ably API key 'appId.keyId:secret' (default: $ABLY_KEY)")
-    p.add_argument("--client-id", default="agent", help="the agents' identity to publish as (default: agent)")
-    p.add_argument("--lease", type=float, default=10.0, help="the agents' lease in seconds (default 10)")
-    p.add_argument("--grace", type=float, default=None, help="extra seconds before a lapsed lease counts (default lease/5)")
-    p.add_argument("--poll", type=float, default=None, help="seconds between checks (default lease/5)")
-    p.add_argument("--wake-url", default=None, help="POST a stalled run's last invocation here before ending it")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds to wait for the connection (default 10)")
-
+    p.add_argument("--client-id", type=non_empty, default="agent",
+                   help="the agents' identity to publish as (default: agent)")
+    p.add_argument("--lease", type=positive_seconds, default=10.0, help="the agents' lease in seconds (default 10)")
+    p.add_argument("--grace", type=non_negative_seconds, default=None,
+                   help="extra seconds before a lapsed lease counts (default lease/5)")
+    p.add_argument("--poll", type=positive_seconds, default=None, help="seconds between checks (default lease/5)")
+    p.add_argument("--wake-url", type=http_url, default=None,
+                   help="POST a stalled run's last invocation here before ending it")
+    p.add_argument("--timeout", type=positive_seconds, default=10.0,
+                   help="seconds to wait for the connection (default 10)")
 
 def _post(url: str, body: dict[str, Any]) -> int:
     request = urllib.request.Request(
@@ -61,33 +65,23 @@ def _post(url: str, body: dict[str, Any]) -> int:
 
 
 async def _realtime(args: argparse.Namespace) -> Any:
-    emulator = args.emulator or (None if args.key else os.environ.get("AIT_EMULATOR_URL"))
-    key = args.key or (None if emulator else os.environ.get("ABLY_KEY"))
-    if not emulator and not key:
-        raise CliError("say where the channels live: --emulator URL or --key KEY (or set AIT_EMULATOR_URL / ABLY_KEY)")
-    if key is not None and ":" not in key:
-        raise CliError("--key must be an Ably API key of the form 'appId.keyId:secret'")
     from ably import AblyRealtime
 
-    if emulator:
-        from ..emulator.client import client_options
-        from .demo_transport import check_reachable
+    from ..channels.ably_channel import wait_connected
 
-        check_reachable(emulator)
-        options = client_options(emulator, client_id=args.client_id)
-        if key is not None:
-            from ..emulator.client import request_token
-
-            details = await asyncio.to_thread(request_token, emulator, key=key, client_id=args.client_id)
-            options["token"] = str(details["token"])
-    else:
-        options = {"key": key, "client_id": args.client_id}
-    realtime = AblyRealtime(**options)
-    try:
-        await asyncio.wait_for(realtime.connection.once_async("connected"), args.timeout)
-    except asyncio.TimeoutError as e:
-        await realtime.close()
-        raise CliError(f"timed out after {args.timeout:g} s connecting") from e
+    options, where = await realtime_options(args, args.client_id, "the channels live")
+    with SDK_LOG.connecting():
+        realtime = AblyRealtime(**options)
+        try:
+            await asyncio.wait_for(wait_connected(realtime), args.timeout)
+        except BaseException as e:
+            with contextlib.suppress(Exception):
+                await realtime.close()
+            if isinstance(e, asyncio.TimeoutError):
+                raise timed_out(args.timeout, where) from e
+            if isinstance(e, Exception):
+                raise connect_failure(e, where) from e
+            raise
     return realtime
 
 
@@ -97,10 +91,6 @@ async def run_supervise_command(args: argparse.Namespace) -> int:
     from ..errors import InvalidArgumentError
     from ..sessions.supervisor import StalledRun, Supervisor
 
-    for name in ("lease", "grace", "poll"):
-        value = getattr(args, name)
-        if value is not None and value <= 0:
-            raise CliError(f"--{name} must be a number > 0, got {value:g}")
     realtime = await _realtime(args)
     channels = [AblyChannel(name, realtime) for name in args.channels]
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import sys
 from typing import Any, TextIO
 
-from ..errors import AITransportError
-from .errors import CliError
+from .connection import SDK_LOG, connect_failure, realtime_options, timed_out
 from .render import LivePrinter
 
 TAIL_CLIENT_ID = "ai-transport-tail"
@@ -20,62 +18,14 @@ async def open_channel(args: argparse.Namespace) -> Any:
     """An :class:`~ai_transport.channels.ably_channel.AblyChannel` on the emulator or on Ably."""
     from ..channels.ably_channel import AblyChannel
 
-    emulator = args.emulator or (None if args.key else os.environ.get("AIT_EMULATOR_URL"))
-    key = args.key or (None if emulator else os.environ.get("ABLY_KEY"))
-    if not emulator and not key:
-        raise CliError("say where CHANNEL lives: --emulator URL (a local emulator) or --key KEY (Ably); "
-                       "or set AIT_EMULATOR_URL / ABLY_KEY")
-    if key is not None and ":" not in key:
-        raise CliError("--key must be an Ably API key of the form 'appId.keyId:secret'")
-    if emulator:
-        from ..emulator.client import client_options
-        from .demo_transport import check_reachable
-
-        check_reachable(emulator)
-        options = client_options(emulator, client_id=TAIL_CLIENT_ID)
-        where = f"the emulator at {emulator}"
-        if key is not None:
-            # The SDK refuses Basic auth over plain HTTP (40103): exchange the key for a token first,
-            # which also reports a wrong key at once instead of as endless reconnect attempts.
-            options["token"] = await _emulator_token(emulator, key, where)
-    else:
-        options = {"key": key, "client_id": TAIL_CLIENT_ID}
-        where = "Ably"
-    try:
-        return await asyncio.wait_for(AblyChannel.connect(args.channel, **options), args.timeout)
-    except asyncio.TimeoutError as e:
-        raise CliError(f"timed out after {args.timeout:g} s connecting to {where}") from e
-    except AITransportError as e:
-        code = e.code if isinstance(e.code, int) else 0
-        if 40100 <= code < 40200 or code in (40400, 40005) or "key" in e.message.lower():
-            raise CliError(f"{where} rejected the credentials: {e.message} (code {e.code})") from e
-        raise CliError(f"cannot connect to {where}: {e.message} (code {e.code})") from e
-    except Exception as e:  # the ably SDK raises its own AblyException
-        sdk_code = getattr(e, "code", None)
-        message = getattr(e, "message", None) or str(e)
-        if isinstance(sdk_code, int) and (40100 <= sdk_code < 40200 or sdk_code == 40400):
-            raise CliError(f"{where} rejected the credentials: {message} (code {sdk_code})") from e
-        raise CliError(f"cannot connect to {where}: {message}") from e
-
-
-async def _emulator_token(url: str, key: str, where: str) -> str:
-    import json
-    import urllib.error
-
-    from ..emulator.client import request_token
-
-    try:
-        details = await asyncio.to_thread(request_token, url, key=key, client_id=TAIL_CLIENT_ID)
-    except urllib.error.HTTPError as e:
+    options, where = await realtime_options(args, TAIL_CLIENT_ID, "CHANNEL lives")
+    with SDK_LOG.connecting():
         try:
-            err = json.loads(e.read()).get("error", {})
-        except ValueError:
-            err = {}
-        raise CliError(f"{where} rejected the credentials: {err.get('message', e.reason)} "
-                       f"(code {err.get('code', e.code)})") from e
-    except OSError as e:
-        raise CliError(f"cannot reach {where}: {e}") from e
-    return str(details["token"])
+            return await asyncio.wait_for(AblyChannel.connect(args.channel, **options), args.timeout)
+        except asyncio.TimeoutError as e:
+            raise timed_out(args.timeout, where) from e
+        except Exception as e:
+            raise connect_failure(e, where) from e
 
 
 def render_history(view: Any, printer: LivePrinter) -> None:
