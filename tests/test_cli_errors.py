@@ -267,3 +267,39 @@ def test_an_unreachable_responses_api_is_reported_once() -> None:
         r = cli("demo", "--model", "m", env=env)
     one_line_error(r, "could not reach the Responses API", "(code 104008)", code=1)
     assert (r.stdout + r.stderr).count("could not reach the Responses API") == 1, r.stdout + r.stderr
+
+
+# -- the process's own ends: Ctrl-C, a reader that went away -------------------------------------------
+
+
+def test_ctrl_c_while_the_parser_is_built_exits_130_quietly(monkeypatch: pytest.MonkeyPatch,
+                                                           capsys: pytest.CaptureFixture[str]) -> None:
+    # build_parser imports the emulator package and aiohttp (the first ~0.5 s of every command):
+    # it ran outside the KeyboardInterrupt handler, so an early Ctrl-C was a traceback.
+    import ai_transport.cli as cli_module
+
+    def interrupted() -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli_module, "build_parser", interrupted)
+    try:
+        code = cli_module.main(["tail", "x"])
+    except KeyboardInterrupt:
+        pytest.fail("a Ctrl-C while parsing escaped main(): the process printed its traceback")
+    assert code == 130
+    assert capsys.readouterr().err == "\n"
+
+
+@pytest.mark.parametrize("args", [["demo", "--delay", "0"], ["emulator", "--port", "0"]])
+def test_a_closed_stdout_exits_quietly(args: list[str]) -> None:
+    """`ai-transport demo | head -1`: the reader is gone when the command writes; the Python docs'
+    way: no BrokenPipeError traceback (neither from the write nor from the flush at exit), exit 1."""
+    read, write = os.pipe()
+    os.close(read)  # a reader that already left (`| true`)
+    try:
+        r = subprocess.run([sys.executable, "-m", "ai_transport", *args], stdin=subprocess.DEVNULL, stdout=write,
+                           stderr=subprocess.PIPE, text=True, timeout=60, cwd=ROOT, env=ENV, check=False)
+    finally:
+        os.close(write)
+    assert "Traceback" not in r.stderr and "BrokenPipe" not in r.stderr, r.stderr
+    assert r.stderr == "" and r.returncode == 1, (r.returncode, r.stderr)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ..channels.ably_channel import filter_sdk_close_noise
 from ..errors import AITransportError
 from .args import (
     OneLineParser,
@@ -207,6 +207,8 @@ def _add_color(p: argparse.ArgumentParser) -> None:
 
 
 def _run(coro: Any) -> int:
+    from ..channels.ably_channel import filter_sdk_close_noise
+
     async def runner() -> int:
         filter_sdk_close_noise()
         return int(await coro)
@@ -237,6 +239,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _main(argv: Sequence[str] | None) -> int:
+    try:
+        return _command(argv)
+    except KeyboardInterrupt:  # Ctrl-C, from parsing on (its imports take a moment): no traceback
+        with contextlib.suppress(OSError):
+            print(file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        # stdout's reader is gone (`ai-transport demo | head -1`): what the Python docs recommend
+        # (signal module, "Note on SIGPIPE"): point stdout at devnull, so that the flush at exit
+        # fails no more, and exit 1 without a word.
+        with contextlib.suppress(OSError, ValueError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return 1
+
+
+def _command(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.version:
@@ -273,9 +292,6 @@ def _main(argv: Sequence[str] | None) -> int:
             from .tail import run_tail_command
 
             return _run(run_tail_command(args))
-    except KeyboardInterrupt:
-        print(file=sys.stderr)
-        return 130
     except CliError as e:
         _error(str(e))
         return e.exit_code
