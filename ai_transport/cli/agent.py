@@ -16,6 +16,7 @@ The model is any Responses endpoint: the real API or the local scripted server (
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any
@@ -27,6 +28,19 @@ from .scenario import GATED_TOOLS, INSTRUCTIONS, WEATHER_TOOL, run_tool
 logger = logging.getLogger("ai_transport.cli.agent")
 
 ChannelFactory = Callable[[], Awaitable[Any]]
+
+
+@contextlib.asynccontextmanager
+async def closing(stream: Any) -> AsyncIterator[Any]:
+    """``stream`` (a :class:`~ai_transport.responses.ResponsesStream`, or any async iterator) closed
+    when the block ends, also when its task is cancelled (Ctrl-C): left to asyncio's shutdown, an
+    open HTTP response failed to close ("generator didn't stop after athrow()") with a traceback."""
+    try:
+        yield stream
+    finally:
+        aclose = getattr(stream, "aclose", None)
+        if aclose is not None:
+            await aclose()
 
 
 async def gate_calls(stream: Any, gated: frozenset[str] | set[str]) -> AsyncIterator[dict[str, Any]]:
@@ -110,12 +124,10 @@ class ToolAgent:
                 options["reasoning"] = self.reasoning
                 options["include"] = ["reasoning.encrypted_content"]
             self.model_calls += 1
-            # Closed here, also when the task is cancelled (Ctrl-C): left to asyncio's shutdown, the
-            # stream's open HTTP response failed to close ("generator didn't stop after athrow()").
-            async with self.responses.stream(
+            async with closing(self.responses.stream(
                 self.model, input=self.model_input(run), instructions=self.instructions, tools=self.tools,
                 **options,
-            ) as stream:
+            )) as stream:
                 result = await run.pipe(gate_calls(stream, self.gated))
             if result.reason != "complete":
                 await run.end(result.reason, result.error)

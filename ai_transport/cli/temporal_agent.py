@@ -193,7 +193,7 @@ class WeatherActivities:
         from ..readers.hygiene import sanitize_input
         from ..temporal.heartbeat import heartbeating
         from ..temporal.step_id import step_id_for
-        from .agent import gate_calls
+        from .agent import closing, gate_calls
 
         async with self._adopted(input) as run:
             if run is None:  # another worker carried the run on (a duplicate wake-up)
@@ -217,10 +217,10 @@ class WeatherActivities:
             self.model_calls += 1
             step = run.create_step(step_id=step_id_for(input["ids"]["invocationId"]))
             await step.start()
-            async with self.responses.stream(
+            async with closing(self.responses.stream(
                 self.model, input=sanitize_input(run.input_items(), store=False).input,
                 instructions=self.instructions, tools=self.tools, **options,
-            ) as stream, heartbeating(interval=self.heartbeat_interval):
+            )) as stream, heartbeating(interval=self.heartbeat_interval):
                 result = await step.pipe(gate_calls(stream, self.gated))  # the stream closed even if cancelled
             await step.end()
             if result.reason == "error":
