@@ -290,6 +290,25 @@ def test_ctrl_c_while_the_parser_is_built_exits_130_quietly(monkeypatch: pytest.
     assert capsys.readouterr().err == "\n"
 
 
+def test_ctrl_c_before_the_loop_runs_the_command_leaves_no_never_awaited_warning(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+    import gc
+    import warnings
+
+    import ai_transport.cli as cli_module
+
+    def interrupted(main: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(asyncio, "run", interrupted)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert cli_module.main(["tail", "x", "--emulator", "http://127.0.0.1:1"]) == 130
+        gc.collect()
+    assert not [w for w in caught if "never awaited" in str(w.message)], [str(w.message) for w in caught]
+
+
 @pytest.mark.parametrize("args", [["demo", "--delay", "0"], ["emulator", "--port", "0"]])
 def test_a_closed_stdout_exits_quietly(args: list[str]) -> None:
     """`ai-transport demo | head -1`: the reader is gone when the command writes; the Python docs'

@@ -207,13 +207,19 @@ def _add_color(p: argparse.ArgumentParser) -> None:
 
 
 def _run(coro: Any) -> int:
-    from ..channels.ably_channel import filter_sdk_close_noise
-
     async def runner() -> int:
         filter_sdk_close_noise()
         return int(await coro)
 
-    return asyncio.run(runner())
+    main = runner()
+    try:
+        from ..channels.ably_channel import filter_sdk_close_noise
+
+        return asyncio.run(main)
+    finally:
+        # A Ctrl-C before the loop ran them: closed, not "coroutine ... was never awaited" warnings
+        main.close()
+        coro.close()
 
 
 def _error(msg: str) -> None:
