@@ -150,13 +150,19 @@ async def _fork(client: ClientSession, run_id: str, rewrite: dict[str, Any] | No
     return await client.view.send([result], run_id=run_id)
 
 
-async def _approved_then_forked(rewrite: dict[str, Any] | None) -> list[dict[str, Any]]:
-    hub = InProcessHub()
+async def _approved(hub: InProcessHub) -> tuple[ClientSession, Any]:
+    """alice's run, suspended on call-1 (gated, which she approves) and call-2 (a client tool)."""
     alice = await _session(hub, "alice")
     run = await _suspended(hub, alice, ASK)
     target = alice.view.get_messages()[1].codec_message_id
     await alice.view.send([C.create_tool_approval_response(target, {"toolCallId": "call-1", "approved": True})],
                           run_id=run.run_id)
+    return alice, run
+
+
+async def _approved_then_forked(rewrite: dict[str, Any] | None) -> list[dict[str, Any]]:
+    hub = InProcessHub()
+    alice, run = await _approved(hub)
     await alice.view.wait_for(lambda: any(
         p.get("state") == "approval-responded" for m in alice.view.get_messages() for p in m.message["parts"]
         if p.get("toolCallId") == "call-1"), 5)
@@ -210,11 +216,7 @@ async def _use_chat_fork(who: str, page_size: int) -> tuple[list[dict[str, Any]]
     ``parent`` the run's input, ``supersedes`` the run, its seed the run's messages under fresh ids);
     a fresh worker, folding history in pages of ``page_size``, is woken by it."""
     hub = InProcessHub()
-    alice = await _session(hub, "alice")
-    run = await _suspended(hub, alice, ASK)
-    target = alice.view.get_messages()[1].codec_message_id
-    await alice.view.send([C.create_tool_approval_response(target, {"toolCallId": "call-1", "approved": True})],
-                          run_id=run.run_id)
+    alice, run = await _approved(hub)
     await asyncio.sleep(0.05)
     node = alice.tree.get_run_node(run.run_id)
     assert node is not None

@@ -13,7 +13,7 @@ Messages may be ``UIMessage`` dicts or :class:`~ai_transport.codec.CodecMessage`
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from .state import UIProjection, is_tool_part, tool_name
@@ -75,6 +75,17 @@ def tool_output(call: dict[str, Any], result: Any) -> dict[str, Any]:
     return {"type": "tool-output-available", "toolCallId": call["toolCallId"], "output": result}
 
 
+def _agent_messages(runs: Iterable[tuple[str | None, UIProjection]]) -> Iterator[tuple[str | None, dict[str, Any]]]:
+    """``(input client, message)`` of each agent message of ``runs``: an assistant entry no fork seed
+    made (read as :meth:`UIProjection.messages` reads it: text flushed, a part may hold unread chunks)."""
+    for run_owner, projection in runs:
+        seeded = projection.seeded or ()
+        for entry in projection.messages():
+            message = entry.message
+            if entry.codec_message_id not in seeded and message.get("role") == "assistant":
+                yield run_owner, message
+
+
 def vouched_calls(
     calls: list[dict[str, Any]], runs: Iterable[tuple[str | None, UIProjection]], owner: str | None
 ) -> tuple[list[dict[str, Any]], list[tuple[dict[str, Any], str]]]:
@@ -89,16 +100,11 @@ def vouched_calls(
     the agent's arguments, never the seed's.
     """
     made: dict[Any, list[tuple[str | None, dict[str, Any]]]] = {}
-    for run_owner, projection in runs:
-        seeded = projection.seeded or ()
-        for entry in projection.messages():  # (text flushed: a part may hold unread chunks)
-            message = entry.message
-            if entry.codec_message_id in seeded or message.get("role") != "assistant":
-                continue
-            parts = message.get("parts")
-            for part in parts if isinstance(parts, list) else ():
-                if is_tool_part(part) and type(part["toolCallId"]) is str:
-                    made.setdefault(part["toolCallId"], []).append((run_owner, part))
+    for run_owner, message in _agent_messages(runs):
+        parts = message.get("parts")
+        for part in parts if isinstance(parts, list) else ():
+            if is_tool_part(part) and type(part["toolCallId"]) is str:
+                made.setdefault(part["toolCallId"], []).append((run_owner, part))
     kept: list[dict[str, Any]] = []
     refused: list[tuple[dict[str, Any], str]] = []
     for call in calls:
@@ -146,17 +152,10 @@ def vouched_messages(
     only) has its ``id`` and the same parts (types, texts, tool calls and their inputs; a tool part's
     state and output may be the client's resolution). Returns ``(kept, dropped)``."""
     made: dict[Any, list[tuple[Any, ...] | None]] = {}
-    for run_owner, projection in runs:
-        if run_owner != owner:
-            continue
-        own_seeded = projection.seeded or ()
-        for entry in projection.messages():  # (text flushed: a part may hold unread chunks)
-            message = entry.message
-            if entry.codec_message_id in own_seeded or message.get("role") != "assistant":
-                continue
-            key = message.get("id")
-            if isinstance(key, str):
-                made.setdefault(key, []).append(_signature(message))
+    for _owner, message in _agent_messages(r for r in runs if r[0] == owner):
+        key = message.get("id")
+        if isinstance(key, str):
+            made.setdefault(key, []).append(_signature(message))
     kept: list[Any] = []
     dropped: list[Any] = []
     for m in messages:
