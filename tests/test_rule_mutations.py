@@ -196,7 +196,7 @@ def test_an_anonymous_input_never_matches_a_run_whose_input_client_is_unknown() 
 def test_with_accept_input_an_answer_into_an_unknown_run_is_judged_at_once_not_held() -> None:
     admission, rejected = admission_of(accept_input=lambda client_id, run: False)
     assert admission.admit(answer("alice"), Runs()) is False  # the predicate said no: refused now
-    assert rejected and "tool-approval-response from a client" in rejected[0][1]
+    assert rejected and "input 'tool-approval-response' from a client" in rejected[0][1]
     plain, _ = admission_of()
     assert plain.admit(answer("alice"), Runs()) is None  # default: held until the run's start
 
