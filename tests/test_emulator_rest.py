@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import math
+import secrets
 import socket
 import subprocess
 import sys
@@ -28,6 +29,7 @@ from ai_transport.emulator import EmulatorThread, request_token
 pytestmark = pytest.mark.timeout(120)
 
 BASIC = {"Authorization": "Basic " + base64.b64encode(b"local.dev:secret").decode()}
+JSON = {"Content-Type": "application/json"}
 
 
 @pytest.fixture(scope="module")
@@ -436,3 +438,26 @@ def test_an_origin_that_is_not_a_url_is_refused_40300(emulator_thread: EmulatorT
         headers={"Origin": origin, "Upgrade": "websocket", "Connection": "Upgrade", "Sec-WebSocket-Version": "13", "Sec-WebSocket-Key": "dGhlIHNhbXBsZSBub25jZQ=="},
     )
     assert ws.status_code == 403
+
+
+@pytest.mark.parametrize("depth", [600, 950])
+def test_deeply_nested_data_is_taken_by_batch_as_by_a_single_publish(http: httpx.Client, depth: int) -> None:
+    """A batch publish copies each channel its messages: ``copy.deepcopy`` ran out of recursion past
+    ~480 levels (HTTP 500) for data a single publish stores and serves."""
+    deep = "[" * depth + "1" + "]" * depth
+    ch = f"deep-{depth}-{secrets.token_hex(3)}"
+    single = http.post(f"/channels/{ch}-single/messages", content='{"data":' + deep + "}", headers=JSON)
+    batch = http.post("/messages", content=f'{{"channels":["{ch}"],"messages":[{{"data":{deep}}}]}}', headers=JSON)
+    assert (single.status_code, batch.status_code) == (201, 201)
+    history = http.get(f"/channels/{ch}/messages")
+    assert history.status_code == 200 and history.text.count('"id"') == 1  # (no parse: as deep)
+
+
+def test_deeply_nested_data_with_a_lone_surrogate_is_refused_not_a_500(http: httpx.Client) -> None:
+    """A lone surrogate is rewritten U+FFFD for MessagePack peers, by a recursive walk: past its
+    limit the publish was a 500; it is refused 40000, and nothing is stored."""
+    deep = "[" * 700 + '"\\ud800"' + "]" * 700
+    ch = f"deep-sur-{secrets.token_hex(3)}"
+    resp = http.post(f"/channels/{ch}/messages", content='{"data":' + deep + "}", headers=JSON)
+    assert resp.status_code == 400 and resp.json()["error"]["code"] == 40000
+    assert http.get(f"/channels/{ch}/messages").json() == []

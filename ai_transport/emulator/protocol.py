@@ -364,6 +364,8 @@ def ingest_data(message: dict[str, Any], fmt: str) -> dict[str, Any]:
                 40013,
                 400,
             ) from None
+        except RecursionError:  # (a lone surrogate's U+FFFD rewrite recurses: past the limit, no peer gets it)
+            raise EmulatorError("message is nested too deeply to deliver (a lone surrogate in it)", 40000, 400) from None
     data = message.get("data")
     if isinstance(data, (bytearray, memoryview)):
         message["data"] = bytes(data)
