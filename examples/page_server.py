@@ -206,6 +206,10 @@ def ably_js_options(emulator_url: str, auth_url: str | None = None) -> dict[str,
 
     options = connect_info(emulator_url)
     options.pop("token", None)
+    # The page asks /health whether the emulator answers; ably-js's own check, an XHR to the emulator
+    # when a socket drops, logged a console error (ERR_CONNECTION_REFUSED) whenever it lost the race
+    # with the page's teardown: the page's check is the one that counts.
+    options["disableConnectivityCheck"] = True
     if auth_url is not None:
         options["authUrl"] = auth_url
     return options
