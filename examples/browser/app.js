@@ -432,7 +432,9 @@ async function main() {
         // instead, then connect again and re-read the conversation from history.
         document.body.dataset.conn = 'offline';
         setBanner('error', `Lost the connection to the Ably emulator (${change.reason?.message ?? change.current}); reconnecting…`);
-        void teardown().then(connect);
+        // (a pause first: an emulator going away closes its sockets before its listener, so a
+        // /health asked at once may still say "up", and the new client's token request then fail)
+        void teardown().then(() => sleep(1000)).then(() => { if (mine === generation) void connect(); });
       }
     });
     s.on('error', (err) => {
