@@ -205,11 +205,7 @@ class Admission:
                     # a fork's answer: its run not placed yet, or placed by its own later wires
                     # (newest page first) and not started: judged by the run it supersedes
                     return self._admit_fork(message, tree, h, kind)
-                if (
-                    isinstance(run_id, str)
-                    and self.accept_input is None
-                    and (run is None or run.input_client_id is None or _contested(tree, run_id))
-                ):
+                if isinstance(run_id, str) and self._judged_later(tree, run_id, run):
                     return None  # judged once the run's start is folded (or its owner settled)
                 self._reject(message, f"input {quoted(kind)} from a client this session does not accept")
                 if isinstance(run_id, str) and getattr(tree, "judge_runs", False):
@@ -229,12 +225,18 @@ class Admission:
         if isinstance(superseded, str):
             if self.input_accepted(author_of(message), trunk):
                 return True
-            if self.accept_input is None and (
-                trunk is None or trunk.input_client_id is None or _contested(tree, superseded)
-            ):
+            if self._judged_later(tree, superseded, trunk):
                 return None  # judged once the superseded run's start is folded
         self._reject(message, f"input {quoted(kind)} from a client this session does not accept")
         return False
+
+    def _judged_later(self, tree: Any, run_id: str, run: RunNode | None) -> bool:
+        """Whether an input into ``run_id`` (its node ``run``, if placed) that no accepted client
+        sent waits for the run's start (not folded yet, or its owner contested) rather than being
+        refused now; never with an ``accept_input`` predicate, which judges at once."""
+        return self.accept_input is None and (
+            run is None or run.input_client_id is None or _contested(tree, run_id)
+        )
 
     def hold(self, message: Mapping[str, Any]) -> None:
         """Keep an input into a run whose start is not folded yet (at most :data:`HELD_LIMIT` per run

@@ -386,7 +386,7 @@ class Tree(LifecycleFold, TreeOwnership):
                 f"{quoted(owner)}: not shown, never the model's input"
             )
             self._refuse({"name": "ai-input", "serial": getattr(node, "serial", None), "clientId": owner}, why)
-        return list(kept)
+        return kept
 
     # -- ordering ----------------------------------------------------------------------------
 

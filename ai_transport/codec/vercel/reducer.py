@@ -10,7 +10,6 @@ chunk type it does not project, an orphan tool output: dropped silently, as 0.8.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 from typing import Any
 
@@ -175,12 +174,14 @@ def _fold_start(state: UIProjection, c: Chunk, mid: str) -> None:
 
 def _fold_start_step(state: UIProjection, c: Chunk, mid: str) -> None:
     steps = state.open_steps
-    if steps is None:
-        steps = state.open_steps = set()
-    elif mid in steps and type(c) is Repair:
-        return  # a pre-roll the decoder judged in arrival order: this step started already
-    with contextlib.suppress(TypeError):  # (an unhashable id from the wire: never found either)
+    try:  # (an unhashable id from the wire: never found, never kept)
+        if type(c) is Repair and steps is not None and mid in steps:
+            return  # a pre-roll the decoder judged in arrival order: this step started already
+        if steps is None:
+            steps = state.open_steps = set()
         steps.add(mid)
+    except TypeError:
+        pass
     state.ensure_message(mid)["parts"].append({"type": "step-start"})
 
 
